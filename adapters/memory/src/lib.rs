@@ -1,0 +1,291 @@
+//! # leasehold-memory
+//!
+//! The reference [`Store`]: the core transitions applied to rows held in
+//! ordered maps under one lock, with an injectable store clock. The simulator
+//! serves it to its workers over the simulated network.
+//!
+//! Invariants:
+//! - every change goes through a `leasehold_core::transition` function, and
+//!   is written only if the row's `version` is the one loaded;
+//! - the history holds exactly one event per accepted transition, in commit
+//!   order;
+//! - iteration is over `BTreeMap`/`BTreeSet`, so answers are deterministic.
+
+#![warn(missing_docs)]
+
+mod index;
+
+use index::Indexes;
+use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
+use leasehold_core::{
+    CancelOutcome, ClaimRequest, CrashReport, Event, InputError, JobId, JobRecord, Lease,
+    ListRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreClock,
+    StoreError, StoreTime, SweepRequest, SystemStoreClock,
+};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Most history events kept by default before the oldest are dropped.
+pub const DEFAULT_HISTORY_CAP: usize = 1_000_000;
+
+/// The mutable state: rows, indexes, keys and history.
+#[derive(Debug, Default, Clone)]
+pub struct MemoryState {
+    rows: BTreeMap<JobId, JobRecord>,
+    keys: BTreeMap<String, JobId>,
+    index: Indexes,
+    next_id: u64,
+    events: Vec<Event>,
+    dropped_events: u64,
+}
+
+impl MemoryState {
+    fn put(&mut self, applied: Applied, loaded_version: Option<u64>, history_cap: usize) {
+        let Applied { record, event } = applied;
+        let old = self.rows.get(&record.id);
+        debug_assert_eq!(
+            old.map(|r| r.version),
+            loaded_version,
+            "write guarded by the loaded version"
+        );
+        if let Some(old) = old.cloned() {
+            self.index.remove(&old);
+        }
+        self.index.insert(&record);
+        if let Some(k) = &record.idempotency_key {
+            self.keys.insert(k.clone(), record.id);
+        }
+        self.rows.insert(record.id, record);
+        if self.events.len() >= history_cap {
+            self.events.remove(0);
+            self.dropped_events += 1;
+        }
+        self.events.push(event);
+    }
+}
+
+/// An in-memory job store.
+pub struct MemoryStore {
+    state: Arc<Mutex<MemoryState>>,
+    clock: Box<dyn StoreClock>,
+    policy: Policy,
+    history_cap: usize,
+}
+
+impl MemoryStore {
+    /// A store on the system wall clock.
+    pub fn new(policy: Policy) -> Self {
+        Self::with_clock(policy, SystemStoreClock)
+    }
+
+    /// A store on `clock` (for tests and the simulator).
+    pub fn with_clock(policy: Policy, clock: impl StoreClock) -> Self {
+        MemoryStore {
+            state: Arc::new(Mutex::new(MemoryState::default())),
+            clock: Box::new(clock),
+            policy,
+            history_cap: DEFAULT_HISTORY_CAP,
+        }
+    }
+
+    /// A store over existing shared state: the simulator keeps the state
+    /// outside the store host so that it survives a store crash (committed
+    /// means durable) while in-flight requests are lost.
+    pub fn with_state(
+        policy: Policy,
+        clock: impl StoreClock,
+        state: Arc<Mutex<MemoryState>>,
+    ) -> Self {
+        MemoryStore {
+            state,
+            clock: Box::new(clock),
+            policy,
+            history_cap: DEFAULT_HISTORY_CAP,
+        }
+    }
+
+    /// The shared state handle.
+    pub fn state(&self) -> Arc<Mutex<MemoryState>> {
+        self.state.clone()
+    }
+
+    /// The policy this store applies.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// A copy of the history: one event per accepted transition.
+    pub fn events(&self) -> Vec<Event> {
+        self.lock().events.clone()
+    }
+
+    /// A copy of every row, in id order.
+    pub fn rows(&self) -> Vec<JobRecord> {
+        self.lock().rows.values().cloned().collect()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, MemoryState> {
+        // A poisoned lock means a panic mid-write; the rows are still whole
+        // because every write is a single insert.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn load(state: &MemoryState, id: JobId) -> Result<JobRecord, StoreError> {
+        state
+            .rows
+            .get(&id)
+            .cloned()
+            .ok_or(StoreError::Input(InputError::UnknownJob(id)))
+    }
+
+    fn do_enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.lock();
+        let existing = job
+            .idempotency_key
+            .as_ref()
+            .and_then(|k| st.keys.get(k))
+            .and_then(|id| st.rows.get(id))
+            .cloned();
+        let id = JobId(st.next_id + 1);
+        match transition::enqueue(&job, id, existing.as_ref(), &self.policy, now)? {
+            EnqueuePlan::Existing(id) => Ok(id),
+            EnqueuePlan::Insert(applied) => {
+                st.next_id += 1;
+                st.put(applied, None, self.history_cap);
+                Ok(id)
+            }
+        }
+    }
+
+    fn do_claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
+        let now = self.clock.now();
+        let mut st = self.lock();
+        let running = st
+            .index
+            .running_per_queue
+            .get(&req.queue)
+            .copied()
+            .unwrap_or(0);
+        let cap = transition::claim_capacity(&req.queue, req.max, running, &self.policy) as usize;
+        let due: Vec<JobId> = st
+            .index
+            .pending_of(&req.queue)
+            .filter(|k| k.2 <= now)
+            .map(|k| k.3)
+            .take(cap)
+            .collect();
+        let mut leases = Vec::with_capacity(due.len());
+        for id in due {
+            let row = Self::load(&st, id)?;
+            match transition::claim(&row, &req.worker, req.lease, now) {
+                Ok((applied, lease)) => {
+                    st.put(applied, Some(row.version), self.history_cap);
+                    leases.push(lease);
+                }
+                Err(refusal) => {
+                    debug_assert!(false, "index offered an unclaimable row: {refusal:?}")
+                }
+            }
+        }
+        Ok(leases)
+    }
+
+    fn do_renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.lock();
+        let row = Self::load(&st, req.job)?;
+        match transition::renew(&row, req.token, req.lease, &self.policy, now)? {
+            RenewPlan::Renewed(applied, answer) => {
+                st.put(applied, Some(row.version), self.history_cap);
+                Ok(answer)
+            }
+            RenewPlan::Lost => Ok(Renewal::Lost),
+        }
+    }
+
+    fn do_release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.lock();
+        let row = Self::load(&st, req.job)?;
+        match transition::release(&row, req.token, &req.outcome, &self.policy, now)? {
+            ReleasePlan::Apply(applied) => {
+                st.put(applied, Some(row.version), self.history_cap);
+                Ok(Release::Committed)
+            }
+            ReleasePlan::Repeat => Ok(Release::Committed),
+            ReleasePlan::Lost => Ok(Release::Lost),
+        }
+    }
+
+    fn do_sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.lock();
+        let expired: Vec<JobId> = st.index.expired(now).take(req.limit as usize).collect();
+        let mut reports = Vec::with_capacity(expired.len());
+        for id in expired {
+            let row = Self::load(&st, id)?;
+            // The guard is re-checked on the row as it is now.
+            if let Ok((applied, report)) = transition::sweep(&row, now) {
+                st.put(applied, Some(row.version), self.history_cap);
+                reports.push(report);
+            }
+        }
+        Ok(reports)
+    }
+
+    fn do_cancel(&self, id: JobId) -> Result<CancelOutcome, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.lock();
+        let row = Self::load(&st, id)?;
+        let (applied, answer) = transition::cancel(&row, now);
+        if let Some(applied) = applied {
+            st.put(applied, Some(row.version), self.history_cap);
+        }
+        Ok(answer)
+    }
+
+    fn do_list(&self, req: ListRequest) -> Vec<JobRecord> {
+        let st = self.lock();
+        let start = req.after.map(|a| JobId(a.0 + 1)).unwrap_or(JobId(0));
+        st.rows
+            .range(start..)
+            .take(req.limit as usize)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+}
+
+impl Store for MemoryStore {
+    async fn now(&self) -> Result<StoreTime, StoreError> {
+        Ok(self.clock.now())
+    }
+    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        self.do_enqueue(job)
+    }
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        self.do_claim(req)
+    }
+    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        self.do_renew(req)
+    }
+    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        self.do_release(req)
+    }
+    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        self.do_sweep(req)
+    }
+    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
+        self.do_cancel(job)
+    }
+    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
+        Ok(self.lock().rows.get(&job).cloned())
+    }
+    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
+        Ok(self.do_list(req))
+    }
+}
+
+#[cfg(test)]
+mod tests;

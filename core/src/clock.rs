@@ -1,0 +1,113 @@
+//! Clocks and the runtime seam.
+//!
+//! Nothing in the core or the worker runtime reads `std::time` or tokio's
+//! clock directly. Workers and sweepers measure durations on a [`Runtime`]
+//! (their host's monotonic clock) and sleep and spawn through it, so the
+//! simulator can give every host its own skewed, drifting clock. Stores read
+//! their lease clock through a [`StoreClock`].
+
+use crate::time::{Millis, StoreTime};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// A host's monotonic clock, timer and task spawner.
+pub trait Runtime: Clone + Send + Sync + 'static {
+    /// Milliseconds on this host's monotonic clock since an arbitrary origin.
+    /// Never goes backwards.
+    fn now(&self) -> Millis;
+    /// Completes after `d` has passed on this host's monotonic clock.
+    fn sleep(&self, d: Millis) -> BoxFuture<()>;
+    /// Runs `task` concurrently on this host.
+    fn spawn(&self, task: BoxFuture<()>);
+}
+
+/// [`Runtime`] on tokio's clock and executor (production, and tests with
+/// tokio's paused time, where it is deterministic).
+#[derive(Clone, Debug)]
+pub struct TokioRuntime {
+    origin: tokio::time::Instant,
+}
+
+impl TokioRuntime {
+    /// A runtime whose monotonic origin is the moment of this call.
+    pub fn new() -> Self {
+        TokioRuntime {
+            // The one clock read of the production runtime: its origin.
+            origin: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for TokioRuntime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Runtime for TokioRuntime {
+    fn now(&self) -> Millis {
+        Millis(self.origin.elapsed().as_millis() as u64)
+    }
+    fn sleep(&self, d: Millis) -> BoxFuture<()> {
+        Box::pin(tokio::time::sleep(d.to_std()))
+    }
+    fn spawn(&self, task: BoxFuture<()>) {
+        tokio::spawn(task);
+    }
+}
+
+/// The store's lease clock.
+pub trait StoreClock: Send + Sync + 'static {
+    /// The store's wall clock now.
+    fn now(&self) -> StoreTime;
+}
+
+/// The operating system's wall clock, as a store clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemStoreClock;
+
+impl StoreClock for SystemStoreClock {
+    fn now(&self) -> StoreTime {
+        // The store clock is a wall clock by definition (spec §2).
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        StoreTime(since.as_millis() as i64)
+    }
+}
+
+/// A store clock that moves only when told to (tests, the simulator).
+#[derive(Clone, Debug, Default)]
+pub struct ManualStoreClock(Arc<AtomicI64>);
+
+impl ManualStoreClock {
+    /// A clock reading `start`.
+    pub fn new(start: StoreTime) -> Self {
+        ManualStoreClock(Arc::new(AtomicI64::new(start.0)))
+    }
+    /// Moves the clock forward by `d`.
+    pub fn advance(&self, d: Millis) {
+        self.0.fetch_add(d.0 as i64, Ordering::SeqCst);
+    }
+    /// Sets the clock (it may step backwards, like an NTP correction).
+    pub fn set(&self, t: StoreTime) {
+        self.0.store(t.0, Ordering::SeqCst);
+    }
+}
+
+impl StoreClock for ManualStoreClock {
+    fn now(&self) -> StoreTime {
+        StoreTime(self.0.load(Ordering::SeqCst))
+    }
+}
+
+impl<F: Fn() -> StoreTime + Send + Sync + 'static> StoreClock for F {
+    fn now(&self) -> StoreTime {
+        self()
+    }
+}

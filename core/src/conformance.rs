@@ -1,0 +1,1 @@
+//! The adapter conformance suite (placeholder; filled in by the adapters work).

@@ -1,0 +1,156 @@
+//! Typed errors: bad input, bad configuration, and store failures.
+//!
+//! [`StoreError::Unavailable`] is the only error whose outcome is unknown: the
+//! request may or may not have committed. Every other error is a definite
+//! rejection that changed nothing.
+
+use crate::ids::{JobId, Token};
+use crate::job::JobState;
+use crate::time::Millis;
+use thiserror::Error;
+
+/// Input that no transition accepts. Nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum InputError {
+    /// The queue name is empty, too long or has control characters.
+    #[error("bad queue name {queue:?}: {reason}")]
+    BadQueueName {
+        /// The offending name (truncated).
+        queue: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A payload is larger than the cap.
+    #[error("payload of {size} bytes exceeds the cap of {cap} bytes")]
+    PayloadTooLarge {
+        /// Its size.
+        size: usize,
+        /// The configured cap.
+        cap: usize,
+    },
+    /// A result is larger than the cap.
+    #[error("result of {size} bytes for {job} exceeds the cap of {cap} bytes")]
+    ResultTooLarge {
+        /// The job.
+        job: JobId,
+        /// Its size.
+        size: usize,
+        /// The configured cap.
+        cap: usize,
+    },
+    /// A duration is zero, too long or otherwise unusable.
+    #[error("bad {what} duration {value}: {reason}")]
+    BadDuration {
+        /// Which duration.
+        what: &'static str,
+        /// Its value.
+        value: Millis,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The attempt budget is zero or above the cap.
+    #[error("max_attempts {value} must be between 1 and {cap}")]
+    BadMaxAttempts {
+        /// The value given.
+        value: u32,
+        /// The configured cap.
+        cap: u32,
+    },
+    /// The idempotency key is empty or too long.
+    #[error("bad idempotency key: {reason}")]
+    BadIdempotencyKey {
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The idempotency key was already used for a different job spec.
+    #[error("idempotency key {key:?} already names {existing} with a different spec")]
+    IdempotencyConflict {
+        /// The key.
+        key: String,
+        /// The job it names.
+        existing: JobId,
+    },
+    /// A claim asked for zero jobs or more than the batch cap.
+    #[error("claim batch size {value} must be between 1 and {cap}")]
+    BadBatch {
+        /// The value given.
+        value: u32,
+        /// The configured cap.
+        cap: u32,
+    },
+    /// No job has this id.
+    #[error("unknown job {0}")]
+    UnknownJob(JobId),
+    /// A release named a token the job never had.
+    #[error("{job} has never had token {token}")]
+    UnknownToken {
+        /// The job.
+        job: JobId,
+        /// The token.
+        token: Token,
+    },
+}
+
+/// A configuration that cannot work, rejected at build time.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("invalid configuration: {field}: {reason}")]
+pub struct ConfigError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl ConfigError {
+    /// A config error for `field`.
+    pub fn new(field: &'static str, reason: impl Into<String>) -> Self {
+        ConfigError {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Failure of a [`crate::Store`] operation.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum StoreError {
+    /// Definite rejection of bad input; nothing changed.
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The outcome is unknown: the request may or may not have committed
+    /// (connection lost, timeout, store crash). Retry idempotently.
+    #[error("store unavailable (outcome unknown): {0}")]
+    Unavailable(String),
+    /// A concurrent writer changed the row between load and write; nothing
+    /// changed. Adapters retry these internally a bounded number of times.
+    #[error("write conflict on {0}; nothing changed")]
+    Conflict(JobId),
+    /// The store holds a row that breaks an invariant (corruption or a bug).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+impl StoreError {
+    /// Whether the request may have committed (retry only idempotent requests).
+    pub fn is_unknown_outcome(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+/// Why a transition refused to act (not an error: an answer such as `Lost`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The job is not in a state the operation accepts.
+    WrongState(JobState),
+    /// The token does not hold the lease.
+    StaleToken {
+        /// Token the caller named.
+        given: Token,
+        /// Token the job has.
+        current: Token,
+    },
+    /// `run_at` is still in the future.
+    NotYetDue,
+    /// The lease has not expired yet.
+    NotExpired,
+}

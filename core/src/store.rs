@@ -1,0 +1,170 @@
+//! The storage interface every adapter implements.
+//!
+//! One small request struct per operation. Every adapter evaluates the
+//! operation by loading the affected rows, applying the [`crate::transition`]
+//! function, and persisting the result with a version check, atomically.
+//!
+//! Errors: [`StoreError::Unavailable`] means the outcome is unknown (the
+//! request may have committed); all other errors are definite rejections
+//! that changed nothing.
+
+use crate::error::StoreError;
+use crate::history::CrashReport;
+use crate::ids::{JobId, Token, WorkerId};
+use crate::job::{CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal};
+use crate::time::{Millis, StoreTime};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::sync::Arc;
+
+/// Ask for up to `max` leases on `queue` for `worker`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRequest {
+    /// Who claims.
+    pub worker: WorkerId,
+    /// From which queue.
+    pub queue: String,
+    /// Lease duration.
+    pub lease: Millis,
+    /// At most this many leases.
+    pub max: u32,
+}
+
+/// Extend the lease `token` on `job` by `lease` from the store's now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenewRequest {
+    /// The job.
+    pub job: JobId,
+    /// The lease's token.
+    pub token: Token,
+    /// New lease duration from now.
+    pub lease: Millis,
+}
+
+/// End the lease `token` on `job` with `outcome`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    /// The job.
+    pub job: JobId,
+    /// The lease's token.
+    pub token: Token,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// Reclaim up to `limit` expired leases.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepRequest {
+    /// At most this many reclaims.
+    pub limit: u32,
+}
+
+/// Page through all jobs in id order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListRequest {
+    /// Only jobs with an id greater than this.
+    pub after: Option<JobId>,
+    /// At most this many.
+    pub limit: u32,
+}
+
+/// A job store. Implemented by the memory, SQLite and Postgres adapters, and
+/// by the simulator's remote client.
+pub trait Store: Send + Sync + 'static {
+    /// The store's clock.
+    fn now(&self) -> impl Future<Output = Result<StoreTime, StoreError>> + Send;
+    /// Adds a job; answers its id (the existing id for a repeated idempotency key).
+    fn enqueue(&self, job: NewJob) -> impl Future<Output = Result<JobId, StoreError>> + Send;
+    /// Claims up to `req.max` due jobs.
+    fn claim(
+        &self,
+        req: ClaimRequest,
+    ) -> impl Future<Output = Result<Vec<Lease>, StoreError>> + Send;
+    /// Extends a lease.
+    fn renew(&self, req: RenewRequest) -> impl Future<Output = Result<Renewal, StoreError>> + Send;
+    /// Ends a lease.
+    fn release(
+        &self,
+        req: ReleaseRequest,
+    ) -> impl Future<Output = Result<Release, StoreError>> + Send;
+    /// Reclaims expired leases; answers one crash report per reclaim.
+    fn sweep(
+        &self,
+        req: SweepRequest,
+    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send;
+    /// Cancels a job.
+    fn cancel(&self, job: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+    /// Reads one job.
+    fn get(&self, job: JobId)
+        -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send;
+    /// Lists jobs in id order, for checks and exports.
+    fn list(
+        &self,
+        req: ListRequest,
+    ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send;
+}
+
+impl<S: Store> Store for Arc<S> {
+    fn now(&self) -> impl Future<Output = Result<StoreTime, StoreError>> + Send {
+        (**self).now()
+    }
+    fn enqueue(&self, job: NewJob) -> impl Future<Output = Result<JobId, StoreError>> + Send {
+        (**self).enqueue(job)
+    }
+    fn claim(
+        &self,
+        req: ClaimRequest,
+    ) -> impl Future<Output = Result<Vec<Lease>, StoreError>> + Send {
+        (**self).claim(req)
+    }
+    fn renew(&self, req: RenewRequest) -> impl Future<Output = Result<Renewal, StoreError>> + Send {
+        (**self).renew(req)
+    }
+    fn release(
+        &self,
+        req: ReleaseRequest,
+    ) -> impl Future<Output = Result<Release, StoreError>> + Send {
+        (**self).release(req)
+    }
+    fn sweep(
+        &self,
+        req: SweepRequest,
+    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send {
+        (**self).sweep(req)
+    }
+    fn cancel(&self, job: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
+        (**self).cancel(job)
+    }
+    fn get(
+        &self,
+        job: JobId,
+    ) -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send {
+        (**self).get(job)
+    }
+    fn list(
+        &self,
+        req: ListRequest,
+    ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
+        (**self).list(req)
+    }
+}
+
+/// Most rows [`list_all`] reads, so a runaway store cannot loop forever.
+pub const LIST_ALL_MAX_ROWS: usize = 10_000_000;
+
+/// Reads every job, page by page.
+pub async fn list_all<S: Store>(store: &S) -> Result<Vec<JobRecord>, StoreError> {
+    const PAGE: u32 = 1000;
+    let mut out = Vec::new();
+    let mut after = None;
+    while out.len() < LIST_ALL_MAX_ROWS {
+        let page = store.list(ListRequest { after, limit: PAGE }).await?;
+        let n = page.len();
+        after = page.last().map(|r| r.id);
+        out.extend(page);
+        if n < PAGE as usize {
+            break;
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,289 @@
+//! Worker and sweeper configuration: named defaults, validated at build.
+//!
+//! Build-time checks: a non-zero lease; a renew interval below the usable
+//! part of the lease ([`super::fence::safe_duration`]), so a renew is always
+//! due before the worker must self-fence; concurrency and retry bounds ≥ 1.
+
+use super::fence::safe_duration;
+use crate::error::ConfigError;
+use crate::ids::WorkerId;
+use crate::time::Millis;
+
+/// Default number of jobs one worker runs at once.
+pub const DEFAULT_CONCURRENCY: u32 = 4;
+/// Default lease duration.
+pub const DEFAULT_LEASE: Millis = Millis(30_000);
+/// Default interval between renews of a running lease.
+pub const DEFAULT_RENEW_INTERVAL: Millis = Millis(10_000);
+/// Default declared bound on clock drift (1 %).
+pub const DEFAULT_MAX_DRIFT_PPM: u32 = 10_000;
+/// Default safety margin subtracted from the belief.
+pub const DEFAULT_FENCE_MARGIN: Millis = Millis(500);
+/// Default wait between claims when the queue was empty.
+pub const DEFAULT_POLL_INTERVAL: Millis = Millis(1_000);
+/// Default number of tries for a release whose outcome was unknown.
+pub const DEFAULT_RELEASE_TRIES: u32 = 10;
+/// Default first delay between release tries (doubles, capped at the renew interval).
+pub const DEFAULT_RELEASE_RETRY_DELAY: Millis = Millis(200);
+/// Default time a request may take before its outcome counts as unknown.
+pub const DEFAULT_REQUEST_TIMEOUT: Millis = Millis(5_000);
+/// Default time running handlers get to finish on shutdown or cancel.
+pub const DEFAULT_GRACE: Millis = Millis(10_000);
+/// Default interval between sweeps.
+pub const DEFAULT_SWEEP_INTERVAL: Millis = Millis(5_000);
+/// Default most reclaims per sweep call.
+pub const DEFAULT_SWEEP_BATCH: u32 = 100;
+/// Most renews of one lease: a bound on the heartbeat loop (at the default
+/// interval, about a year).
+pub const MAX_RENEWS_PER_LEASE: u64 = 3_200_000;
+
+const _: () = assert!(DEFAULT_RENEW_INTERVAL.0 < DEFAULT_LEASE.0);
+const _: () = assert!(DEFAULT_RELEASE_TRIES >= 1);
+
+/// A validated worker configuration. Build it with [`WorkerConfig::builder`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerConfig {
+    /// This worker's identity (one per process incarnation).
+    pub worker_id: WorkerId,
+    /// Queue to claim from.
+    pub queue: String,
+    /// Most jobs running at once.
+    pub concurrency: u32,
+    /// Lease duration asked for on claim and renew.
+    pub lease: Millis,
+    /// Interval between renews.
+    pub renew_interval: Millis,
+    /// Declared bound ρ on clock drift, in ppm.
+    pub max_drift_ppm: u32,
+    /// Margin subtracted from the belief.
+    pub fence_margin: Millis,
+    /// The usable part of a lease (derived: `L·(1−ρ)/(1+ρ) − margin`).
+    pub safe_lease: Millis,
+    /// Wait between claims when idle.
+    pub poll_interval: Millis,
+    /// Tries for a release whose outcome was unknown.
+    pub release_tries: u32,
+    /// First delay between release tries.
+    pub release_retry_delay: Millis,
+    /// Time a request may take before its outcome counts as unknown.
+    pub request_timeout: Millis,
+    /// Time handlers get to finish on shutdown or after a cancel request.
+    pub grace: Millis,
+}
+
+impl WorkerConfig {
+    /// A builder for a worker `worker_id` on `queue`, with the defaults.
+    pub fn builder(worker_id: impl Into<String>, queue: impl Into<String>) -> WorkerConfigBuilder {
+        WorkerConfigBuilder {
+            cfg: WorkerConfig {
+                worker_id: WorkerId::new(worker_id),
+                queue: queue.into(),
+                concurrency: DEFAULT_CONCURRENCY,
+                lease: DEFAULT_LEASE,
+                renew_interval: DEFAULT_RENEW_INTERVAL,
+                max_drift_ppm: DEFAULT_MAX_DRIFT_PPM,
+                fence_margin: DEFAULT_FENCE_MARGIN,
+                safe_lease: Millis::ZERO,
+                poll_interval: DEFAULT_POLL_INTERVAL,
+                release_tries: DEFAULT_RELEASE_TRIES,
+                release_retry_delay: DEFAULT_RELEASE_RETRY_DELAY,
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                grace: DEFAULT_GRACE,
+            },
+        }
+    }
+}
+
+/// Builds a [`WorkerConfig`].
+#[derive(Clone, Debug)]
+pub struct WorkerConfigBuilder {
+    cfg: WorkerConfig,
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta] $name:ident: $ty:ty),* $(,)?) => {$(
+        #[$doc]
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.cfg.$name = v;
+            self
+        }
+    )*};
+}
+
+impl WorkerConfigBuilder {
+    setter! {
+        /// Most jobs running at once.
+        concurrency: u32,
+        /// Lease duration.
+        lease: Millis,
+        /// Interval between renews.
+        renew_interval: Millis,
+        /// Declared drift bound ρ in ppm.
+        max_drift_ppm: u32,
+        /// Margin subtracted from the belief.
+        fence_margin: Millis,
+        /// Wait between claims when idle.
+        poll_interval: Millis,
+        /// Tries for a release whose outcome was unknown.
+        release_tries: u32,
+        /// First delay between release tries.
+        release_retry_delay: Millis,
+        /// Time a request may take before its outcome counts as unknown.
+        request_timeout: Millis,
+        /// Time handlers get on shutdown or cancel.
+        grace: Millis,
+    }
+
+    /// Validates and returns the configuration.
+    pub fn build(self) -> Result<WorkerConfig, ConfigError> {
+        let mut c = self.cfg;
+        if c.worker_id.as_str().is_empty() {
+            return Err(ConfigError::new("worker_id", "must not be empty"));
+        }
+        if c.queue.is_empty()
+            || c.queue
+                .chars()
+                .any(|ch| ch.is_control() || ch.is_whitespace())
+        {
+            return Err(ConfigError::new(
+                "queue",
+                format!("bad queue name {:?}", c.queue),
+            ));
+        }
+        for (field, v) in [
+            ("concurrency", u64::from(c.concurrency)),
+            ("lease", c.lease.0),
+            ("renew_interval", c.renew_interval.0),
+            ("poll_interval", c.poll_interval.0),
+            ("release_tries", u64::from(c.release_tries)),
+            ("request_timeout", c.request_timeout.0),
+        ] {
+            if v == 0 {
+                return Err(ConfigError::new(field, "must be greater than zero"));
+            }
+        }
+        if c.renew_interval >= c.lease {
+            return Err(ConfigError::new(
+                "renew_interval",
+                format!(
+                    "{} must be shorter than the lease {}",
+                    c.renew_interval, c.lease
+                ),
+            ));
+        }
+        c.safe_lease = safe_duration(c.lease, c.max_drift_ppm, c.fence_margin)?;
+        if c.renew_interval >= c.safe_lease {
+            return Err(ConfigError::new(
+                "renew_interval",
+                format!(
+                    "{} leaves no time to renew before self-fencing at {} (lease {} under drift {} ppm, margin {})",
+                    c.renew_interval, c.safe_lease, c.lease, c.max_drift_ppm, c.fence_margin
+                ),
+            ));
+        }
+        Ok(c)
+    }
+}
+
+/// A validated sweeper configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SweeperConfig {
+    /// Interval between sweeps.
+    pub interval: Millis,
+    /// Most reclaims per sweep call.
+    pub batch: u32,
+    /// Most sweep calls in a row when each returns a full batch.
+    pub max_rounds: u32,
+}
+
+impl SweeperConfig {
+    /// Default most back-to-back sweep calls.
+    pub const DEFAULT_MAX_ROUNDS: u32 = 10;
+
+    /// A sweeper configuration, validated.
+    pub fn new(interval: Millis, batch: u32) -> Result<Self, ConfigError> {
+        if interval == Millis::ZERO {
+            return Err(ConfigError::new(
+                "sweep_interval",
+                "must be greater than zero",
+            ));
+        }
+        if batch == 0 {
+            return Err(ConfigError::new("sweep_batch", "must be greater than zero"));
+        }
+        Ok(SweeperConfig {
+            interval,
+            batch,
+            max_rounds: Self::DEFAULT_MAX_ROUNDS,
+        })
+    }
+}
+
+impl Default for SweeperConfig {
+    fn default() -> Self {
+        SweeperConfig {
+            interval: DEFAULT_SWEEP_INTERVAL,
+            batch: DEFAULT_SWEEP_BATCH,
+            max_rounds: Self::DEFAULT_MAX_ROUNDS,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_build() {
+        let c = WorkerConfig::builder("w", "q").build().unwrap();
+        assert!(c.safe_lease > c.renew_interval);
+    }
+
+    #[test]
+    fn renew_interval_must_fit_inside_the_safe_lease() {
+        let e = WorkerConfig::builder("w", "q")
+            .lease(Millis(1000))
+            .renew_interval(Millis(1000))
+            .build()
+            .unwrap_err();
+        assert_eq!(e.field, "renew_interval");
+        let e = WorkerConfig::builder("w", "q")
+            .lease(Millis(1000))
+            .renew_interval(Millis(950))
+            .fence_margin(Millis(100))
+            .build()
+            .unwrap_err();
+        assert_eq!(e.field, "renew_interval");
+        assert!(e.reason.contains("self-fencing"), "{e}");
+    }
+
+    #[test]
+    fn zero_values_are_rejected() {
+        assert_eq!(
+            WorkerConfig::builder("w", "q")
+                .concurrency(0)
+                .build()
+                .unwrap_err()
+                .field,
+            "concurrency"
+        );
+        assert_eq!(
+            WorkerConfig::builder("w", "q")
+                .lease(Millis(0))
+                .build()
+                .unwrap_err()
+                .field,
+            "lease"
+        );
+        assert_eq!(
+            WorkerConfig::builder("", "q").build().unwrap_err().field,
+            "worker_id"
+        );
+        assert_eq!(
+            WorkerConfig::builder("w", "a b").build().unwrap_err().field,
+            "queue"
+        );
+        assert!(SweeperConfig::new(Millis(0), 1).is_err());
+        assert!(SweeperConfig::new(Millis(1), 0).is_err());
+    }
+}

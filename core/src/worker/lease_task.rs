@@ -1,0 +1,249 @@
+//! Runs one lease: the handler, its heartbeat, self-fencing, and the release.
+//!
+//! Invariants:
+//! - the handler's future is polled only while the worker believes it holds
+//!   the lease: the fence deadline is checked before every poll, and a lost
+//!   or fenced lease drops the future;
+//! - the belief deadline moves only on a successful renew, computed from
+//!   that renew's send time;
+//! - a heartbeat failure whose outcome is unknown never stops the heartbeat:
+//!   only `Lost`, a definite rejection or the fence deadline end it;
+//! - a release is retried only while its outcome is unknown, with the same
+//!   outcome (so a repeat is idempotent), at most `release_tries` times.
+
+use super::config::{WorkerConfig, MAX_RENEWS_PER_LEASE};
+use super::fence::Fence;
+use super::handler::{Handler, HandlerError, StopReason, StopSignal};
+use super::observer::{BeliefEnd, Observer, RuntimeEvent};
+use super::shutdown::Shutdown;
+use super::timeout::with_timeout;
+use crate::clock::{BoxFuture, Runtime};
+use crate::error::StoreError;
+use crate::job::{Lease, Outcome, Release, Renewal};
+use crate::store::{ReleaseRequest, RenewRequest, Store};
+use crate::time::Millis;
+use std::sync::Arc;
+
+/// What a worker needs to run leases; shared by all its lease tasks.
+pub(crate) struct LeaseCtx<S, H, R> {
+    pub store: Arc<S>,
+    pub handler: Arc<H>,
+    pub rt: R,
+    pub cfg: Arc<WorkerConfig>,
+    pub observer: Arc<dyn Observer>,
+}
+
+/// How a lease task ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LeaseEnd {
+    /// Released; `None` when every try's outcome was unknown.
+    Released(Option<Release>),
+    /// Stopped without a release (lost or fenced).
+    Abandoned(BeliefEnd),
+}
+
+type RenewFuture = BoxFuture<Result<Renewal, StoreError>>;
+
+fn outcome_of(result: Result<Vec<u8>, HandlerError>, soft: Option<StopReason>) -> Outcome {
+    match (result, soft) {
+        (Ok(r), _) => Outcome::Succeeded(r),
+        (Err(_), Some(StopReason::Cancel)) => Outcome::Cancelled,
+        (Err(_), Some(StopReason::Shutdown)) => Outcome::Returned,
+        (Err(e), _) => Outcome::Failed {
+            error: e.message,
+            retryable: e.retryable,
+        },
+    }
+}
+
+pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
+    ctx: Arc<LeaseCtx<S, H, R>>,
+    lease: Lease,
+    t_send: Millis,
+    mut shutdown: Shutdown,
+) -> LeaseEnd {
+    let cfg = &ctx.cfg;
+    let rt = &ctx.rt;
+    let worker = cfg.worker_id.clone();
+    let (job, token) = (lease.job, lease.token);
+    let observe = |e: RuntimeEvent| ctx.observer.on_event(&e);
+    let end_belief = |why: BeliefEnd| {
+        tracing::debug!(%worker, %job, %token, ?why, "belief ended");
+        observe(RuntimeEvent::BeliefEnded {
+            worker: worker.clone(),
+            job,
+            token,
+            at: rt.now(),
+            why,
+        });
+    };
+
+    let mut fence = Fence::new(t_send, cfg.safe_lease);
+    tracing::info!(%worker, %job, %token, attempt = lease.attempt, "claimed");
+    observe(RuntimeEvent::Claimed {
+        worker: worker.clone(),
+        job,
+        token,
+        at: rt.now(),
+        believe_until: fence.poll_deadline(),
+    });
+
+    let (stop_tx, stop) = StopSignal::new();
+    let handler = ctx.handler.clone();
+    let mut work = Box::pin(async move { handler.handle(lease, stop).await });
+    let mut next_renew = t_send.saturating_add(cfg.renew_interval);
+    let mut in_flight: Option<(Millis, RenewFuture)> = None;
+    let mut soft: Option<(StopReason, Millis)> = None;
+    let mut shutdown_seen = shutdown.is_requested();
+    let mut renews = 0u64;
+
+    let finished = loop {
+        let now = rt.now();
+        if fence.is_expired(now) {
+            let _ = stop_tx.send(Some(StopReason::Fenced));
+            tracing::warn!(%worker, %job, %token, "self-fenced: no renew succeeded in time");
+            break Err(BeliefEnd::Fenced);
+        }
+        if shutdown_seen && soft.is_none() {
+            let _ = stop_tx.send(Some(StopReason::Shutdown));
+            soft = Some((StopReason::Shutdown, now.saturating_add(cfg.grace)));
+        }
+        if let Some((reason, until)) = soft {
+            if now >= until {
+                break Ok(match reason {
+                    StopReason::Cancel => (Outcome::Cancelled, BeliefEnd::CancelTimeout),
+                    _ => (Outcome::Returned, BeliefEnd::ShutdownTimeout),
+                });
+            }
+        }
+        if in_flight.is_none() && now >= next_renew {
+            if renews >= MAX_RENEWS_PER_LEASE {
+                tracing::error!(%worker, %job, %token, "renew bound reached; letting the lease go");
+                let _ = stop_tx.send(Some(StopReason::Fenced));
+                break Err(BeliefEnd::Fenced);
+            }
+            renews += 1;
+            let store = ctx.store.clone();
+            let rt2 = rt.clone();
+            let (limit, lease_len) = (cfg.request_timeout, cfg.lease);
+            let req = RenewRequest {
+                job,
+                token,
+                lease: lease_len,
+            };
+            in_flight = Some((
+                now,
+                Box::pin(async move { with_timeout(&rt2, limit, store.renew(req)).await }),
+            ));
+        }
+        let mut wake = fence.poll_deadline();
+        if in_flight.is_none() {
+            wake = wake.min(next_renew);
+        }
+        if let Some((_, until)) = soft {
+            wake = wake.min(until);
+        }
+        let nap = rt.sleep(wake.saturating_sub(now).max(Millis(1)));
+        tokio::select! {
+            biased;
+            _ = nap => {}
+            answer = async { in_flight.as_mut().map(|(_, f)| f.as_mut()).expect("guarded").await },
+                if in_flight.is_some() =>
+            {
+                let sent = in_flight.take().map(|(t, _)| t).unwrap_or(now);
+                match answer {
+                    Ok(Renewal::Renewed { cancel_requested, .. }) => {
+                        fence.handle_renewed(sent);
+                        next_renew = sent.saturating_add(cfg.renew_interval);
+                        tracing::debug!(%worker, %job, %token, "renewed");
+                        observe(RuntimeEvent::Renewed {
+                            worker: worker.clone(),
+                            job,
+                            token,
+                            at: rt.now(),
+                            believe_until: fence.poll_deadline(),
+                        });
+                        if cancel_requested && soft.is_none() {
+                            let _ = stop_tx.send(Some(StopReason::Cancel));
+                            soft = Some((StopReason::Cancel, rt.now().saturating_add(cfg.grace)));
+                        }
+                    }
+                    Ok(Renewal::Lost) => {
+                        let _ = stop_tx.send(Some(StopReason::Lost));
+                        tracing::warn!(%worker, %job, %token, "lease lost");
+                        break Err(BeliefEnd::Lost);
+                    }
+                    Err(StoreError::Unavailable(e)) => {
+                        // Unknown outcome: keep heartbeating; the fence decides.
+                        tracing::debug!(%worker, %job, %token, error = %e, "renew outcome unknown");
+                        observe(RuntimeEvent::RenewUnavailable { worker: worker.clone(), job, token, at: rt.now() });
+                        next_renew = rt.now().saturating_add(Millis((cfg.renew_interval.0 / 2).max(1)));
+                    }
+                    Err(e) => {
+                        let _ = stop_tx.send(Some(StopReason::Lost));
+                        tracing::error!(%worker, %job, %token, error = %e, "renew rejected");
+                        break Err(BeliefEnd::Lost);
+                    }
+                }
+            }
+            _ = shutdown.wait(), if !shutdown_seen => shutdown_seen = true,
+            result = &mut work => {
+                break Ok((outcome_of(result, soft.map(|s| s.0)), BeliefEnd::HandlerDone));
+            }
+        }
+    };
+    drop(work);
+    drop(in_flight);
+
+    let (outcome, why) = match finished {
+        Ok(done) => done,
+        Err(why) => {
+            end_belief(why);
+            return LeaseEnd::Abandoned(why);
+        }
+    };
+    end_belief(why);
+    let answer = release_with_retries(&ctx, job, token, outcome.clone()).await;
+    tracing::info!(%worker, %job, %token, outcome = outcome.kind(), ?answer, "released");
+    observe(RuntimeEvent::Released {
+        worker: worker.clone(),
+        job,
+        token,
+        at: rt.now(),
+        outcome: outcome.kind(),
+        answer,
+    });
+    LeaseEnd::Released(answer)
+}
+
+async fn release_with_retries<S: Store, H, R: Runtime>(
+    ctx: &LeaseCtx<S, H, R>,
+    job: crate::ids::JobId,
+    token: crate::ids::Token,
+    outcome: Outcome,
+) -> Option<Release> {
+    let cfg = &ctx.cfg;
+    let mut delay = cfg.release_retry_delay;
+    for attempt in 1..=cfg.release_tries {
+        let req = ReleaseRequest {
+            job,
+            token,
+            outcome: outcome.clone(),
+        };
+        match with_timeout(&ctx.rt, cfg.request_timeout, ctx.store.release(req)).await {
+            Ok(answer) => return Some(answer),
+            Err(StoreError::Unavailable(e)) => {
+                tracing::debug!(%job, %token, attempt, error = %e, "release outcome unknown; retrying");
+            }
+            Err(e) => {
+                tracing::error!(%job, %token, error = %e, "release rejected");
+                return None;
+            }
+        }
+        if attempt < cfg.release_tries {
+            ctx.rt.sleep(delay).await;
+            delay = Millis(delay.0.saturating_mul(2)).min(cfg.renew_interval);
+        }
+    }
+    None
+}

@@ -1,0 +1,33 @@
+//! The worker runtime: claims, heartbeats, self-fencing, releases, sweeping.
+//!
+//! Protocol, as run by a worker (spec §2, §3):
+//! 1. `claim` up to the free slots; each lease runs in its own task.
+//! 2. Every `renew_interval` the task renews; a successful renew sent at
+//!    local time `t` extends the belief to `t + safe_lease`.
+//! 3. If no renew succeeds before the belief deadline, the task stops the
+//!    handler (self-fencing); if a renew answers `Lost`, likewise.
+//! 4. A cancel request seen on a renew asks the handler to stop; graceful
+//!    shutdown does the same and returns unfinished leases (`Returned`).
+//! 5. The handler's result is released with the lease's token; a release
+//!    whose outcome is unknown is retried with the same outcome.
+//!
+//! All time, sleeping and spawning go through [`crate::Runtime`].
+
+pub mod config;
+pub mod fence;
+pub mod handler;
+mod lease_task;
+pub mod observer;
+mod runner;
+pub mod shutdown;
+mod sweeper;
+mod timeout;
+
+pub use config::{SweeperConfig, WorkerConfig, WorkerConfigBuilder};
+pub use fence::{safe_duration, Fence};
+pub use handler::{Handler, HandlerError, StopReason, StopSignal};
+pub use observer::{BeliefEnd, NoObserver, Observer, RuntimeEvent};
+pub use runner::{Worker, WorkerStats};
+pub use shutdown::{shutdown_channel, Shutdown, ShutdownHandle};
+pub use sweeper::Sweeper;
+pub use timeout::with_timeout;

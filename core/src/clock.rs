@@ -24,6 +24,9 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     fn sleep(&self, d: Millis) -> BoxFuture<()>;
     /// Runs `task` concurrently on this host.
     fn spawn(&self, task: BoxFuture<()>);
+    /// This host's wall clock (it may jump). Never used to decide lease
+    /// validity: for logs, and for the catalogue's buggy variants.
+    fn wall(&self) -> StoreTime;
 }
 
 /// [`Runtime`] on tokio's clock and executor (production, and tests with
@@ -58,6 +61,9 @@ impl Runtime for TokioRuntime {
     }
     fn spawn(&self, task: BoxFuture<()>) {
         tokio::spawn(task);
+    }
+    fn wall(&self) -> StoreTime {
+        SystemStoreClock.now()
     }
 }
 

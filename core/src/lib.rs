@@ -44,6 +44,8 @@ pub mod worker;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
+#[cfg(feature = "buggy-variants")]
+pub mod variants;
 
 pub use clock::{BoxFuture, ManualStoreClock, Runtime, StoreClock, SystemStoreClock, TokioRuntime};
 pub use error::{ConfigError, InputError, Refusal, StoreError};

@@ -14,6 +14,10 @@
 #![warn(missing_docs)]
 
 mod index;
+#[cfg(feature = "buggy-variants")]
+mod variants;
+#[cfg(feature = "buggy-variants")]
+pub use variants::RESULT_SECOND_STEP_DELAY;
 
 use index::Indexes;
 use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
@@ -62,6 +66,19 @@ impl MemoryState {
         }
         self.events.push(event);
     }
+
+    /// Writes a row without the version check (buggy variants only).
+    #[cfg(feature = "buggy-variants")]
+    fn put_raw(&mut self, applied: Applied) {
+        let v = self.rows.get(&applied.record.id).map(|r| r.version);
+        let cap = usize::MAX;
+        let mut a = applied;
+        if let Some(v) = v {
+            a.record.version = v + 1;
+            a.event.version = v + 1;
+        }
+        self.put(a, v, cap);
+    }
 }
 
 /// An in-memory job store.
@@ -70,6 +87,10 @@ pub struct MemoryStore {
     clock: Box<dyn StoreClock>,
     policy: Policy,
     history_cap: usize,
+    #[cfg(feature = "buggy-variants")]
+    variant: Option<leasehold_core::variants::Variant>,
+    #[cfg(feature = "buggy-variants")]
+    scratch: Mutex<variants::VariantScratch>,
 }
 
 impl MemoryStore {
@@ -85,6 +106,10 @@ impl MemoryStore {
             clock: Box::new(clock),
             policy,
             history_cap: DEFAULT_HISTORY_CAP,
+            #[cfg(feature = "buggy-variants")]
+            variant: None,
+            #[cfg(feature = "buggy-variants")]
+            scratch: Mutex::new(Default::default()),
         }
     }
 
@@ -101,7 +126,33 @@ impl MemoryStore {
             clock: Box::new(clock),
             policy,
             history_cap: DEFAULT_HISTORY_CAP,
+            #[cfg(feature = "buggy-variants")]
+            variant: None,
+            #[cfg(feature = "buggy-variants")]
+            scratch: Mutex::new(Default::default()),
         }
+    }
+
+    /// Runs a deliberately buggy store behaviour (simulator only).
+    #[cfg(feature = "buggy-variants")]
+    pub fn set_variant(&mut self, v: Option<leasehold_core::variants::Variant>) {
+        self.variant = v;
+    }
+
+    #[cfg(feature = "buggy-variants")]
+    fn scratch(&self) -> MutexGuard<'_, variants::VariantScratch> {
+        self.scratch.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sweeps judging expiry by `now` instead of the store's clock: the
+    /// catalogue's "sweeper uses its own clock" bug (simulator only).
+    #[cfg(feature = "buggy-variants")]
+    pub fn sweep_at(
+        &self,
+        req: SweepRequest,
+        now: StoreTime,
+    ) -> Result<Vec<CrashReport>, StoreError> {
+        self.do_sweep_at(req, now)
     }
 
     /// The shared state handle.
@@ -130,6 +181,21 @@ impl MemoryStore {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    #[cfg(feature = "buggy-variants")]
+    fn bug(&self) -> Option<leasehold_core::variants::Variant> {
+        self.variant
+    }
+
+    /// Prepares a locked state for an operation at `now`.
+    fn begin(&self, now: StoreTime) -> MutexGuard<'_, MemoryState> {
+        #[allow(unused_mut)]
+        let mut st = self.lock();
+        #[cfg(feature = "buggy-variants")]
+        self.flush_deferred(&mut st, now);
+        let _ = now;
+        st
+    }
+
     fn load(state: &MemoryState, id: JobId) -> Result<JobRecord, StoreError> {
         state
             .rows
@@ -140,7 +206,7 @@ impl MemoryStore {
 
     fn do_enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
         let now = self.clock.now();
-        let mut st = self.lock();
+        let mut st = self.begin(now);
         let existing = job
             .idempotency_key
             .as_ref()
@@ -161,7 +227,11 @@ impl MemoryStore {
     fn do_claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
         transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
         let now = self.clock.now();
-        let mut st = self.lock();
+        let mut st = self.begin(now);
+        #[cfg(feature = "buggy-variants")]
+        if self.bug() == Some(leasehold_core::variants::Variant::ClaimWithoutCas) {
+            return self.buggy_claim(&mut st, &req, now);
+        }
         let running = st
             .index
             .running_per_queue
@@ -194,8 +264,15 @@ impl MemoryStore {
 
     fn do_renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
         let now = self.clock.now();
-        let mut st = self.lock();
+        let mut st = self.begin(now);
         let row = Self::load(&st, req.job)?;
+        #[cfg(feature = "buggy-variants")]
+        if let Some(answer) = self
+            .bug()
+            .and_then(|v| self.buggy_renew(v, &mut st, &req, &row, now))
+        {
+            return answer;
+        }
         match transition::renew(&row, req.token, req.lease, &self.policy, now)? {
             RenewPlan::Renewed(applied, answer) => {
                 st.put(applied, Some(row.version), self.history_cap);
@@ -207,8 +284,15 @@ impl MemoryStore {
 
     fn do_release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
         let now = self.clock.now();
-        let mut st = self.lock();
+        let mut st = self.begin(now);
         let row = Self::load(&st, req.job)?;
+        #[cfg(feature = "buggy-variants")]
+        if let Some(answer) = self
+            .bug()
+            .and_then(|v| self.buggy_release(v, &mut st, &req, &row, now))
+        {
+            return answer;
+        }
         match transition::release(&row, req.token, &req.outcome, &self.policy, now)? {
             ReleasePlan::Apply(applied) => {
                 st.put(applied, Some(row.version), self.history_cap);
@@ -220,8 +304,19 @@ impl MemoryStore {
     }
 
     fn do_sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
-        let now = self.clock.now();
-        let mut st = self.lock();
+        self.do_sweep_at(req, self.clock.now())
+    }
+
+    fn do_sweep_at(
+        &self,
+        req: SweepRequest,
+        now: StoreTime,
+    ) -> Result<Vec<CrashReport>, StoreError> {
+        let mut st = self.begin(now);
+        #[cfg(feature = "buggy-variants")]
+        if self.bug() == Some(leasehold_core::variants::Variant::SweepWithoutRecheck) {
+            return Ok(self.buggy_sweep(&mut st, req.limit, now));
+        }
         let expired: Vec<JobId> = st.index.expired(now).take(req.limit as usize).collect();
         let mut reports = Vec::with_capacity(expired.len());
         for id in expired {
@@ -237,8 +332,14 @@ impl MemoryStore {
 
     fn do_cancel(&self, id: JobId) -> Result<CancelOutcome, StoreError> {
         let now = self.clock.now();
-        let mut st = self.lock();
+        let mut st = self.begin(now);
         let row = Self::load(&st, id)?;
+        #[cfg(feature = "buggy-variants")]
+        if self.bug() == Some(leasehold_core::variants::Variant::LateCancelOverwrites) {
+            if let Some(answer) = self.buggy_cancel(&mut st, &row, now) {
+                return Ok(answer);
+            }
+        }
         let (applied, answer) = transition::cancel(&row, now);
         if let Some(applied) = applied {
             st.put(applied, Some(row.version), self.history_cap);

@@ -69,6 +69,23 @@ pub struct WorkerConfig {
     pub request_timeout: Millis,
     /// Time handlers get to finish on shutdown or after a cancel request.
     pub grace: Millis,
+    /// A deliberately buggy behaviour from the catalogue (simulator only).
+    #[cfg(feature = "buggy-variants")]
+    pub variant: Option<crate::variants::Variant>,
+}
+
+impl WorkerConfig {
+    /// The buggy variant in force, if any (always `None` in shipped builds).
+    #[cfg(feature = "buggy-variants")]
+    pub fn variant(&self) -> Option<crate::variants::Variant> {
+        self.variant
+    }
+
+    /// The buggy variant in force, if any (always `None` in shipped builds).
+    #[cfg(not(feature = "buggy-variants"))]
+    pub fn variant(&self) -> Option<std::convert::Infallible> {
+        None
+    }
 }
 
 impl WorkerConfig {
@@ -89,6 +106,8 @@ impl WorkerConfig {
                 release_retry_delay: DEFAULT_RELEASE_RETRY_DELAY,
                 request_timeout: DEFAULT_REQUEST_TIMEOUT,
                 grace: DEFAULT_GRACE,
+                #[cfg(feature = "buggy-variants")]
+                variant: None,
             },
         }
     }
@@ -134,9 +153,20 @@ impl WorkerConfigBuilder {
         grace: Millis,
     }
 
+    /// Runs a deliberately buggy variant (simulator only).
+    #[cfg(feature = "buggy-variants")]
+    pub fn variant(mut self, v: crate::variants::Variant) -> Self {
+        self.cfg.variant = Some(v);
+        self
+    }
+
     /// Validates and returns the configuration.
     pub fn build(self) -> Result<WorkerConfig, ConfigError> {
         let mut c = self.cfg;
+        #[cfg(feature = "buggy-variants")]
+        let skip_renew_check = c.variant == Some(crate::variants::Variant::HeartbeatTooClose);
+        #[cfg(not(feature = "buggy-variants"))]
+        let skip_renew_check = false;
         if c.worker_id.as_str().is_empty() {
             return Err(ConfigError::new("worker_id", "must not be empty"));
         }
@@ -162,7 +192,7 @@ impl WorkerConfigBuilder {
                 return Err(ConfigError::new(field, "must be greater than zero"));
             }
         }
-        if c.renew_interval >= c.lease {
+        if c.renew_interval >= c.lease && !skip_renew_check {
             return Err(ConfigError::new(
                 "renew_interval",
                 format!(
@@ -172,7 +202,7 @@ impl WorkerConfigBuilder {
             ));
         }
         c.safe_lease = safe_duration(c.lease, c.max_drift_ppm, c.fence_margin)?;
-        if c.renew_interval >= c.safe_lease {
+        if c.renew_interval >= c.safe_lease && !skip_renew_check {
             return Err(ConfigError::new(
                 "renew_interval",
                 format!(

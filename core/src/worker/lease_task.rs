@@ -44,6 +44,62 @@ pub(crate) enum LeaseEnd {
 
 type RenewFuture = BoxFuture<Result<Renewal, StoreError>>;
 
+/// Longest single wait, so a "never" deadline does not overflow a timer.
+const MAX_NAP: Millis = Millis(3_600_000);
+
+/// How this worker deviates from the protocol: all `false`/`true` defaults
+/// except under the catalogue's buggy variants (simulator builds only).
+#[derive(Clone, Copy, Debug)]
+struct Quirks {
+    fence: bool,
+    heartbeat: bool,
+    heartbeat_survives_errors: bool,
+    stop_on_loss: bool,
+    wall_deadline: bool,
+}
+
+impl Quirks {
+    fn of(cfg: &WorkerConfig) -> Quirks {
+        #[allow(unused_mut)]
+        let mut q = Quirks {
+            fence: true,
+            heartbeat: true,
+            heartbeat_survives_errors: true,
+            stop_on_loss: true,
+            wall_deadline: false,
+        };
+        #[cfg(feature = "buggy-variants")]
+        {
+            use crate::variants::Variant;
+            match cfg.variant {
+                Some(Variant::FixedLockNoHeartbeat) => {
+                    q.heartbeat = false;
+                    q.fence = false;
+                }
+                Some(Variant::HeartbeatStopsOnError) => {
+                    q.heartbeat_survives_errors = false;
+                    q.fence = false;
+                }
+                Some(Variant::ExpiryDoesNotStopHandler) => {
+                    q.fence = false;
+                    q.stop_on_loss = false;
+                }
+                Some(Variant::WorkerWallClockDeadline) => q.wall_deadline = true,
+                _ => {}
+            }
+        }
+        #[cfg(not(feature = "buggy-variants"))]
+        let _ = cfg;
+        q
+    }
+}
+
+/// The belief deadline under the wall-clock bug: the store's expiry read
+/// against this host's own wall clock.
+fn wall_fence<R: Runtime>(rt: &R, expires_at: crate::time::StoreTime) -> Fence {
+    Fence::new(rt.now(), expires_at.since(rt.wall()))
+}
+
 fn outcome_of(result: Result<Vec<u8>, HandlerError>, soft: Option<StopReason>) -> Outcome {
     match (result, soft) {
         (Ok(r), _) => Outcome::Succeeded(r),
@@ -78,7 +134,14 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         });
     };
 
-    let mut fence = Fence::new(t_send, cfg.safe_lease);
+    let quirks = Quirks::of(cfg);
+    let mut fence = if quirks.wall_deadline {
+        wall_fence(rt, lease.expires_at)
+    } else if quirks.fence {
+        Fence::new(t_send, cfg.safe_lease)
+    } else {
+        Fence::new(Millis(u64::MAX), Millis::ZERO)
+    };
     tracing::info!(%worker, %job, %token, attempt = lease.attempt, "claimed");
     observe(RuntimeEvent::Claimed {
         worker: worker.clone(),
@@ -91,7 +154,11 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
     let (stop_tx, stop) = StopSignal::new();
     let handler = ctx.handler.clone();
     let mut work = Box::pin(async move { handler.handle(lease, stop).await });
-    let mut next_renew = t_send.saturating_add(cfg.renew_interval);
+    let mut next_renew = if quirks.heartbeat {
+        t_send.saturating_add(cfg.renew_interval)
+    } else {
+        Millis(u64::MAX)
+    };
     let mut in_flight: Option<(Millis, RenewFuture)> = None;
     let mut soft: Option<(StopReason, Millis)> = None;
     let mut shutdown_seen = shutdown.is_requested();
@@ -143,7 +210,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         if let Some((_, until)) = soft {
             wake = wake.min(until);
         }
-        let nap = rt.sleep(wake.saturating_sub(now).max(Millis(1)));
+        let nap = rt.sleep(wake.saturating_sub(now).clamp(Millis(1), MAX_NAP));
         tokio::select! {
             biased;
             _ = nap => {}
@@ -152,8 +219,12 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
             {
                 let sent = in_flight.take().map(|(t, _)| t).unwrap_or(now);
                 match answer {
-                    Ok(Renewal::Renewed { cancel_requested, .. }) => {
-                        fence.handle_renewed(sent);
+                    Ok(Renewal::Renewed { cancel_requested, expires_at }) => {
+                        if quirks.wall_deadline {
+                            fence = wall_fence(rt, expires_at);
+                        } else if quirks.fence {
+                            fence.handle_renewed(sent);
+                        }
                         next_renew = sent.saturating_add(cfg.renew_interval);
                         tracing::debug!(%worker, %job, %token, "renewed");
                         observe(RuntimeEvent::Renewed {
@@ -168,6 +239,10 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                             soft = Some((StopReason::Cancel, rt.now().saturating_add(cfg.grace)));
                         }
                     }
+                    Ok(Renewal::Lost) if !quirks.stop_on_loss => {
+                        tracing::warn!(%worker, %job, %token, "lease lost; handler keeps running (buggy variant)");
+                        next_renew = Millis(u64::MAX);
+                    }
                     Ok(Renewal::Lost) => {
                         let _ = stop_tx.send(Some(StopReason::Lost));
                         tracing::warn!(%worker, %job, %token, "lease lost");
@@ -177,7 +252,11 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                         // Unknown outcome: keep heartbeating; the fence decides.
                         tracing::debug!(%worker, %job, %token, error = %e, "renew outcome unknown");
                         observe(RuntimeEvent::RenewUnavailable { worker: worker.clone(), job, token, at: rt.now() });
-                        next_renew = rt.now().saturating_add(Millis((cfg.renew_interval.0 / 2).max(1)));
+                        next_renew = if quirks.heartbeat_survives_errors {
+                            rt.now().saturating_add(Millis((cfg.renew_interval.0 / 2).max(1)))
+                        } else {
+                            Millis(u64::MAX)
+                        };
                     }
                     Err(e) => {
                         let _ = stop_tx.send(Some(StopReason::Lost));

@@ -1,0 +1,91 @@
+//! Deliberately broken protocol variants: the catalogue of real lease bugs.
+//!
+//! Compiled only with the `buggy-variants` feature, which the simulator
+//! enables to prove its checker catches each bug. Shipped builds of the core
+//! never contain them. Each variant names the invariant it is expected to
+//! break and where the bug was seen.
+
+use std::fmt;
+
+/// One catalogued bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Variant {
+    /// 1. Release matched by job id only, no token (Oban #1496; seed 002 H1).
+    ReleaseWithoutToken,
+    /// 2. Sweeper reclaims by id from an earlier scan without re-checking
+    ///    state or expiry at write time (River #1302).
+    SweepWithoutRecheck,
+    /// 3. Sweeper decides expiry with its own clock (River's rescuer).
+    SweeperOwnClock,
+    /// 4. Worker computes its lease deadline from its own wall clock.
+    WorkerWallClockDeadline,
+    /// 5. Heartbeat stops after a transient error while the job runs (seed 000).
+    HeartbeatStopsOnError,
+    /// 6. Result written in a second step after the terminal state (seed 000).
+    ResultSecondStep,
+    /// 7. Fixed lock time shorter than the job, no heartbeat (graphile-worker #169).
+    FixedLockNoHeartbeat,
+    /// 8. Claim by read-then-write without a compare-and-set (two winners).
+    ClaimWithoutCas,
+    /// 9. Restarted worker reuses its identity and the old lease looks alive
+    ///    (procrastinate #1518).
+    RestartReusesIdentity,
+    /// 10. Late cancel overwrites a success (seed 002 M2).
+    LateCancelOverwrites,
+    /// 11. Heartbeat interval too close to the lease under latency (pgqueuer #430).
+    HeartbeatTooClose,
+    /// 12. Expiry does not stop the running handler (pg-boss #581).
+    ExpiryDoesNotStopHandler,
+}
+
+impl Variant {
+    /// Every variant, in catalogue order.
+    pub const ALL: [Variant; 12] = [
+        Variant::ReleaseWithoutToken,
+        Variant::SweepWithoutRecheck,
+        Variant::SweeperOwnClock,
+        Variant::WorkerWallClockDeadline,
+        Variant::HeartbeatStopsOnError,
+        Variant::ResultSecondStep,
+        Variant::FixedLockNoHeartbeat,
+        Variant::ClaimWithoutCas,
+        Variant::RestartReusesIdentity,
+        Variant::LateCancelOverwrites,
+        Variant::HeartbeatTooClose,
+        Variant::ExpiryDoesNotStopHandler,
+    ];
+
+    /// The kebab-case name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::ReleaseWithoutToken => "release-without-token",
+            Variant::SweepWithoutRecheck => "sweep-without-recheck",
+            Variant::SweeperOwnClock => "sweeper-own-clock",
+            Variant::WorkerWallClockDeadline => "worker-wall-clock-deadline",
+            Variant::HeartbeatStopsOnError => "heartbeat-stops-on-error",
+            Variant::ResultSecondStep => "result-second-step",
+            Variant::FixedLockNoHeartbeat => "fixed-lock-no-heartbeat",
+            Variant::ClaimWithoutCas => "claim-without-cas",
+            Variant::RestartReusesIdentity => "restart-reuses-identity",
+            Variant::LateCancelOverwrites => "late-cancel-overwrites",
+            Variant::HeartbeatTooClose => "heartbeat-too-close",
+            Variant::ExpiryDoesNotStopHandler => "expiry-does-not-stop-handler",
+        }
+    }
+
+    /// Parses a name from [`Variant::name`].
+    pub fn parse(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The names of every variant, comma-separated (for error messages).
+    pub fn names() -> String {
+        Variant::ALL.map(Variant::name).join(", ")
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,10 @@
+//! # leasehold-sim
+//!
+//! Deterministic simulation of the real leasehold core and worker runtime
+//! under network, clock and process faults, with an independent invariant
+//! checker.
+
+#![warn(missing_docs)]
+
+pub mod config;
+pub mod duration;

@@ -62,7 +62,7 @@ impl<T: Copy> Range<T> {
     }
 }
 
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Range<T> {
+impl<'de, T: Deserialize<'de> + Copy> Deserialize<'de> for Range<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         #[derive(Deserialize)]
         #[serde(untagged)]
@@ -72,10 +72,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Range<T> {
         }
         match Form::<T>::deserialize(d) {
             Ok(Form::Pair([lo, hi])) => Ok(Range { lo, hi }),
-            Ok(Form::One(v)) => Ok(Range { lo: v, hi: v }) as Result<Range<T>, D::Error>,
+            Ok(Form::One(v)) => Ok(Range { lo: v, hi: v }),
             Err(_) => Err(de::Error::custom("expected a value or a [min, max] pair")),
         }
-        .and_then(|r: Range<T>| Ok(r))
     }
 }
 
@@ -91,7 +90,10 @@ pub struct Topology {
 
 impl Default for Topology {
     fn default() -> Self {
-        Topology { workers: 4, sweepers: 1 }
+        Topology {
+            workers: 4,
+            sweepers: 1,
+        }
     }
 }
 
@@ -287,13 +289,28 @@ pub enum ScriptedFault {
     /// A crashed host starts again as a new process identity.
     Restart { host: String, at: Dur },
     /// Messages between `a` and `b` are dropped during `[from, to)`.
-    Partition { a: String, b: String, from: Dur, to: Dur, oneway: bool },
+    Partition {
+        a: String,
+        b: String,
+        from: Dur,
+        to: Dur,
+        oneway: bool,
+    },
     /// Messages between `a` and `b` are held during `[from, to)` and then delivered.
-    Hold { a: String, b: String, from: Dur, to: Dur },
+    Hold {
+        a: String,
+        b: String,
+        from: Dur,
+        to: Dur,
+    },
     /// The host stops running for `len`, then resumes with stale beliefs.
     Pause { host: String, at: Dur, len: Dur },
     /// The host's wall clock steps by `by`.
-    Skew { host: String, at: Dur, by: SignedDur },
+    Skew {
+        host: String,
+        at: Dur,
+        by: SignedDur,
+    },
     /// The host's clocks drift by `ppm` from `at` on.
     Drift { host: String, at: Dur, ppm: i64 },
 }
@@ -329,7 +346,13 @@ impl fmt::Display for ScriptedFault {
         match self {
             ScriptedFault::Crash { host, at } => write!(f, "crash {host} at {at}"),
             ScriptedFault::Restart { host, at } => write!(f, "restart {host} at {at}"),
-            ScriptedFault::Partition { a, b, from, to, oneway } => {
+            ScriptedFault::Partition {
+                a,
+                b,
+                from,
+                to,
+                oneway,
+            } => {
                 let arrow = if *oneway { " ->" } else { "" };
                 write!(f, "partition {a}{arrow} {b} {from}..{to}")
             }
@@ -347,7 +370,9 @@ impl std::str::FromStr for ScriptedFault {
         let words: Vec<&str> = s.split_whitespace().collect();
         let dur = |w: &str| w.parse::<Dur>();
         let span = |w: &str| -> Result<(Dur, Dur), String> {
-            let (a, b) = w.split_once("..").ok_or_else(|| format!("expected FROM..TO, got {w:?}"))?;
+            let (a, b) = w
+                .split_once("..")
+                .ok_or_else(|| format!("expected FROM..TO, got {w:?}"))?;
             let (from, to) = (dur(a)?, dur(b)?);
             if from >= to {
                 return Err(format!("window {w:?} is empty: FROM must be before TO"));
@@ -363,26 +388,65 @@ impl std::str::FromStr for ScriptedFault {
             )
         };
         match words.as_slice() {
-            ["crash", host, "at", t] => Ok(ScriptedFault::Crash { host: h(host), at: dur(t)? }),
-            ["restart", host, "at", t] => Ok(ScriptedFault::Restart { host: h(host), at: dur(t)? }),
+            ["crash", host, "at", t] => Ok(ScriptedFault::Crash {
+                host: h(host),
+                at: dur(t)?,
+            }),
+            ["restart", host, "at", t] => Ok(ScriptedFault::Restart {
+                host: h(host),
+                at: dur(t)?,
+            }),
             ["partition", a, "->", b, w] => {
                 let (from, to) = span(w)?;
-                Ok(ScriptedFault::Partition { a: h(a), b: h(b), from, to, oneway: true })
+                Ok(ScriptedFault::Partition {
+                    a: h(a),
+                    b: h(b),
+                    from,
+                    to,
+                    oneway: true,
+                })
             }
             ["partition", a, b, w] => {
                 let (from, to) = span(w)?;
-                Ok(ScriptedFault::Partition { a: h(a), b: h(b), from, to, oneway: false })
+                Ok(ScriptedFault::Partition {
+                    a: h(a),
+                    b: h(b),
+                    from,
+                    to,
+                    oneway: false,
+                })
             }
             ["hold", a, b, w] => {
                 let (from, to) = span(w)?;
-                Ok(ScriptedFault::Hold { a: h(a), b: h(b), from, to })
+                Ok(ScriptedFault::Hold {
+                    a: h(a),
+                    b: h(b),
+                    from,
+                    to,
+                })
             }
-            ["pause", host, "for", len, "at", t] => Ok(ScriptedFault::Pause { host: h(host), at: dur(t)?, len: dur(len)? }),
-            ["skew", host, by, "at", t] => Ok(ScriptedFault::Skew { host: h(host), at: dur(t)?, by: by.parse()? }),
+            ["pause", host, "for", len, "at", t] => Ok(ScriptedFault::Pause {
+                host: h(host),
+                at: dur(t)?,
+                len: dur(len)?,
+            }),
+            ["skew", host, by, "at", t] => Ok(ScriptedFault::Skew {
+                host: h(host),
+                at: dur(t)?,
+                by: by.parse()?,
+            }),
             ["drift", host, ppm, "at", t] => {
-                let n = ppm.strip_suffix("ppm").ok_or_else(|| format!("drift {ppm:?} needs the unit ppm, like 20000ppm"))?;
-                let ppm = n.parse::<i64>().map_err(|_| format!("drift {n:?} is not a whole number of ppm"))?;
-                Ok(ScriptedFault::Drift { host: h(host), at: dur(t)?, ppm })
+                let n = ppm
+                    .strip_suffix("ppm")
+                    .ok_or_else(|| format!("drift {ppm:?} needs the unit ppm, like 20000ppm"))?;
+                let ppm = n
+                    .parse::<i64>()
+                    .map_err(|_| format!("drift {n:?} is not a whole number of ppm"))?;
+                Ok(ScriptedFault::Drift {
+                    host: h(host),
+                    at: dur(t)?,
+                    ppm,
+                })
             }
             _ => Err(usage()),
         }
@@ -543,7 +607,10 @@ impl SimConfig {
     pub fn validate(&self) -> Result<(), Vec<ConfigProblem>> {
         let mut out = Vec::new();
         let mut bad = |path: &str, message: String| {
-            out.push(ConfigProblem { path: path.to_string(), message })
+            out.push(ConfigProblem {
+                path: path.to_string(),
+                message,
+            })
         };
         let p = &self.protocol;
         if self.topology.workers == 0 {
@@ -559,13 +626,25 @@ impl SimConfig {
             bad("tick", "must be greater than zero".into());
         }
         if self.duration <= self.faults.window {
-            bad("duration", format!("{} must be longer than faults.window {} to leave a healing phase", self.duration, self.faults.window));
+            bad(
+                "duration",
+                format!(
+                    "{} must be longer than faults.window {} to leave a healing phase",
+                    self.duration, self.faults.window
+                ),
+            );
         }
         if p.lease.as_ms() == 0 {
             bad("protocol.lease", "must be greater than zero".into());
         }
         if p.renew_interval >= p.lease {
-            bad("protocol.renew_interval", format!("{} must be shorter than the lease {}", p.renew_interval, p.lease));
+            bad(
+                "protocol.renew_interval",
+                format!(
+                    "{} must be shorter than the lease {}",
+                    p.renew_interval, p.lease
+                ),
+            );
         }
         for (path, v) in [
             ("protocol.renew_interval", p.renew_interval),
@@ -579,7 +658,13 @@ impl SimConfig {
             }
         }
         if p.backoff_cap < p.backoff_base {
-            bad("protocol.backoff_cap", format!("{} must be at least backoff_base {}", p.backoff_cap, p.backoff_base));
+            bad(
+                "protocol.backoff_cap",
+                format!(
+                    "{} must be at least backoff_base {}",
+                    p.backoff_cap, p.backoff_base
+                ),
+            );
         }
         if p.max_attempts == 0 {
             bad("protocol.max_attempts", "must be at least 1".into());
@@ -591,7 +676,10 @@ impl SimConfig {
             bad("protocol.parallelism", "must be at least 1 when set".into());
         }
         if p.max_drift_ppm >= 1_000_000 {
-            bad("protocol.max_drift_ppm", "must be below 1000000 (100 %)".into());
+            bad(
+                "protocol.max_drift_ppm",
+                "must be below 1000000 (100 %)".into(),
+            );
         }
         let w = &self.workload;
         if w.queues.is_empty() {
@@ -599,7 +687,10 @@ impl SimConfig {
         }
         for (i, q) in w.queues.iter().enumerate() {
             if q.is_empty() || q.chars().any(|c| c.is_control() || c.is_whitespace()) {
-                bad(&format!("workload.queues[{i}]"), format!("bad queue name {q:?}"));
+                bad(
+                    &format!("workload.queues[{i}]"),
+                    format!("bad queue name {q:?}"),
+                );
             }
         }
         for (path, v) in [
@@ -631,7 +722,10 @@ impl SimConfig {
                 bad(path, "rates are per minute, between 0 and 60".into());
             }
         }
-        for (path, r) in [("faults.message_loss", &f.message_loss), ("faults.answer_loss", &f.answer_loss)] {
+        for (path, r) in [
+            ("faults.message_loss", &f.message_loss),
+            ("faults.answer_loss", &f.answer_loss),
+        ] {
             check_range(&mut bad, path, r);
             if r.lo < 0.0 || r.hi > 1.0 {
                 bad(path, "probabilities must lie in [0, 1]".into());
@@ -649,17 +743,29 @@ impl SimConfig {
         check_range(&mut bad, "faults.clock_drift_ppm", &f.clock_drift_ppm);
         check_range(&mut bad, "faults.clock_step", &f.clock_step);
         if f.clock_drift_ppm.lo <= -1_000_000 || f.clock_drift_ppm.hi >= 1_000_000 {
-            bad("faults.clock_drift_ppm", "drift must stay within ±1000000 ppm".into());
+            bad(
+                "faults.clock_drift_ppm",
+                "drift must stay within ±1000000 ppm".into(),
+            );
         }
         let hosts = self.host_names();
         for (i, ev) in self.events.iter().enumerate() {
             for h in ev.hosts() {
                 if !hosts.iter().any(|n| n == h) {
-                    bad(&format!("events[{i}]"), format!("unknown host {h:?} in `{ev}`; hosts are {}", hosts.join(", ")));
+                    bad(
+                        &format!("events[{i}]"),
+                        format!(
+                            "unknown host {h:?} in `{ev}`; hosts are {}",
+                            hosts.join(", ")
+                        ),
+                    );
                 }
             }
             if ev.start() >= self.duration {
-                bad(&format!("events[{i}]"), format!("`{ev}` starts after the run ends at {}", self.duration));
+                bad(
+                    &format!("events[{i}]"),
+                    format!("`{ev}` starts after the run ends at {}", self.duration),
+                );
             }
         }
         if out.is_empty() {
@@ -670,8 +776,15 @@ impl SimConfig {
     }
 }
 
-fn check_range<T: PartialOrd + fmt::Debug>(bad: &mut impl FnMut(&str, String), path: &str, r: &Range<T>) {
+fn check_range<T: PartialOrd + fmt::Debug>(
+    bad: &mut impl FnMut(&str, String),
+    path: &str,
+    r: &Range<T>,
+) {
     if r.lo > r.hi {
-        bad(path, format!("min {:?} is greater than max {:?}", r.lo, r.hi));
+        bad(
+            path,
+            format!("min {:?} is greater than max {:?}", r.lo, r.hi),
+        );
     }
 }

@@ -45,12 +45,18 @@ pub fn parse_ms(text: &str) -> Result<u64, String> {
         if parts > 8 {
             return Err(format!("duration {text:?} has too many parts"));
         }
-        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!("duration {text:?}: expected a number before {rest:?}"));
+            return Err(format!(
+                "duration {text:?}: expected a number before {rest:?}"
+            ));
         }
         let (num, tail) = rest.split_at(digits);
-        let unit_len = tail.find(|c: char| c.is_ascii_digit()).unwrap_or(tail.len());
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(tail.len());
         let (unit, tail) = tail.split_at(unit_len);
         let scale: f64 = match unit {
             "ms" => 1.0,
@@ -58,14 +64,24 @@ pub fn parse_ms(text: &str) -> Result<u64, String> {
             "m" | "min" => 60_000.0,
             "h" => 3_600_000.0,
             "" => return Err(format!("duration {text:?} needs a unit (ms, s, m, h)")),
-            u => return Err(format!("duration {text:?}: unknown unit {u:?} (use ms, s, m, h)")),
+            u => {
+                return Err(format!(
+                    "duration {text:?}: unknown unit {u:?} (use ms, s, m, h)"
+                ))
+            }
         };
-        let value: f64 = num.parse().map_err(|_| format!("duration {text:?}: bad number {num:?}"))?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("duration {text:?}: bad number {num:?}"))?;
         let ms = value * scale;
         if !ms.is_finite() || ms < 0.0 || ms > 1e15 || ms.fract() != 0.0 {
-            return Err(format!("duration {text:?} is not a whole number of milliseconds in range"));
+            return Err(format!(
+                "duration {text:?} is not a whole number of milliseconds in range"
+            ));
         }
-        total = total.checked_add(ms as u64).ok_or_else(|| format!("duration {text:?} overflows"))?;
+        total = total
+            .checked_add(ms as u64)
+            .ok_or_else(|| format!("duration {text:?} overflows"))?;
         rest = tail;
     }
     Ok(total)
@@ -154,8 +170,14 @@ macro_rules! serde_text {
         }
     };
 }
-serde_text!(Dur, "a duration with a unit, like \"150ms\", \"30s\" or \"2m\"");
-serde_text!(SignedDur, "a signed duration with a unit, like \"+60s\" or \"-2m\"");
+serde_text!(
+    Dur,
+    "a duration with a unit, like \"150ms\", \"30s\" or \"2m\""
+);
+serde_text!(
+    SignedDur,
+    "a signed duration with a unit, like \"+60s\" or \"-2m\""
+);
 
 #[cfg(test)]
 mod tests {
@@ -174,7 +196,13 @@ mod tests {
 
     #[test]
     fn rejects_bad_text_with_reason() {
-        for (bad, needle) in [("30", "unit"), ("30x", "unknown unit"), ("", "empty"), ("s", "number"), ("0.5ms", "whole")] {
+        for (bad, needle) in [
+            ("30", "unit"),
+            ("30x", "unknown unit"),
+            ("", "empty"),
+            ("s", "number"),
+            ("0.5ms", "whole"),
+        ] {
             let e = parse_ms(bad).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }

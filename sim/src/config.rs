@@ -283,6 +283,7 @@ impl Default for Faults {
 /// - `drift HOST PPM at T` (for example `drift worker-1 20000ppm at 0s`)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(missing_docs)] // fields are named by the sentence forms above
 pub enum ScriptedFault {
     /// The host's process dies, losing its memory.
     Crash { host: String, at: Dur },

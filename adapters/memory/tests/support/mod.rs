@@ -1,0 +1,199 @@
+//! Test bundle for the worker runtime: a memory store whose clock follows
+//! tokio's paused clock (plus a settable jump), a store wrapper that can
+//! stop answering renews, and a scripted handler that records what happened.
+
+#![allow(dead_code)]
+
+use leasehold_core::worker::RuntimeEvent;
+use leasehold_core::*;
+use leasehold_memory::MemoryStore;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub const EPOCH: i64 = 1_700_000_000_000;
+
+/// Store plus the knobs a test turns.
+pub struct Bundle {
+    pub rt: TokioRuntime,
+    pub store: Arc<Flaky>,
+    pub jump: Arc<AtomicI64>,
+    pub events: Arc<Mutex<Vec<RuntimeEvent>>>,
+}
+
+pub fn bundle() -> Bundle {
+    let rt = TokioRuntime::new();
+    let jump = Arc::new(AtomicI64::new(0));
+    let (rt2, jump2) = (rt.clone(), jump.clone());
+    let clock = move || StoreTime(EPOCH + rt2.now().0 as i64 + jump2.load(Ordering::SeqCst));
+    let inner = MemoryStore::with_clock(Policy::default(), clock);
+    Bundle {
+        rt,
+        store: Arc::new(Flaky {
+            inner,
+            renew_down: AtomicBool::new(false),
+            renew_failures: AtomicU32::new(0),
+        }),
+        jump,
+        events: Arc::new(Mutex::new(Vec::new())),
+    }
+}
+
+impl Bundle {
+    pub fn observer(&self) -> impl worker::Observer {
+        let events = self.events.clone();
+        move |e: &RuntimeEvent| events.lock().unwrap().push(e.clone())
+    }
+
+    pub fn events(&self) -> Vec<RuntimeEvent> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// Sleeps in (paused, auto-advancing) tokio time.
+    pub async fn sleep(&self, ms: u64) {
+        self.rt.sleep(Millis(ms)).await;
+    }
+
+    /// Waits until `job` is in `state`, polling every 10 ms, at most `limit_ms`.
+    pub async fn wait_state(&self, job: JobId, state: JobState, limit_ms: u64) -> JobRecord {
+        for _ in 0..limit_ms / 10 {
+            let r = self.store.get(job).await.unwrap().unwrap();
+            if r.state == state {
+                return r;
+            }
+            self.sleep(10).await;
+        }
+        panic!("{job} did not reach {state} within {limit_ms}ms");
+    }
+}
+
+/// A memory store whose renews can be made to go unanswered, or to fail a
+/// given number of times with an unknown outcome.
+pub struct Flaky {
+    pub inner: MemoryStore,
+    pub renew_down: AtomicBool,
+    pub renew_failures: AtomicU32,
+}
+
+impl Store for Flaky {
+    async fn now(&self) -> Result<StoreTime, StoreError> {
+        self.inner.now().await
+    }
+    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        self.inner.enqueue(job).await
+    }
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        self.inner.claim(req).await
+    }
+    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        if self.renew_down.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        let left = self.renew_failures.load(Ordering::SeqCst);
+        if left > 0 {
+            self.renew_failures.store(left - 1, Ordering::SeqCst);
+            return Err(StoreError::Unavailable("injected".into()));
+        }
+        self.inner.renew(req).await
+    }
+    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        self.inner.release(req).await
+    }
+    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        self.inner.sweep(req).await
+    }
+    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
+        self.inner.cancel(job).await
+    }
+    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.inner.get(job).await
+    }
+    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
+        self.inner.list(req).await
+    }
+}
+
+/// What a scripted handler does.
+#[derive(Clone, Copy, Debug)]
+pub enum Script {
+    /// Works for this long, then succeeds with the payload as result.
+    Work(u64),
+    /// Works until stopped, then returns an error.
+    UntilStopped,
+    /// Ignores stop requests and works for this long.
+    Stubborn(u64),
+    /// Fails to decode its payload.
+    Poison,
+}
+
+/// Records of one handler run, in runtime-local milliseconds.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub started: Vec<u64>,
+    pub finished: Vec<u64>,
+    pub dropped: Vec<u64>,
+    pub stop_reasons: Vec<StopReason>,
+}
+
+#[derive(Clone)]
+pub struct Scripted {
+    pub script: Script,
+    pub rt: TokioRuntime,
+    pub trace: Arc<Mutex<Trace>>,
+}
+
+impl Scripted {
+    pub fn new(script: Script, rt: &TokioRuntime) -> Self {
+        Scripted {
+            script,
+            rt: rt.clone(),
+            trace: Arc::new(Mutex::new(Trace::default())),
+        }
+    }
+    pub fn trace(&self) -> Trace {
+        self.trace.lock().unwrap().clone()
+    }
+}
+
+struct DropGuard {
+    rt: TokioRuntime,
+    trace: Arc<Mutex<Trace>>,
+    done: bool,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            self.trace.lock().unwrap().dropped.push(self.rt.now().0);
+        }
+    }
+}
+
+impl Handler for Scripted {
+    async fn handle(&self, lease: Lease, mut stop: StopSignal) -> Result<Vec<u8>, HandlerError> {
+        self.trace.lock().unwrap().started.push(self.rt.now().0);
+        let mut guard = DropGuard {
+            rt: self.rt.clone(),
+            trace: self.trace.clone(),
+            done: false,
+        };
+        let out = match self.script {
+            Script::Work(ms) => {
+                self.rt.sleep(Millis(ms)).await;
+                Ok(lease.payload.clone())
+            }
+            Script::Stubborn(ms) => {
+                self.rt.sleep(Millis(ms)).await;
+                Ok(lease.payload.clone())
+            }
+            Script::UntilStopped => {
+                let why = stop.stopped().await;
+                self.trace.lock().unwrap().stop_reasons.push(why);
+                Err(HandlerError::retryable(format!("stopped: {why:?}")))
+            }
+            Script::Poison => Err(HandlerError::poison("not valid JSON")),
+        };
+        guard.done = true;
+        self.trace.lock().unwrap().finished.push(self.rt.now().0);
+        out
+    }
+}

@@ -1,0 +1,409 @@
+//! The worker runtime on the memory adapter, under tokio's paused clock:
+//! time only moves when every task waits, so each run is deterministic.
+
+mod support;
+
+use leasehold_core::worker::{BeliefEnd, RuntimeEvent, WorkerConfig};
+use leasehold_core::*;
+use std::sync::atomic::Ordering;
+use support::{bundle, Script, Scripted};
+
+const LEASE: u64 = 1000;
+const RENEW: u64 = 300;
+
+fn cfg(concurrency: u32) -> WorkerConfig {
+    WorkerConfig::builder("w1", "q")
+        .concurrency(concurrency)
+        .lease(Millis(LEASE))
+        .renew_interval(Millis(RENEW))
+        .max_drift_ppm(10_000)
+        .fence_margin(Millis(100))
+        .request_timeout(Millis(200))
+        .poll_interval(Millis(50))
+        .grace(Millis(500))
+        .build()
+        .unwrap()
+}
+
+/// `L·(1−ρ)/(1+ρ) − margin` for the settings above.
+const SAFE: u64 = 880;
+
+#[tokio::test(start_paused = true)]
+async fn handler_outliving_the_lease_keeps_it_by_heartbeats() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"r".to_vec()))
+        .await
+        .unwrap();
+    let handler = Scripted::new(Script::Work(5 * LEASE), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+        .with_observer(b.observer());
+    let sweeper = Sweeper::new(
+        b.store.clone(),
+        b.rt.clone(),
+        SweeperConfig::new(Millis(100), 10).unwrap(),
+    );
+    let w = tokio::spawn(worker.run(sd.clone()));
+    let s = tokio::spawn(sweeper.run(sd));
+
+    let done = b.wait_state(job, JobState::Succeeded, 20 * LEASE).await;
+    stop.shutdown();
+    let stats = w.await.unwrap();
+    s.await.unwrap();
+
+    assert_eq!(
+        done.token,
+        Token(1),
+        "never reclaimed: one lease for the whole run"
+    );
+    assert_eq!(done.result, Some(b"r".to_vec()));
+    assert_eq!(stats.committed, 1);
+    let renews = b
+        .events()
+        .iter()
+        .filter(|e| matches!(e, RuntimeEvent::Renewed { .. }))
+        .count();
+    assert!(
+        renews >= 15,
+        "renewed about every {RENEW}ms over {}ms: {renews}",
+        5 * LEASE
+    );
+    let swept = b
+        .store
+        .inner
+        .events()
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Swept { .. }))
+        .count();
+    assert_eq!(swept, 0, "no crash report for a live holder");
+    assert_eq!(handler.trace().dropped.len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn lost_lease_stops_the_handler() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap();
+    let handler = Scripted::new(Script::UntilStopped, &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+        .with_observer(b.observer());
+    let w = tokio::spawn(worker.run(sd));
+    b.wait_state(job, JobState::Running, 1000).await;
+
+    // The store's clock leaps past expiry and a sweep reclaims the job: the
+    // next renew must answer Lost and the handler must be stopped.
+    b.jump.store(10 * LEASE as i64, Ordering::SeqCst);
+    let reports = b.store.sweep(SweepRequest { limit: 10 }).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    let swept_at = b.rt.now().0;
+    b.sleep(RENEW + 50).await;
+
+    let trace = handler.trace();
+    assert_eq!(
+        trace.dropped.len(),
+        1,
+        "handler dropped once the renew said Lost"
+    );
+    assert!(
+        trace.dropped[0] <= swept_at + RENEW + 1,
+        "stopped at the next renew"
+    );
+    let lost = b.events().iter().any(|e| {
+        matches!(
+            e,
+            RuntimeEvent::BeliefEnded {
+                why: BeliefEnd::Lost,
+                ..
+            }
+        )
+    });
+    assert!(lost, "belief ended as Lost");
+    stop.shutdown();
+    let stats = w.await.unwrap();
+    assert_eq!(stats.abandoned, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn release_after_the_lease_was_reclaimed_answers_lost() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap();
+    // Finishes at 700 ms, before the first renew at 750 ms.
+    let handler = Scripted::new(Script::Work(700), &b.rt);
+    let config = WorkerConfig {
+        renew_interval: Millis(750),
+        ..cfg(1)
+    };
+    let (stop, sd) = shutdown_channel();
+    let worker =
+        Worker::new(b.store.clone(), handler, b.rt.clone(), config).with_observer(b.observer());
+    let w = tokio::spawn(worker.run(sd));
+    b.wait_state(job, JobState::Running, 1000).await;
+    b.jump.store(10 * LEASE as i64, Ordering::SeqCst);
+    assert_eq!(
+        b.store
+            .sweep(SweepRequest { limit: 10 })
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    b.sleep(800).await;
+    stop.shutdown();
+    let stats = w.await.unwrap();
+
+    let answers: Vec<_> = b
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            RuntimeEvent::Released { token, answer, .. } if *token == Token(1) => Some(*answer),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers, vec![Some(Release::Lost)]);
+    assert!(stats.release_lost >= 1);
+    let row = b.store.get(job).await.unwrap().unwrap();
+    assert_ne!(
+        row.state,
+        JobState::Succeeded,
+        "a stale holder's success is not committed over the reclaim"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_reaches_a_running_handler() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap();
+    let handler = Scripted::new(Script::UntilStopped, &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w =
+        tokio::spawn(Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1)).run(sd));
+    b.wait_state(job, JobState::Running, 1000).await;
+    assert_eq!(b.store.cancel(job).await.unwrap(), CancelOutcome::Requested);
+    let row = b.wait_state(job, JobState::Cancelled, 2 * LEASE).await;
+    stop.shutdown();
+    w.await.unwrap();
+    assert_eq!(handler.trace().stop_reasons, vec![StopReason::Cancel]);
+    assert_eq!(row.token, Token(1));
+    assert_eq!(
+        b.store.cancel(job).await.unwrap(),
+        CancelOutcome::AlreadyTerminal(JobState::Cancelled)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn self_fencing_fires_when_renews_go_unanswered() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap();
+    let handler = Scripted::new(Script::Stubborn(10 * LEASE), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+        .with_observer(b.observer());
+    b.store.renew_down.store(true, Ordering::SeqCst);
+    let w = tokio::spawn(worker.run(sd));
+    b.wait_state(job, JobState::Running, 1000).await;
+    b.sleep(2 * LEASE).await;
+
+    let trace = handler.trace();
+    assert_eq!(trace.dropped.len(), 1, "handler stopped by the fence");
+    let claimed_at = trace.started[0];
+    let fenced_after = trace.dropped[0] - claimed_at;
+    assert!(
+        fenced_after <= SAFE,
+        "stopped within the safe lease: {fenced_after}ms > {SAFE}ms"
+    );
+    assert!(
+        fenced_after + 10 >= SAFE,
+        "not long before it either: {fenced_after}ms"
+    );
+    assert!(
+        fenced_after < LEASE,
+        "before the store could reassign the lease"
+    );
+    let fenced = b.events().iter().any(|e| {
+        matches!(
+            e,
+            RuntimeEvent::BeliefEnded {
+                why: BeliefEnd::Fenced,
+                ..
+            }
+        )
+    });
+    assert!(fenced);
+    // No release was sent: the row is left for the sweeper.
+    assert_eq!(
+        b.store.get(job).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+    stop.shutdown();
+    w.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn heartbeat_survives_transient_renew_errors() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap();
+    let handler = Scripted::new(Script::Work(3 * LEASE), &b.rt);
+    b.store.renew_failures.store(2, Ordering::SeqCst);
+    let (stop, sd) = shutdown_channel();
+    let sweeper = Sweeper::new(
+        b.store.clone(),
+        b.rt.clone(),
+        SweeperConfig::new(Millis(50), 10).unwrap(),
+    );
+    let s = tokio::spawn(sweeper.run(sd.clone()));
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(1)).run(sd));
+    let row = b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
+    stop.shutdown();
+    w.await.unwrap();
+    s.await.unwrap();
+    assert_eq!(
+        row.token,
+        Token(1),
+        "two failed renews did not lose the lease"
+    );
+    assert_eq!(
+        b.store.renew_failures.load(Ordering::SeqCst),
+        0,
+        "both injected failures were hit"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_returns_running_leases() {
+    let b = bundle();
+    let coop = b
+        .store
+        .enqueue(NewJob::new("q", b"a".to_vec()))
+        .await
+        .unwrap();
+    let stubborn = b
+        .store
+        .enqueue(NewJob::new("q", b"b".to_vec()))
+        .await
+        .unwrap();
+    let (stop, sd) = shutdown_channel();
+    let h1 = Scripted::new(Script::UntilStopped, &b.rt);
+    let w1 = tokio::spawn(
+        Worker::new(
+            b.store.clone(),
+            h1.clone(),
+            b.rt.clone(),
+            WorkerConfig {
+                concurrency: 1,
+                ..cfg(1)
+            },
+        )
+        .run(sd.clone()),
+    );
+    b.wait_state(coop, JobState::Running, 1000).await;
+    let h2 = Scripted::new(Script::Stubborn(100 * LEASE), &b.rt);
+    let config2 = WorkerConfig::builder("w2", "q")
+        .lease(Millis(LEASE))
+        .renew_interval(Millis(RENEW))
+        .fence_margin(Millis(100))
+        .grace(Millis(500))
+        .build()
+        .unwrap();
+    let w2 = tokio::spawn(Worker::new(b.store.clone(), h2.clone(), b.rt.clone(), config2).run(sd));
+    b.wait_state(stubborn, JobState::Running, 2000).await;
+    let t0 = b.rt.now().0;
+    stop.shutdown();
+    let (s1, s2) = (w1.await.unwrap(), w2.await.unwrap());
+    let took = b.rt.now().0 - t0;
+
+    for id in [coop, stubborn] {
+        let row = b.store.get(id).await.unwrap().unwrap();
+        assert_eq!(row.state, JobState::Pending, "{id} returned");
+        assert_eq!(row.attempt, 0, "{id}: a returned attempt is refunded");
+    }
+    assert_eq!(h1.trace().stop_reasons, vec![StopReason::Shutdown]);
+    assert_eq!(
+        h2.trace().dropped.len(),
+        1,
+        "the stubborn handler was dropped after the grace"
+    );
+    assert!(
+        took <= 500 + 50,
+        "shutdown bounded by the grace time: {took}ms"
+    );
+    assert_eq!((s1.committed, s2.committed), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn poison_payload_fails_the_job_for_good() {
+    let b = bundle();
+    let job = b
+        .store
+        .enqueue(NewJob::new("q", b"\xff".to_vec()).max_attempts(5))
+        .await
+        .unwrap();
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(
+        Worker::new(
+            b.store.clone(),
+            Scripted::new(Script::Poison, &b.rt),
+            b.rt.clone(),
+            cfg(2),
+        )
+        .run(sd),
+    );
+    let row = b.wait_state(job, JobState::Dead, 1000).await;
+    stop.shutdown();
+    w.await.unwrap();
+    assert_eq!(row.attempt, 1, "not retried");
+    assert!(row.error.unwrap().contains("poison"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_limit_bounds_running_leases() {
+    let b = bundle();
+    for i in 0..10u8 {
+        b.store.enqueue(NewJob::new("q", vec![i])).await.unwrap();
+    }
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(
+        Worker::new(
+            b.store.clone(),
+            Scripted::new(Script::Work(200), &b.rt),
+            b.rt.clone(),
+            cfg(3),
+        )
+        .run(sd),
+    );
+    let mut max_running = 0;
+    for _ in 0..200 {
+        let rows = list_all(&*b.store).await.unwrap();
+        let running = rows.iter().filter(|r| r.state == JobState::Running).count();
+        max_running = max_running.max(running);
+        if rows.iter().all(|r| r.state == JobState::Succeeded) {
+            break;
+        }
+        b.sleep(10).await;
+    }
+    stop.shutdown();
+    let stats = w.await.unwrap();
+    assert_eq!(stats.committed, 10);
+    assert_eq!(max_running, 3);
+}

@@ -1,1 +1,598 @@
-pub fn x(){}
+//! # leasehold-sqlite
+//!
+//! A [`Store`] on one SQLite file, for single-host deployments and tests.
+//!
+//! Every operation runs in one `BEGIN IMMEDIATE` transaction: it loads the
+//! affected rows, applies the `leasehold_core::transition` function, and
+//! writes the new row with `WHERE id = ? AND version = ?`. Candidate queries
+//! pre-filter only what the core re-checks (`state = 'pending' AND run_at <=
+//! now` for claim, `state = 'running' AND expires_at <= now` for sweep).
+//!
+//! ## The store clock
+//! Store time comes from the [`StoreClock`] given at open time, read inside
+//! the write transaction once the write lock is held. It defaults to
+//! [`SystemStoreClock`], the host's wall clock: this clock alone decides
+//! lease validity (`expires_at`, `run_at`, sweeping), so every process that
+//! opens the same file must use the same kind of clock. Tests pass a
+//! [`leasehold_core::ManualStoreClock`].
+//!
+//! ## Concurrency
+//! - WAL journal, so readers never block the writer;
+//! - writes take the database lock at `BEGIN IMMEDIATE`, so two writers
+//!   never deadlock upgrading a read lock; other processes wait up to the
+//!   busy timeout;
+//! - within one process, writers queue on an async mutex before asking for
+//!   the lock, instead of spinning in SQLite's busy handler.
+//!
+//! Claims are race-free across tasks and processes: the parallelism count,
+//! the candidate scan and the writes happen under one exclusive write lock.
+//!
+//! ## Audit log
+//! With [`SqliteStoreBuilder::audit`] on (the default), each transition's
+//! [`Event`] is written to `lease_events` in the same transaction;
+//! [`SqliteStore::events`] reads them back in commit order.
+
+#![warn(missing_docs)]
+
+mod error;
+mod row;
+
+use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
+use leasehold_core::{
+    CancelOutcome, ClaimRequest, CrashReport, Event, InputError, JobId, JobRecord, Lease,
+    ListRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreClock,
+    StoreError, StoreTime, SweepRequest, SystemStoreClock,
+};
+use row::{decode, to_i64, COLUMNS};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+use sqlx::Row;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default time a writer waits for another process's write lock.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default number of pooled connections (one writer at a time, the rest read).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 4;
+/// How many times an operation is retried after a version conflict.
+pub const MAX_CONFLICT_RETRIES: u32 = 8;
+
+/// Durability of a commit (SQLite's `synchronous` pragma in WAL mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous = FULL`: a commit survives power loss (the default).
+    Full,
+    /// `synchronous = NORMAL`: a commit survives a process crash but the
+    /// last commits may be lost on power loss. Faster.
+    Normal,
+}
+
+/// Builds a [`SqliteStore`]. Start with [`SqliteStore::builder`].
+pub struct SqliteStoreBuilder {
+    path: PathBuf,
+    policy: Policy,
+    clock: Arc<dyn StoreClock>,
+    audit: bool,
+    busy_timeout: Duration,
+    max_connections: u32,
+    durability: Durability,
+}
+
+impl SqliteStoreBuilder {
+    /// The store's policy (default: [`Policy::default`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The store clock (default: [`SystemStoreClock`]).
+    pub fn clock(mut self, clock: impl StoreClock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// Whether to write the `lease_events` audit log (default: on).
+    pub fn audit(mut self, on: bool) -> Self {
+        self.audit = on;
+        self
+    }
+
+    /// How long a writer waits for another process's lock.
+    pub fn busy_timeout(mut self, d: Duration) -> Self {
+        self.busy_timeout = d;
+        self
+    }
+
+    /// Pool size, at least 2 (one writer plus readers).
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Commit durability (default: [`Durability::Full`]).
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+
+    /// Opens (creating if missing) the database file. Does not migrate: call
+    /// [`SqliteStore::migrate`] once.
+    pub async fn open(self) -> Result<SqliteStore, StoreError> {
+        let opts = SqliteConnectOptions::new()
+            .filename(&self.path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(match self.durability {
+                Durability::Full => SqliteSynchronous::Full,
+                Durability::Normal => SqliteSynchronous::Normal,
+            })
+            .busy_timeout(self.busy_timeout)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(self.max_connections.max(2))
+            .acquire_timeout(self.busy_timeout)
+            .connect_with(opts)
+            .await
+            .map_err(error::map)?;
+        Ok(SqliteStore {
+            pool,
+            clock: self.clock,
+            policy: self.policy,
+            audit: self.audit,
+            write_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+}
+
+/// A job store on one SQLite file. See the crate docs.
+pub struct SqliteStore {
+    pool: SqlitePool,
+    clock: Arc<dyn StoreClock>,
+    policy: Policy,
+    audit: bool,
+    write_lock: tokio::sync::Mutex<()>,
+}
+
+/// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and
+/// `$now: StoreTime`) in one `BEGIN IMMEDIATE` transaction, retrying a
+/// version conflict at most [`MAX_CONFLICT_RETRIES`] times.
+macro_rules! in_write_tx {
+    ($self:ident, |$conn:ident, $now:ident| $body:expr) => {{
+        let mut last_conflict = JobId(0);
+        let mut answer = None;
+        for _ in 0..=MAX_CONFLICT_RETRIES {
+            let _writer = $self.write_lock.lock().await;
+            let mut tx = $self
+                .pool
+                .begin_with("BEGIN IMMEDIATE")
+                .await
+                .map_err(error::map)?;
+            let $now = $self.clock.now();
+            let result = {
+                let $conn: &mut SqliteConnection = &mut tx;
+                $body
+            };
+            match result {
+                Ok(v) => {
+                    tx.commit().await.map_err(error::map_commit)?;
+                    answer = Some(v);
+                    break;
+                }
+                Err(StoreError::Conflict(id)) => {
+                    let _ = tx.rollback().await;
+                    last_conflict = id;
+                }
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    return Err(e);
+                }
+            }
+        }
+        answer.ok_or(StoreError::Conflict(last_conflict))
+    }};
+}
+
+impl SqliteStore {
+    /// A builder for a store on the file at `path`.
+    pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
+        SqliteStoreBuilder {
+            path: path.as_ref().to_path_buf(),
+            policy: Policy::default(),
+            clock: Arc::new(SystemStoreClock),
+            audit: true,
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            durability: Durability::Full,
+        }
+    }
+
+    /// Opens `path` with `policy` and the system store clock, and migrates it.
+    pub async fn open(path: impl AsRef<Path>, policy: Policy) -> Result<SqliteStore, StoreError> {
+        let store = Self::builder(path).policy(policy).open().await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies the schema migrations in `migrations/sqlite/` (idempotent).
+    /// Run it from one process before others open the file.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let _writer = self.write_lock.lock().await;
+        sqlx::migrate!("../../migrations/sqlite")
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("sqlite migration: {e}")))
+    }
+
+    /// The policy this store applies.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The connection pool (for inspection in tests and tools).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Closes the pool, waiting for connections to finish.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// The audit log: one event per accepted transition, in commit order.
+    pub async fn events(&self) -> Result<Vec<Event>, StoreError> {
+        self.events_page(0, u32::MAX).await.map(|page| {
+            page.into_iter().map(|(_, e)| e).collect::<Vec<Event>>()
+        })
+    }
+
+    /// Up to `limit` audit events with a sequence number above `after_seq`,
+    /// in commit order, each with its sequence number (for paging exports).
+    pub async fn events_page(
+        &self,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, Event)>, StoreError> {
+        let rows = sqlx::query("SELECT seq, event FROM lease_events WHERE seq > ? ORDER BY seq LIMIT ?")
+            .bind(after_seq)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(error::map)?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.try_get(0).map_err(error::map)?;
+                let text: String = r.try_get(1).map_err(error::map)?;
+                let event = serde_json::from_str(&text)
+                    .map_err(|e| StoreError::Corrupt(format!("event {seq}: {e}")))?;
+                Ok((seq, event))
+            })
+            .collect()
+    }
+
+    async fn load(conn: &mut SqliteConnection, id: JobId) -> Result<JobRecord, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(to_i64(id.0)?)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        match row {
+            Some(r) => decode(&r),
+            None => Err(StoreError::Input(InputError::UnknownJob(id))),
+        }
+    }
+
+    async fn record_event(
+        &self,
+        conn: &mut SqliteConnection,
+        event: &Event,
+    ) -> Result<(), StoreError> {
+        if !self.audit {
+            return Ok(());
+        }
+        let json = serde_json::to_string(event)
+            .map_err(|e| StoreError::Corrupt(format!("event encoding: {e}")))?;
+        sqlx::query("INSERT INTO lease_events (job_id, version, at, event) VALUES (?, ?, ?, ?)")
+            .bind(to_i64(event.job.0)?)
+            .bind(to_i64(event.version)?)
+            .bind(event.at.0)
+            .bind(json)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        Ok(())
+    }
+
+    /// Inserts a new row; a unique violation (a key taken meanwhile) is a
+    /// conflict, so the retry re-reads the key.
+    async fn insert(&self, conn: &mut SqliteConnection, a: &Applied) -> Result<(), StoreError> {
+        let r = &a.record;
+        let sql = format!(
+            "INSERT INTO leasehold_jobs ({COLUMNS}) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        );
+        let res = sqlx::query(&sql)
+            .bind(to_i64(r.id.0)?)
+            .bind(&r.queue)
+            .bind(&r.payload)
+            .bind(r.priority)
+            .bind(r.run_at.0)
+            .bind(r.state.as_str())
+            .bind(i64::from(r.attempt))
+            .bind(i64::from(r.max_attempts))
+            .bind(to_i64(r.token.0)?)
+            .bind(r.holder.as_ref().map(|w| w.as_str()))
+            .bind(r.expires_at.map(|t| t.0))
+            .bind(r.cancel_requested)
+            .bind(r.result.as_deref())
+            .bind(r.error.as_deref())
+            .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
+            .bind(r.released.map(|m| m.digest as i64))
+            .bind(r.idempotency_key.as_deref())
+            .bind(to_i64(r.version)?)
+            .bind(r.created_at.0)
+            .bind(r.updated_at.0)
+            .execute(&mut *conn)
+            .await;
+        match res {
+            Ok(_) => self.record_event(conn, &a.event).await,
+            Err(e) if error::is_unique_violation(&e) => Err(StoreError::Conflict(r.id)),
+            Err(e) => Err(error::map(e)),
+        }
+    }
+
+    /// Writes `a` over the row loaded at `loaded_version`; zero rows written
+    /// means a concurrent writer won: a conflict.
+    async fn update(
+        &self,
+        conn: &mut SqliteConnection,
+        a: &Applied,
+        loaded_version: u64,
+    ) -> Result<(), StoreError> {
+        let r = &a.record;
+        let res = sqlx::query(
+            "UPDATE leasehold_jobs SET run_at = ?, state = ?, attempt = ?, token = ?, \
+             holder = ?, expires_at = ?, cancel_requested = ?, result = ?, error = ?, \
+             released_token = ?, released_digest = ?, version = ?, updated_at = ? \
+             WHERE id = ? AND version = ?",
+        )
+        .bind(r.run_at.0)
+        .bind(r.state.as_str())
+        .bind(i64::from(r.attempt))
+        .bind(to_i64(r.token.0)?)
+        .bind(r.holder.as_ref().map(|w| w.as_str()))
+        .bind(r.expires_at.map(|t| t.0))
+        .bind(r.cancel_requested)
+        .bind(r.result.as_deref())
+        .bind(r.error.as_deref())
+        .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
+        .bind(r.released.map(|m| m.digest as i64))
+        .bind(to_i64(r.version)?)
+        .bind(r.updated_at.0)
+        .bind(to_i64(r.id.0)?)
+        .bind(to_i64(loaded_version)?)
+        .execute(&mut *conn)
+        .await
+        .map_err(error::map)?;
+        if res.rows_affected() != 1 {
+            return Err(StoreError::Conflict(r.id));
+        }
+        self.record_event(conn, &a.event).await
+    }
+
+    async fn enqueue_in(
+        &self,
+        conn: &mut SqliteConnection,
+        job: &NewJob,
+        now: StoreTime,
+    ) -> Result<JobId, StoreError> {
+        let existing = match &job.idempotency_key {
+            Some(key) => {
+                let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ?");
+                let row = sqlx::query(&sql)
+                    .bind(key)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(error::map)?;
+                row.as_ref().map(decode).transpose()?
+            }
+            None => None,
+        };
+        // Rows are never deleted and ids are taken under the write lock, so
+        // max + 1 is unused and ids grow with enqueue order.
+        let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let id = JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("negative id".into()))?);
+        match transition::enqueue(job, id, existing.as_ref(), &self.policy, now)? {
+            EnqueuePlan::Existing(id) => Ok(id),
+            EnqueuePlan::Insert(applied) => {
+                self.insert(conn, &applied).await?;
+                Ok(id)
+            }
+        }
+    }
+
+    async fn claim_in(
+        &self,
+        conn: &mut SqliteConnection,
+        req: &ClaimRequest,
+        now: StoreTime,
+    ) -> Result<Vec<Lease>, StoreError> {
+        let running = if self.policy.parallelism_of(&req.queue).is_some() {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = ? AND state = 'running'",
+            )
+            .bind(&req.queue)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+            u32::try_from(n).unwrap_or(u32::MAX)
+        } else {
+            0
+        };
+        let cap = transition::claim_capacity(&req.queue, req.max, running, &self.policy);
+        if cap == 0 {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {COLUMNS} FROM leasehold_jobs \
+             WHERE queue = ? AND state = 'pending' AND run_at <= ? \
+             ORDER BY priority DESC, run_at, id LIMIT ?"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(&req.queue)
+            .bind(now.0)
+            .bind(i64::from(cap))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let mut leases = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let record = decode(row)?;
+            match transition::claim(&record, &req.worker, req.lease, now) {
+                Ok((applied, lease)) => {
+                    self.update(conn, &applied, record.version).await?;
+                    leases.push(lease);
+                }
+                Err(refusal) => {
+                    tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
+                }
+            }
+        }
+        Ok(leases)
+    }
+
+    async fn renew_in(
+        &self,
+        conn: &mut SqliteConnection,
+        req: &RenewRequest,
+        now: StoreTime,
+    ) -> Result<Renewal, StoreError> {
+        let record = Self::load(conn, req.job).await?;
+        match transition::renew(&record, req.token, req.lease, &self.policy, now)? {
+            RenewPlan::Renewed(applied, answer) => {
+                self.update(conn, &applied, record.version).await?;
+                Ok(answer)
+            }
+            RenewPlan::Lost => Ok(Renewal::Lost),
+        }
+    }
+
+    async fn release_in(
+        &self,
+        conn: &mut SqliteConnection,
+        req: &ReleaseRequest,
+        now: StoreTime,
+    ) -> Result<Release, StoreError> {
+        let record = Self::load(conn, req.job).await?;
+        match transition::release(&record, req.token, &req.outcome, &self.policy, now)? {
+            ReleasePlan::Apply(applied) => {
+                self.update(conn, &applied, record.version).await?;
+                Ok(Release::Committed)
+            }
+            ReleasePlan::Repeat => Ok(Release::Committed),
+            ReleasePlan::Lost => Ok(Release::Lost),
+        }
+    }
+
+    async fn sweep_in(
+        &self,
+        conn: &mut SqliteConnection,
+        limit: u32,
+        now: StoreTime,
+    ) -> Result<Vec<CrashReport>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM leasehold_jobs \
+             WHERE state = 'running' AND expires_at <= ? ORDER BY expires_at, id LIMIT ?"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(now.0)
+            .bind(i64::from(limit))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let mut reports = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let record = decode(row)?;
+            // The core re-checks the guard on the row as loaded.
+            if let Ok((applied, report)) = transition::sweep(&record, now) {
+                self.update(conn, &applied, record.version).await?;
+                reports.push(report);
+            }
+        }
+        Ok(reports)
+    }
+
+    async fn cancel_in(
+        &self,
+        conn: &mut SqliteConnection,
+        id: JobId,
+        now: StoreTime,
+    ) -> Result<CancelOutcome, StoreError> {
+        let record = Self::load(conn, id).await?;
+        let (applied, answer) = transition::cancel(&record, now);
+        if let Some(applied) = applied {
+            self.update(conn, &applied, record.version).await?;
+        }
+        Ok(answer)
+    }
+}
+
+impl Store for SqliteStore {
+    async fn now(&self) -> Result<StoreTime, StoreError> {
+        Ok(self.clock.now())
+    }
+
+    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        transition::validate_new_job(&job, &self.policy)?;
+        in_write_tx!(self, |conn, now| self.enqueue_in(conn, &job, now).await)
+    }
+
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
+        in_write_tx!(self, |conn, now| self.claim_in(conn, &req, now).await)
+    }
+
+    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        in_write_tx!(self, |conn, now| self.renew_in(conn, &req, now).await)
+    }
+
+    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        in_write_tx!(self, |conn, now| self.release_in(conn, &req, now).await)
+    }
+
+    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        in_write_tx!(self, |conn, now| self.sweep_in(conn, req.limit, now).await)
+    }
+
+    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
+        in_write_tx!(self, |conn, now| self.cancel_in(conn, job, now).await)
+    }
+
+    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(to_i64(job.0)?)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(error::map)?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id > ? ORDER BY id LIMIT ?");
+        let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
+        let rows = sqlx::query(&sql)
+            .bind(after)
+            .bind(i64::from(req.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(error::map)?;
+        rows.iter().map(decode).collect()
+    }
+}

@@ -8,3 +8,4 @@
 
 pub mod config;
 pub mod duration;
+pub mod scenario;

@@ -390,3 +390,8 @@ impl Store for MemoryStore {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

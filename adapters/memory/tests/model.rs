@@ -362,13 +362,11 @@ fn check_invariants(events: &[Event], rows: &[JobRecord]) -> Result<(), String> 
                     ));
                 }
             }
-            EventKind::Released { .. } => {
-                if live.remove(&e.job) != Some(e.token) {
-                    return Err(format!(
-                        "I2: release of {} by {} which did not hold it",
-                        e.job, e.token
-                    ));
-                }
+            EventKind::Released { .. } if live.remove(&e.job) != Some(e.token) => {
+                return Err(format!(
+                    "I2: release of {} by {} which did not hold it",
+                    e.job, e.token
+                ));
             }
             EventKind::Swept { .. } => {
                 live.remove(&e.job);

@@ -11,6 +11,8 @@ use crate::policy::Policy;
 use crate::time::StoreTime;
 
 /// What an enqueue does.
+// Returned once and consumed at once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EnqueuePlan {
     /// Insert this new row.

@@ -25,6 +25,8 @@ use crate::policy::Policy;
 use crate::time::StoreTime;
 
 /// What a release does.
+// Returned once and consumed at once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReleasePlan {
     /// Persist this row and answer `Committed`.

@@ -15,6 +15,8 @@ use crate::policy::Policy;
 use crate::time::{Millis, StoreTime};
 
 /// What a renew does.
+// Returned once and consumed at once: boxing would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RenewPlan {
     /// Persist this row and answer `Renewed`.

@@ -224,6 +224,8 @@ pub struct SweeperConfig {
     pub batch: u32,
     /// Most sweep calls in a row when each returns a full batch.
     pub max_rounds: u32,
+    /// Time a sweep may take before its outcome counts as unknown.
+    pub request_timeout: Millis,
 }
 
 impl SweeperConfig {
@@ -245,7 +247,20 @@ impl SweeperConfig {
             interval,
             batch,
             max_rounds: Self::DEFAULT_MAX_ROUNDS,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         })
+    }
+
+    /// Sets the request timeout (must be non-zero).
+    pub fn with_request_timeout(mut self, timeout: Millis) -> Result<Self, ConfigError> {
+        if timeout == Millis::ZERO {
+            return Err(ConfigError::new(
+                "request_timeout",
+                "must be greater than zero",
+            ));
+        }
+        self.request_timeout = timeout;
+        Ok(self)
     }
 }
 
@@ -255,6 +270,7 @@ impl Default for SweeperConfig {
             interval: DEFAULT_SWEEP_INTERVAL,
             batch: DEFAULT_SWEEP_BATCH,
             max_rounds: Self::DEFAULT_MAX_ROUNDS,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 }

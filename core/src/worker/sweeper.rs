@@ -13,7 +13,6 @@ use crate::clock::Runtime;
 use crate::error::StoreError;
 use crate::history::CrashReport;
 use crate::store::{Store, SweepRequest};
-use crate::worker::config::DEFAULT_REQUEST_TIMEOUT;
 use std::sync::Arc;
 
 /// Periodically sweeps a store.
@@ -50,7 +49,7 @@ impl<S: Store, R: Runtime> Sweeper<S, R> {
                 limit: self.cfg.batch,
             };
             let reports =
-                with_timeout(&self.rt, DEFAULT_REQUEST_TIMEOUT, self.store.sweep(req)).await?;
+                with_timeout(&self.rt, self.cfg.request_timeout, self.store.sweep(req)).await?;
             let full = reports.len() >= self.cfg.batch as usize;
             for report in reports {
                 tracing::warn!(

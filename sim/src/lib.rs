@@ -6,6 +6,9 @@
 
 #![warn(missing_docs)]
 
+pub mod cli;
 pub mod config;
 pub mod duration;
+pub mod junit;
 pub mod scenario;
+pub mod shrink;

@@ -1,1 +1,776 @@
-pub fn x(){}
+//! # leasehold-postgres
+//!
+//! A [`Store`] on PostgreSQL (tested on 15), for many workers on many hosts.
+//!
+//! Every operation is one transaction that loads the affected rows (`FOR
+//! UPDATE`), applies the `leasehold_core::transition` function, and writes
+//! the new rows with `WHERE id = … AND version = …` in one statement. A
+//! version conflict, serialization failure, deadlock or unique violation
+//! rolls back and retries, at most [`MAX_CONFLICT_RETRIES`] times. SQL only
+//! pre-filters candidates (`state = 'pending' AND run_at <= now` for claim,
+//! `state = 'running' AND expires_at <= now` for sweep); the core re-checks.
+//!
+//! ## The store clock
+//! Store time is the database server's clock in milliseconds, read inside
+//! the transaction: `statement_timestamp()` in the statement that scans
+//! claim and sweep candidates (those never wait for row locks: `SKIP
+//! LOCKED`), and `clock_timestamp()` after the row lock is held for renew,
+//! release and cancel. Hosts' clocks never matter.
+//!
+//! For tests only, [`PgStoreBuilder::clock_override`] replaces the database
+//! clock with a [`StoreClock`] (for example a
+//! [`leasehold_core::ManualStoreClock`]) so that time-dependent behaviour
+//! can be driven exactly. Production code must not set it.
+//!
+//! ## Claims
+//! Up to `n` due rows are locked with `FOR UPDATE SKIP LOCKED` in one
+//! statement and written in one statement. For a queue with a parallelism
+//! limit, claims of that queue serialize on a transaction-scoped advisory
+//! lock before counting its running jobs, so two claimers can never both see
+//! the last free slot.
+//!
+//! ## Wake-ups
+//! Enqueue sends `NOTIFY <channel>, '<queue>'` in its transaction (delivered
+//! at commit). [`PgStore::work_listener`] gives a [`WorkListener`] whose
+//! [`WorkListener::wait_for_work`] returns on a notification for the queue
+//! or after a bounded wait (the poll fallback: notifications can be missed
+//! across a reconnect).
+//!
+//! ## Batches
+//! [`PgStore::enqueue_many`] and [`PgStore::release_many`] apply many
+//! transitions in one transaction with one write statement each.
+//!
+//! ## Audit log
+//! With [`PgStoreBuilder::audit`] on (the default), every transition's
+//! [`Event`] is inserted into `lease_events` by the same statement that
+//! writes the row. [`PgStore::events`] reads them back in insertion order
+//! (per job, in version order).
+
+#![warn(missing_docs)]
+
+mod error;
+mod listener;
+mod row;
+
+pub use listener::WorkListener;
+
+use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
+use leasehold_core::{
+    CancelOutcome, ClaimRequest, CrashReport, Event, InputError, JobId, JobRecord, Lease,
+    ListRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreClock,
+    StoreError, StoreTime, SweepRequest,
+};
+use row::{decode, to_i64, Batch, COLUMNS};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
+use sqlx::Row;
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Default pool size.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+/// Default time to wait for a pooled connection before answering `Unavailable`.
+pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `LISTEN/NOTIFY` channel announcing enqueues.
+pub const DEFAULT_NOTIFY_CHANNEL: &str = "leasehold_jobs";
+/// How many times an operation is retried after a conflict.
+pub const MAX_CONFLICT_RETRIES: u32 = 8;
+/// First key of the advisory locks that serialize claims of a limited queue.
+const ADVISORY_NAMESPACE: i32 = 0x6c68_6c64; // "lhld"
+
+/// The database clock in ms, stable within a statement; `$1` overrides it.
+const STMT_CLOCK: &str =
+    "COALESCE($1::bigint, floor(extract(epoch from statement_timestamp()) * 1000)::bigint)";
+/// The database clock in ms at the moment of evaluation; `$1` overrides it.
+const LIVE_CLOCK: &str =
+    "COALESCE($1::bigint, floor(extract(epoch from clock_timestamp()) * 1000)::bigint)";
+
+/// Builds a [`PgStore`]. Start with [`PgStore::builder`].
+pub struct PgStoreBuilder {
+    url: String,
+    schema: Option<String>,
+    policy: Policy,
+    clock_override: Option<Arc<dyn StoreClock>>,
+    audit: bool,
+    max_connections: u32,
+    acquire_timeout: Duration,
+    channel: String,
+}
+
+impl PgStoreBuilder {
+    /// The store's policy (default: [`Policy::default`]).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Puts the tables in `schema` (sets `search_path`; [`PgStore::migrate`]
+    /// creates the schema if missing). Letters, digits and `_` only.
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = Some(schema.into());
+        self
+    }
+
+    /// **Tests only**: store time comes from `clock` instead of the
+    /// database clock.
+    pub fn clock_override(mut self, clock: impl StoreClock) -> Self {
+        self.clock_override = Some(Arc::new(clock));
+        self
+    }
+
+    /// Whether to write the `lease_events` audit log (default: on).
+    pub fn audit(mut self, on: bool) -> Self {
+        self.audit = on;
+        self
+    }
+
+    /// Pool size.
+    pub fn max_connections(mut self, n: u32) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Time to wait for a pooled connection.
+    pub fn acquire_timeout(mut self, d: Duration) -> Self {
+        self.acquire_timeout = d;
+        self
+    }
+
+    /// The `LISTEN/NOTIFY` channel for enqueue wake-ups.
+    pub fn notify_channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = channel.into();
+        self
+    }
+
+    /// Connects. Does not migrate: call [`PgStore::migrate`] once.
+    pub async fn connect(self) -> Result<PgStore, StoreError> {
+        let mut opts = PgConnectOptions::from_str(&self.url)
+            .map_err(|e| StoreError::Unavailable(format!("bad database url: {e}")))?;
+        if let Some(schema) = &self.schema {
+            check_identifier(schema)?;
+            opts = opts.options([("search_path", schema.as_str())]);
+        }
+        check_identifier(&self.channel)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(self.max_connections.max(1))
+            .acquire_timeout(self.acquire_timeout)
+            .connect_with(opts)
+            .await
+            .map_err(error::map)?;
+        Ok(PgStore {
+            pool,
+            schema: self.schema,
+            policy: self.policy,
+            clock_override: self.clock_override,
+            audit: self.audit,
+            channel: self.channel,
+        })
+    }
+}
+
+fn check_identifier(s: &str) -> Result<(), StoreError> {
+    let ok = !s.is_empty()
+        && s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit());
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::Unavailable(format!(
+            "bad identifier {s:?}: letters, digits and _ only"
+        )))
+    }
+}
+
+/// A job store on PostgreSQL. See the crate docs.
+pub struct PgStore {
+    pool: PgPool,
+    schema: Option<String>,
+    policy: Policy,
+    clock_override: Option<Arc<dyn StoreClock>>,
+    audit: bool,
+    channel: String,
+}
+
+/// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
+/// transaction, retrying a conflict at most [`MAX_CONFLICT_RETRIES`] times.
+macro_rules! in_tx {
+    ($self:ident, |$conn:ident| $body:expr) => {{
+        let mut last_conflict = JobId(0);
+        let mut answer = None;
+        for _ in 0..=MAX_CONFLICT_RETRIES {
+            let mut tx = $self.pool.begin().await.map_err(error::map)?;
+            let result = {
+                let $conn: &mut PgConnection = &mut tx;
+                $body
+            };
+            match result {
+                Ok(v) => {
+                    tx.commit().await.map_err(error::map_commit)?;
+                    answer = Some(v);
+                    break;
+                }
+                Err(StoreError::Conflict(id)) => {
+                    let _ = tx.rollback().await;
+                    last_conflict = id;
+                }
+                Err(e) => {
+                    let _ = tx.rollback().await;
+                    return Err(e);
+                }
+            }
+        }
+        answer.ok_or(StoreError::Conflict(last_conflict))
+    }};
+}
+
+/// Rows loaded under lock, and the store time read after the locks were held.
+struct Locked {
+    rows: Vec<JobRecord>,
+    now: Option<StoreTime>,
+}
+
+fn decode_locked(rows: &[PgRow]) -> Result<Locked, StoreError> {
+    let mut out = Locked {
+        rows: Vec::with_capacity(rows.len()),
+        now: None,
+    };
+    for r in rows {
+        out.rows.push(decode(r)?);
+        let t: i64 = r.try_get(20).map_err(error::map)?;
+        out.now = Some(
+            out.now
+                .map_or(StoreTime(t), |n: StoreTime| n.max(StoreTime(t))),
+        );
+    }
+    Ok(out)
+}
+
+impl PgStore {
+    /// A builder for a store at `url` (`postgres://user@host:port/db`).
+    pub fn builder(url: impl Into<String>) -> PgStoreBuilder {
+        PgStoreBuilder {
+            url: url.into(),
+            schema: None,
+            policy: Policy::default(),
+            clock_override: None,
+            audit: true,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
+            channel: DEFAULT_NOTIFY_CHANNEL.to_string(),
+        }
+    }
+
+    /// Connects to `url` with `policy`, and migrates.
+    pub async fn connect(url: &str, policy: Policy) -> Result<PgStore, StoreError> {
+        let store = Self::builder(url).policy(policy).connect().await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Applies the schema migrations in `migrations/postgres/` (idempotent;
+    /// concurrent callers serialize on sqlx's migration lock).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        if let Some(schema) = &self.schema {
+            // The name was checked by `check_identifier`.
+            sqlx::query(&format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\""))
+                .execute(&self.pool)
+                .await
+                .map_err(error::map)?;
+        }
+        sqlx::migrate!("../../migrations/postgres")
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("postgres migration: {e}")))
+    }
+
+    /// The policy this store applies.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The schema the tables live in, if set.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// A listener for enqueue notifications on this store's channel.
+    pub async fn work_listener(&self) -> Result<WorkListener, StoreError> {
+        WorkListener::connect(&self.pool, &self.channel).await
+    }
+
+    fn clock_param(&self) -> Option<i64> {
+        self.clock_override.as_ref().map(|c| c.now().0)
+    }
+
+    /// The audit log: one event per accepted transition, in insertion order.
+    pub async fn events(&self) -> Result<Vec<Event>, StoreError> {
+        let mut out = Vec::new();
+        let mut after = 0;
+        // Bounded: each page advances `after`; stops on a short page.
+        for _ in 0..1_000_000 {
+            let page = self.events_page(after, 10_000).await?;
+            let n = page.len();
+            if let Some((seq, _)) = page.last() {
+                after = *seq;
+            }
+            out.extend(page.into_iter().map(|(_, e)| e));
+            if n < 10_000 {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` audit events with a sequence number above `after_seq`,
+    /// each with its sequence number (for paging exports).
+    pub async fn events_page(
+        &self,
+        after_seq: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, Event)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, event::text FROM lease_events WHERE seq > $1 ORDER BY seq LIMIT $2",
+        )
+        .bind(after_seq)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(error::map)?;
+        rows.iter()
+            .map(|r| {
+                let seq: i64 = r.try_get(0).map_err(error::map)?;
+                let text: String = r.try_get(1).map_err(error::map)?;
+                let event = serde_json::from_str(&text)
+                    .map_err(|e| StoreError::Corrupt(format!("event {seq}: {e}")))?;
+                Ok((seq, event))
+            })
+            .collect()
+    }
+
+    /// Locks the rows of `ids` (in id order) and reads the clock after.
+    async fn lock_rows(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[JobId],
+    ) -> Result<Locked, StoreError> {
+        let ids: Vec<i64> = ids
+            .iter()
+            .map(|id| to_i64(id.0))
+            .collect::<Result<_, _>>()?;
+        let sql = format!(
+            "SELECT c.*, {LIVE_CLOCK} FROM (SELECT {COLUMNS} FROM leasehold_jobs \
+             WHERE id = ANY($2) ORDER BY id FOR UPDATE) c"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(self.clock_param())
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        decode_locked(&rows)
+    }
+
+    /// Writes `batch`; fewer rows written than pushed means a conflict.
+    async fn write(&self, conn: &mut PgConnection, batch: Batch) -> Result<(), StoreError> {
+        let n = batch.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let written = batch
+            .update()
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        if written != n as i64 {
+            return Err(StoreError::Conflict(JobId(0)));
+        }
+        Ok(())
+    }
+
+    fn push(&self, batch: &mut Batch, a: &transition::Applied, old: u64) -> Result<(), StoreError> {
+        batch.push_row(&a.record, old)?;
+        if self.audit {
+            batch.push_event(&a.event)?;
+        }
+        Ok(())
+    }
+
+    /// Enqueues many jobs in one transaction; answers their ids in order
+    /// (the existing id for a repeated idempotency key). All or nothing: a
+    /// bad spec rejects the whole batch.
+    pub async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>, StoreError> {
+        for job in &jobs {
+            transition::validate_new_job(job, &self.policy)?;
+        }
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        in_tx!(self, |conn| self.enqueue_in(conn, &jobs).await)
+    }
+
+    async fn enqueue_in(
+        &self,
+        conn: &mut PgConnection,
+        jobs: &[NewJob],
+    ) -> Result<Vec<JobId>, StoreError> {
+        let keys: Vec<String> = jobs
+            .iter()
+            .filter_map(|j| j.idempotency_key.clone())
+            .collect();
+        let mut existing: BTreeMap<String, JobRecord> = BTreeMap::new();
+        if !keys.is_empty() {
+            let sql =
+                format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ANY($1)");
+            let rows = sqlx::query(&sql)
+                .bind(&keys)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(error::map)?;
+            for r in &rows {
+                let rec = decode(r)?;
+                if let Some(k) = rec.idempotency_key.clone() {
+                    existing.insert(k, rec);
+                }
+            }
+        }
+        // Ids only for specs that will insert, so answers for existing keys
+        // and rejected specs burn no ids.
+        let mut seen = std::collections::BTreeSet::new();
+        let fresh = jobs
+            .iter()
+            .filter(|j| match &j.idempotency_key {
+                None => true,
+                Some(k) => !existing.contains_key(k) && seen.insert(k.clone()),
+            })
+            .count();
+        let sql = format!(
+            "SELECT {STMT_CLOCK}, ARRAY(SELECT nextval('leasehold_job_ids') FROM generate_series(1, $2))"
+        );
+        let row = sqlx::query(&sql)
+            .bind(self.clock_param())
+            .bind(fresh as i64)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let now = StoreTime(row.try_get(0).map_err(error::map)?);
+        let ids: Vec<i64> = row.try_get(1).map_err(error::map)?;
+        let mut ids = ids.into_iter();
+        let mut batch = Batch::default();
+        let mut answers = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let prior = job.idempotency_key.as_ref().and_then(|k| existing.get(k));
+            let id = match prior {
+                Some(rec) => rec.id,
+                None => JobId(
+                    ids.next()
+                        .and_then(|i| u64::try_from(i).ok())
+                        .ok_or_else(|| StoreError::Corrupt("job id sequence".into()))?,
+                ),
+            };
+            match transition::enqueue(job, id, prior, &self.policy, now)? {
+                EnqueuePlan::Existing(id) => answers.push(id),
+                EnqueuePlan::Insert(a) => {
+                    batch.push_row(&a.record, 0)?;
+                    if self.audit {
+                        batch.push_event(&a.event)?;
+                    }
+                    if let Some(k) = &a.record.idempotency_key {
+                        existing.insert(k.clone(), a.record.clone());
+                    }
+                    answers.push(id);
+                }
+            }
+        }
+        if batch.len() > 0 {
+            batch
+                .insert(self.channel.clone())
+                .execute(&mut *conn)
+                .await
+                .map_err(error::map)?;
+        }
+        Ok(answers)
+    }
+
+    async fn claim_in(
+        &self,
+        conn: &mut PgConnection,
+        req: &ClaimRequest,
+    ) -> Result<Vec<Lease>, StoreError> {
+        let running = if self.policy.parallelism_of(&req.queue).is_some() {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .bind(ADVISORY_NAMESPACE)
+                .bind(&req.queue)
+                .execute(&mut *conn)
+                .await
+                .map_err(error::map)?;
+            let n: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
+            )
+            .bind(&req.queue)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+            u32::try_from(n).unwrap_or(u32::MAX)
+        } else {
+            0
+        };
+        let cap = transition::claim_capacity(&req.queue, req.max, running, &self.policy);
+        if cap == 0 {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
+             WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
+             ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(self.clock_param())
+            .bind(&req.queue)
+            .bind(i64::from(cap))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let locked = decode_locked(&rows)?;
+        let Some(now) = locked.now else {
+            return Ok(Vec::new());
+        };
+        let mut batch = Batch::default();
+        let mut leases = Vec::with_capacity(locked.rows.len());
+        for record in &locked.rows {
+            match transition::claim(record, &req.worker, req.lease, now) {
+                Ok((applied, lease)) => {
+                    self.push(&mut batch, &applied, record.version)?;
+                    leases.push(lease);
+                }
+                Err(refusal) => {
+                    tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
+                }
+            }
+        }
+        self.write(conn, batch).await?;
+        Ok(leases)
+    }
+
+    /// Releases many leases in one transaction and one write. Each request
+    /// gets its own answer (or its own input error); requests for the same
+    /// job apply in order. The whole batch fails only when the store does
+    /// (`Unavailable`: unknown outcome for every request).
+    pub async fn release_many(
+        &self,
+        reqs: &[ReleaseRequest],
+    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+        if reqs.is_empty() {
+            return Ok(Vec::new());
+        }
+        in_tx!(self, |conn| self.release_in(conn, reqs).await)
+    }
+
+    async fn release_in(
+        &self,
+        conn: &mut PgConnection,
+        reqs: &[ReleaseRequest],
+    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+        let mut ids: Vec<JobId> = reqs.iter().map(|r| r.job).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let locked = self.lock_rows(conn, &ids).await?;
+        // Current row per job, and the version it was loaded at.
+        let mut rows: BTreeMap<JobId, (u64, JobRecord)> = locked
+            .rows
+            .into_iter()
+            .map(|r| (r.id, (r.version, r)))
+            .collect();
+        let mut events = Vec::new();
+        let mut answers = Vec::with_capacity(reqs.len());
+        for req in reqs {
+            let (Some((_, current)), Some(now)) = (rows.get_mut(&req.job), locked.now) else {
+                answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
+                continue;
+            };
+            answers.push(
+                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
+                    Ok(ReleasePlan::Apply(a)) => {
+                        *current = a.record;
+                        events.push(a.event);
+                        Ok(Release::Committed)
+                    }
+                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
+                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
+                    Err(e) => Err(StoreError::Input(e)),
+                },
+            );
+        }
+        let mut batch = Batch::default();
+        for (loaded, record) in rows.values() {
+            if record.version != *loaded {
+                batch.push_row(record, *loaded)?;
+            }
+        }
+        if self.audit {
+            for e in &events {
+                batch.push_event(e)?;
+            }
+        }
+        self.write(conn, batch).await?;
+        Ok(answers)
+    }
+
+    async fn one_row(
+        &self,
+        conn: &mut PgConnection,
+        id: JobId,
+    ) -> Result<(JobRecord, StoreTime), StoreError> {
+        let locked = self.lock_rows(conn, &[id]).await?;
+        match (locked.rows.into_iter().next(), locked.now) {
+            (Some(r), Some(now)) => Ok((r, now)),
+            _ => Err(StoreError::Input(InputError::UnknownJob(id))),
+        }
+    }
+
+    async fn renew_in(
+        &self,
+        conn: &mut PgConnection,
+        req: &RenewRequest,
+    ) -> Result<Renewal, StoreError> {
+        let (record, now) = self.one_row(conn, req.job).await?;
+        match transition::renew(&record, req.token, req.lease, &self.policy, now)? {
+            RenewPlan::Renewed(applied, answer) => {
+                let mut batch = Batch::default();
+                self.push(&mut batch, &applied, record.version)?;
+                self.write(conn, batch).await?;
+                Ok(answer)
+            }
+            RenewPlan::Lost => Ok(Renewal::Lost),
+        }
+    }
+
+    async fn cancel_in(
+        &self,
+        conn: &mut PgConnection,
+        id: JobId,
+    ) -> Result<CancelOutcome, StoreError> {
+        let (record, now) = self.one_row(conn, id).await?;
+        let (applied, answer) = transition::cancel(&record, now);
+        if let Some(applied) = applied {
+            let mut batch = Batch::default();
+            self.push(&mut batch, &applied, record.version)?;
+            self.write(conn, batch).await?;
+        }
+        Ok(answer)
+    }
+
+    async fn sweep_in(
+        &self,
+        conn: &mut PgConnection,
+        limit: u32,
+    ) -> Result<Vec<CrashReport>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
+             WHERE state = 'running' AND expires_at <= {STMT_CLOCK} \
+             ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(self.clock_param())
+            .bind(i64::from(limit))
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let locked = decode_locked(&rows)?;
+        let Some(now) = locked.now else {
+            return Ok(Vec::new());
+        };
+        let mut batch = Batch::default();
+        let mut reports = Vec::with_capacity(locked.rows.len());
+        for record in &locked.rows {
+            // The core re-checks the guard on the row as locked.
+            if let Ok((applied, report)) = transition::sweep(record, now) {
+                self.push(&mut batch, &applied, record.version)?;
+                reports.push(report);
+            }
+        }
+        self.write(conn, batch).await?;
+        Ok(reports)
+    }
+}
+
+impl Store for PgStore {
+    async fn now(&self) -> Result<StoreTime, StoreError> {
+        if let Some(c) = &self.clock_override {
+            return Ok(c.now());
+        }
+        let sql = format!("SELECT {LIVE_CLOCK}");
+        let t: i64 = sqlx::query_scalar(&sql)
+            .bind(None::<i64>)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(error::map)?;
+        Ok(StoreTime(t))
+    }
+
+    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        let ids = self.enqueue_many(vec![job]).await?;
+        ids.into_iter()
+            .next()
+            .ok_or_else(|| StoreError::Corrupt("enqueue answered no id".into()))
+    }
+
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
+        in_tx!(self, |conn| self.claim_in(conn, &req).await)
+    }
+
+    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        in_tx!(self, |conn| self.renew_in(conn, &req).await)
+    }
+
+    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        let answers = self.release_many(std::slice::from_ref(&req)).await?;
+        answers
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Err(StoreError::Corrupt("release answered nothing".into())))
+    }
+
+    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        in_tx!(self, |conn| self.sweep_in(conn, req.limit).await)
+    }
+
+    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
+        in_tx!(self, |conn| self.cancel_in(conn, job).await)
+    }
+
+    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = $1");
+        let row = sqlx::query(&sql)
+            .bind(to_i64(job.0)?)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(error::map)?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
+        let sql =
+            format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id > $1 ORDER BY id LIMIT $2");
+        let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
+        let rows = sqlx::query(&sql)
+            .bind(after)
+            .bind(i64::from(req.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(error::map)?;
+        rows.iter().map(decode).collect()
+    }
+}

@@ -243,9 +243,9 @@ impl SqliteStore {
 
     /// The audit log: one event per accepted transition, in commit order.
     pub async fn events(&self) -> Result<Vec<Event>, StoreError> {
-        self.events_page(0, u32::MAX).await.map(|page| {
-            page.into_iter().map(|(_, e)| e).collect::<Vec<Event>>()
-        })
+        self.events_page(0, u32::MAX)
+            .await
+            .map(|page| page.into_iter().map(|(_, e)| e).collect::<Vec<Event>>())
     }
 
     /// Up to `limit` audit events with a sequence number above `after_seq`,
@@ -255,12 +255,13 @@ impl SqliteStore {
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<(i64, Event)>, StoreError> {
-        let rows = sqlx::query("SELECT seq, event FROM lease_events WHERE seq > ? ORDER BY seq LIMIT ?")
-            .bind(after_seq)
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(error::map)?;
+        let rows =
+            sqlx::query("SELECT seq, event FROM lease_events WHERE seq > ? ORDER BY seq LIMIT ?")
+                .bind(after_seq)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(error::map)?;
         rows.iter()
             .map(|r| {
                 let seq: i64 = r.try_get(0).map_err(error::map)?;

@@ -1,0 +1,252 @@
+//! Mapping between [`JobRecord`] and the `leasehold_jobs` row.
+//!
+//! Unsigned values are stored as signed 64-bit integers: ids, tokens and
+//! versions must fit (a value that does not is a corrupt row), and the
+//! outcome digest keeps its bit pattern.
+
+use leasehold_core::{
+    JobId, JobRecord, JobState, ReleaseMark, StoreError, StoreTime, Token, WorkerId,
+};
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+
+/// The job columns, in the order [`decode`] reads them.
+pub(crate) const COLUMNS: &str = "id, queue, payload, priority, run_at, state, attempt, \
+     max_attempts, token, holder, expires_at, cancel_requested, result, error, \
+     released_token, released_digest, idempotency_key, version, created_at, updated_at";
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+/// A `u64` as stored: it must fit an `i64`.
+pub(crate) fn to_i64(v: u64) -> Result<i64, StoreError> {
+    i64::try_from(v).map_err(|_| corrupt(format!("value {v} does not fit a signed 64-bit column")))
+}
+
+fn to_u64(v: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(v).map_err(|_| corrupt(format!("negative {what}: {v}")))
+}
+
+fn to_u32(v: i64, what: &str) -> Result<u32, StoreError> {
+    u32::try_from(v).map_err(|_| corrupt(format!("{what} out of range: {v}")))
+}
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    row: &'r PgRow,
+    i: usize,
+) -> Result<T, StoreError> {
+    row.try_get(i).map_err(corrupt)
+}
+
+/// Decodes the [`COLUMNS`] of `row`, starting at column 0, and checks the
+/// row invariants.
+pub(crate) fn decode(row: &PgRow) -> Result<JobRecord, StoreError> {
+    let state: String = get(row, 5)?;
+    let released_token: Option<i64> = get(row, 14)?;
+    let released_digest: Option<i64> = get(row, 15)?;
+    let released = match (released_token, released_digest) {
+        (Some(t), Some(d)) => Some(ReleaseMark {
+            token: Token(to_u64(t, "released_token")?),
+            digest: d as u64,
+        }),
+        (None, None) => None,
+        _ => return Err(corrupt("released_token and released_digest set apart")),
+    };
+    let record = JobRecord {
+        id: JobId(to_u64(get(row, 0)?, "id")?),
+        queue: get(row, 1)?,
+        payload: get(row, 2)?,
+        priority: get(row, 3)?,
+        run_at: StoreTime(get(row, 4)?),
+        state: JobState::parse(&state).ok_or_else(|| corrupt(format!("state {state:?}")))?,
+        attempt: to_u32(get(row, 6)?, "attempt")?,
+        max_attempts: to_u32(get(row, 7)?, "max_attempts")?,
+        token: Token(to_u64(get(row, 8)?, "token")?),
+        holder: get::<Option<String>>(row, 9)?.map(WorkerId),
+        expires_at: get::<Option<i64>>(row, 10)?.map(StoreTime),
+        cancel_requested: get(row, 11)?,
+        result: get(row, 12)?,
+        error: get(row, 13)?,
+        released,
+        idempotency_key: get(row, 16)?,
+        version: to_u64(get(row, 17)?, "version")?,
+        created_at: StoreTime(get(row, 18)?),
+        updated_at: StoreTime(get(row, 19)?),
+    };
+    record.check_invariants().map_err(corrupt)?;
+    Ok(record)
+}
+
+/// Column arrays for one `UPDATE … FROM UNNEST(…)` of many rows, plus the
+/// audit events written by the same statement.
+#[derive(Default)]
+pub(crate) struct Batch {
+    id: Vec<i64>,
+    old_version: Vec<i64>,
+    run_at: Vec<i64>,
+    state: Vec<&'static str>,
+    attempt: Vec<i64>,
+    token: Vec<i64>,
+    holder: Vec<Option<String>>,
+    expires_at: Vec<Option<i64>>,
+    cancel_requested: Vec<bool>,
+    result: Vec<Option<Vec<u8>>>,
+    error: Vec<Option<String>>,
+    released_token: Vec<Option<i64>>,
+    released_digest: Vec<Option<i64>>,
+    version: Vec<i64>,
+    updated_at: Vec<i64>,
+    // Insert-only columns.
+    queue: Vec<String>,
+    payload: Vec<Vec<u8>>,
+    priority: Vec<i32>,
+    max_attempts: Vec<i64>,
+    idempotency_key: Vec<Option<String>>,
+    created_at: Vec<i64>,
+    // Events.
+    ev_job: Vec<i64>,
+    ev_version: Vec<i64>,
+    ev_at: Vec<i64>,
+    ev_json: Vec<String>,
+}
+
+/// Writes the rows of a [`Batch`] over the versions they were loaded at.
+pub(crate) const UPDATE_SQL: &str = "WITH u AS (\
+    UPDATE leasehold_jobs AS j SET run_at = u.run_at, state = u.state, attempt = u.attempt, \
+        token = u.token, holder = u.holder, expires_at = u.expires_at, \
+        cancel_requested = u.cancel_requested, result = u.result, error = u.error, \
+        released_token = u.released_token, released_digest = u.released_digest, \
+        version = u.version, updated_at = u.updated_at \
+    FROM UNNEST($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], \
+        $6::bigint[], $7::text[], $8::bigint[], $9::bool[], $10::bytea[], $11::text[], \
+        $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[]) \
+        AS u(id, old_version, run_at, state, attempt, token, holder, expires_at, \
+             cancel_requested, result, error, released_token, released_digest, version, \
+             updated_at) \
+    WHERE j.id = u.id AND j.version = u.old_version \
+    RETURNING j.id), \
+e AS (INSERT INTO lease_events (job_id, version, at, event) \
+    SELECT * FROM UNNEST($16::bigint[], $17::bigint[], $18::bigint[], $19::text[]::jsonb[])) \
+SELECT COUNT(*) FROM u";
+
+/// Inserts the rows of a [`Batch`] with their events, and announces the
+/// queues on the notify channel `$21` (delivered at commit).
+pub(crate) const INSERT_SQL: &str = "WITH i AS (\
+    INSERT INTO leasehold_jobs (id, queue, payload, priority, run_at, state, attempt, \
+        max_attempts, token, holder, expires_at, cancel_requested, result, error, \
+        released_token, released_digest, idempotency_key, version, created_at, updated_at) \
+    SELECT * FROM UNNEST($1::bigint[], $2::text[], $3::bytea[], $4::int[], $5::bigint[], \
+        $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[], \
+        $12::bool[], $13::bytea[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], \
+        $18::bigint[], $19::bigint[], $20::bigint[]) \
+    RETURNING id), \
+e AS (INSERT INTO lease_events (job_id, version, at, event) \
+    SELECT * FROM UNNEST($22::bigint[], $23::bigint[], $24::bigint[], $25::text[]::jsonb[])) \
+SELECT (SELECT COUNT(*) FROM i), \
+    (SELECT COUNT(pg_notify($21, q)) FROM (SELECT DISTINCT unnest($2::text[]) AS q) qs)";
+
+impl Batch {
+    /// Number of rows.
+    pub(crate) fn len(&self) -> usize {
+        self.id.len()
+    }
+
+    /// Adds a row.
+    pub(crate) fn push_row(&mut self, r: &JobRecord, old_version: u64) -> Result<(), StoreError> {
+        self.id.push(to_i64(r.id.0)?);
+        self.old_version.push(to_i64(old_version)?);
+        self.run_at.push(r.run_at.0);
+        self.state.push(r.state.as_str());
+        self.attempt.push(i64::from(r.attempt));
+        self.token.push(to_i64(r.token.0)?);
+        self.holder.push(r.holder.as_ref().map(|w| w.0.clone()));
+        self.expires_at.push(r.expires_at.map(|t| t.0));
+        self.cancel_requested.push(r.cancel_requested);
+        self.result.push(r.result.clone());
+        self.error.push(r.error.clone());
+        self.released_token
+            .push(r.released.map(|m| to_i64(m.token.0)).transpose()?);
+        self.released_digest
+            .push(r.released.map(|m| m.digest as i64));
+        self.version.push(to_i64(r.version)?);
+        self.updated_at.push(r.updated_at.0);
+        self.queue.push(r.queue.clone());
+        self.payload.push(r.payload.clone());
+        self.priority.push(r.priority);
+        self.max_attempts.push(i64::from(r.max_attempts));
+        self.idempotency_key.push(r.idempotency_key.clone());
+        self.created_at.push(r.created_at.0);
+        Ok(())
+    }
+
+    /// Adds an audit event.
+    pub(crate) fn push_event(&mut self, e: &crate::Event) -> Result<(), StoreError> {
+        let json = serde_json::to_string(e)
+            .map_err(|err| StoreError::Corrupt(format!("event encoding: {err}")))?;
+        self.ev_job.push(to_i64(e.job.0)?);
+        self.ev_version.push(to_i64(e.version)?);
+        self.ev_at.push(e.at.0);
+        self.ev_json.push(json);
+        Ok(())
+    }
+
+    /// The update statement with its arguments bound.
+    pub(crate) fn update(
+        self,
+    ) -> sqlx::query::QueryScalar<'static, sqlx::Postgres, i64, sqlx::postgres::PgArguments> {
+        sqlx::query_scalar(UPDATE_SQL)
+            .bind(self.id)
+            .bind(self.old_version)
+            .bind(self.run_at)
+            .bind(self.state)
+            .bind(self.attempt)
+            .bind(self.token)
+            .bind(self.holder)
+            .bind(self.expires_at)
+            .bind(self.cancel_requested)
+            .bind(self.result)
+            .bind(self.error)
+            .bind(self.released_token)
+            .bind(self.released_digest)
+            .bind(self.version)
+            .bind(self.updated_at)
+            .bind(self.ev_job)
+            .bind(self.ev_version)
+            .bind(self.ev_at)
+            .bind(self.ev_json)
+    }
+
+    /// The insert statement with its arguments bound.
+    pub(crate) fn insert(
+        self,
+        channel: String,
+    ) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        sqlx::query(INSERT_SQL)
+            .bind(self.id)
+            .bind(self.queue)
+            .bind(self.payload)
+            .bind(self.priority)
+            .bind(self.run_at)
+            .bind(self.state)
+            .bind(self.attempt)
+            .bind(self.max_attempts)
+            .bind(self.token)
+            .bind(self.holder)
+            .bind(self.expires_at)
+            .bind(self.cancel_requested)
+            .bind(self.result)
+            .bind(self.error)
+            .bind(self.released_token)
+            .bind(self.released_digest)
+            .bind(self.idempotency_key)
+            .bind(self.version)
+            .bind(self.created_at)
+            .bind(self.updated_at)
+            .bind(channel)
+            .bind(self.ev_job)
+            .bind(self.ev_version)
+            .bind(self.ev_at)
+            .bind(self.ev_json)
+    }
+}

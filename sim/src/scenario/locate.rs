@@ -181,7 +181,10 @@ mod tests {
     #[test]
     fn finds_keys_in_tables_and_array_elements() {
         assert_eq!(at("name"), Some(LineCol { line: 1, col: 1 }));
-        assert_eq!(at("protocol.renew_interval"), Some(LineCol { line: 5, col: 3 }));
+        assert_eq!(
+            at("protocol.renew_interval"),
+            Some(LineCol { line: 5, col: 3 })
+        );
         assert_eq!(at("workload.run_time"), Some(LineCol { line: 8, col: 1 }));
     }
 

@@ -84,8 +84,12 @@ fn collect_toml(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), 
 
 /// Reads one scenario file.
 pub fn load_file(path: &Path) -> Result<Scenario, LoadErrors> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LoadErrors(vec![LoadError::whole_file(path, format!("cannot read: {e}"))]))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        LoadErrors(vec![LoadError::whole_file(
+            path,
+            format!("cannot read: {e}"),
+        )])
+    })?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

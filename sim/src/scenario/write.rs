@@ -107,10 +107,13 @@ mod tests {
         cfg.faults.message_loss = Range::new(0.0, 0.25);
         cfg.faults.pause_len = Range::exactly(Dur::secs(7));
         cfg.protocol.parallelism = Some(2);
-        cfg.events = ["crash worker-2 at 30s", "partition worker-1 -> store 40s..1m35s"]
-            .iter()
-            .map(|s| s.parse::<ScriptedFault>().unwrap())
-            .collect();
+        cfg.events = [
+            "crash worker-2 at 30s",
+            "partition worker-1 -> store 40s..1m35s",
+        ]
+        .iter()
+        .map(|s| s.parse::<ScriptedFault>().unwrap())
+        .collect();
         let text = to_toml(&cfg, "shrunk\nby a test").unwrap();
         assert!(text.starts_with("# shrunk\n# by a test\n"), "{text}");
         let back = super::super::load_str(&text, Path::new("x.toml"), "x").unwrap();

@@ -115,7 +115,7 @@ pub fn load_str(text: &str, file: &Path, default_name: &str) -> Result<SimConfig
         }
     };
     let mut config: SimConfig = toml::from_str(text).map_err(|e| {
-        let offset = e.span().map(|s| s.start);
+        let offset = bad_event_offset(text).or(e.span().map(|s| s.start));
         LoadErrors(vec![located(offset, None, e.message().trim().to_string())])
     })?;
     if config.name.is_empty() {
@@ -140,4 +140,16 @@ pub fn load_str(text: &str, file: &Path, default_name: &str) -> Result<SimConfig
             .map(|p| located(tree.locate(&p.path), Some(p.path), p.message))
             .collect(),
     ))
+}
+
+/// The offset of the first `events` sentence that does not parse: serde
+/// reports such an error at the whole array, this points at the element.
+fn bad_event_offset(text: &str) -> Option<usize> {
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let events = table.get("events")?.as_array()?;
+    let bad = events.iter().position(|e| {
+        e.as_str()
+            .is_some_and(|s| s.parse::<crate::config::ScriptedFault>().is_err())
+    })?;
+    SpanTree::parse(text)?.locate(&format!("events[{bad}]"))
 }

@@ -1,6 +1,7 @@
-//! The `leasehold` command-line tool.
+//! The `leasehold` command-line tool; see `leasehold --help` and
+//! `scenarios/README.md`.
 
 fn main() {
-    eprintln!("leasehold: the CLI is not built yet");
-    std::process::exit(2);
+    let code = leasehold_sim::cli::main();
+    std::process::exit(code as i32);
 }

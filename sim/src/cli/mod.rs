@@ -1,5 +1,37 @@
 //! The `leasehold` command line: `run`, `replay`, `shrink`, `check`.
+//!
+//! Exit codes: 0 when every expectation held, 1 when an invariant broke or
+//! an expected violation was not found, 2 on bad input or a harness error.
 
+pub mod args;
+pub mod engine;
 pub mod parallel;
 pub mod plan;
 pub mod progress;
+pub mod run;
+pub mod verdict;
+
+use clap::Parser;
+
+/// How the process ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Every expectation held.
+    Ok = 0,
+    /// An invariant broke, or an expected violation was not found.
+    Violation = 1,
+    /// Bad input (scenario file, arguments) or a harness error.
+    Input = 2,
+}
+
+/// Parses the process arguments and runs the command.
+pub fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    match &cli.command {
+        args::Command::Run(a) => run::run(a),
+        args::Command::Replay(_) | args::Command::Shrink(_) | args::Command::Check(_) => {
+            eprintln!("leasehold: this command needs the simulator engine, not built yet");
+            ExitCode::Input
+        }
+    }
+}

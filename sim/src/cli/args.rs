@@ -1,0 +1,103 @@
+//! Command-line arguments (clap derive).
+
+use super::plan::Shard;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Deterministic simulation of the leasehold lease protocol: run scenarios
+/// over many seeds, replay one exactly, shrink a failure, check a recorded
+/// history.
+#[derive(Debug, Parser)]
+#[command(name = "leasehold", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every scenario under PATHs over its seeds, in parallel.
+    Run(RunArgs),
+    /// Rerun one scenario and seed exactly.
+    Replay(ReplayArgs),
+    /// Reduce a failing scenario and seed to a minimal scenario file.
+    Shrink(ShrinkArgs),
+    /// Check a recorded history (one store event JSON per line).
+    Check(CheckArgs),
+}
+
+/// `leasehold run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files or directories (walked for *.toml, sorted).
+    #[arg(default_value = "scenarios/")]
+    pub paths: Vec<PathBuf>,
+    /// Seeds per scenario, 0..N (default: each scenario's `seeds`).
+    #[arg(long, conflicts_with = "seed")]
+    pub seeds: Option<u64>,
+    /// Run exactly this seed of every scenario.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Threads (default: the number of cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Machine output: one JSON object per run and a summary, on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Run only shard I of N (1-based), for CI fan-out.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+}
+
+/// `leasehold replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The seed.
+    #[arg(long)]
+    pub seed: u64,
+    /// Write the full history as JSON lines to FILE.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
+    /// Write a self-contained HTML timeline to FILE.
+    #[arg(long, value_name = "FILE.html")]
+    pub timeline: Option<PathBuf>,
+    /// Print the history hash.
+    #[arg(long)]
+    pub hash: bool,
+}
+
+/// `leasehold shrink`.
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The failing seed.
+    #[arg(long)]
+    pub seed: u64,
+    /// Where to write the minimal scenario (default: stdout).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Most simulation runs to spend.
+    #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_RUNS)]
+    pub max_runs: u32,
+    /// Most wall seconds to spend.
+    #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_WALL.as_secs())]
+    pub max_secs: u64,
+}
+
+/// `leasehold check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The history: one `leasehold_core::Event` JSON object per line.
+    pub history: PathBuf,
+    /// The queue's parallelism limit, to check I9.
+    #[arg(long)]
+    pub parallelism: Option<u32>,
+}

@@ -1,0 +1,109 @@
+//! Judging runs against their scenario's `[expect]`.
+//!
+//! - A scenario without `expect.violation` passes a seed when every
+//!   invariant held on it. Each seed counts as one run.
+//! - A scenario with `expect.violation = "Ix"` (a catalogued bug) passes
+//!   when *any* of its seeds shows a violation of Ix. Each of its seeds
+//!   still counts as one run, and all of them share the verdict: all passed
+//!   when the bug was caught, all failed when it was not. Other invariants
+//!   broken along the way are expected collateral of the bug and do not
+//!   fail it.
+//! - A seed whose run could not be carried out (harness error, panic) is an
+//!   error, whatever the expectation.
+
+use super::engine::SeedRun;
+use super::plan::Task;
+use crate::config::{InvariantId, SimConfig};
+
+/// The verdict on one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The expectation held.
+    Passed,
+    /// The expectation did not hold; the reason in one line.
+    Failed(String),
+    /// The harness failed.
+    Error(String),
+}
+
+/// Catalogue detections: scenario index, expected invariant and the
+/// lowest seed that found it (`None`: not found).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Detection {
+    /// Index of the scenario.
+    pub scenario: usize,
+    /// The invariant it must break.
+    pub invariant: InvariantId,
+    /// Lowest seed that found it.
+    pub first_seed: Option<u64>,
+    /// Seeds run (in order up to and including the first detection).
+    pub seeds_to_detect: usize,
+    /// Wall seconds spent on those seeds, run one after another.
+    pub wall_to_detect: f64,
+}
+
+/// Judges every task; `results[i]` belongs to `tasks[i]`, `walls[i]` is its
+/// wall time in seconds.
+pub fn judge(
+    configs: &[&SimConfig],
+    tasks: &[Task],
+    results: &[Result<SeedRun, String>],
+    walls: &[f64],
+) -> (Vec<Verdict>, Vec<Detection>) {
+    let mut detections = Vec::new();
+    for (i, cfg) in configs.iter().enumerate() {
+        let Some(inv) = cfg.expect.violation else {
+            continue;
+        };
+        let mut mine: Vec<usize> = (0..tasks.len())
+            .filter(|&k| tasks[k].scenario == i)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        mine.sort_by_key(|&k| tasks[k].seed);
+        let hit = mine.iter().position(|&k| {
+            results[k]
+                .as_ref()
+                .is_ok_and(|r| r.violations.iter().any(|v| v.invariant == inv))
+        });
+        let upto = hit.map_or(mine.len(), |h| h + 1);
+        detections.push(Detection {
+            scenario: i,
+            invariant: inv,
+            first_seed: hit.map(|h| tasks[mine[h]].seed),
+            seeds_to_detect: upto,
+            wall_to_detect: mine[..upto].iter().map(|&k| walls[k]).sum(),
+        });
+    }
+    let verdicts = tasks
+        .iter()
+        .zip(results)
+        .map(|(t, r)| {
+            let r = match r {
+                Err(e) => return Verdict::Error(e.clone()),
+                Ok(r) => r,
+            };
+            let cfg = configs[t.scenario];
+            match cfg.expect.violation {
+                None if r.violations.is_empty() => Verdict::Passed,
+                None => {
+                    let first = &r.violations[0];
+                    Verdict::Failed(first.summary.clone())
+                }
+                Some(inv) => {
+                    let d = detections.iter().find(|d| d.scenario == t.scenario);
+                    if d.is_some_and(|d| d.first_seed.is_some()) {
+                        Verdict::Passed
+                    } else {
+                        Verdict::Failed(format!(
+                            "expected a violation of {inv} ({}) within the seed budget; none found",
+                            inv.name()
+                        ))
+                    }
+                }
+            }
+        })
+        .collect();
+    (verdicts, detections)
+}

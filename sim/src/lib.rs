@@ -12,3 +12,4 @@ pub mod duration;
 pub mod junit;
 pub mod scenario;
 pub mod shrink;
+pub mod timeline;

@@ -4,6 +4,7 @@
 //! an expected violation was not found, 2 on bad input or a harness error.
 
 pub mod args;
+pub mod check;
 pub mod engine;
 pub mod parallel;
 pub mod plan;
@@ -29,7 +30,8 @@ pub fn main() -> ExitCode {
     let cli = args::Cli::parse();
     match &cli.command {
         args::Command::Run(a) => run::run(a),
-        args::Command::Replay(_) | args::Command::Shrink(_) | args::Command::Check(_) => {
+        args::Command::Check(a) => check::run(a),
+        args::Command::Replay(_) | args::Command::Shrink(_) => {
             eprintln!("leasehold: this command needs the simulator engine, not built yet");
             ExitCode::Input
         }

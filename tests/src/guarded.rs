@@ -1,0 +1,57 @@
+//! A store that owns a guard (a temp directory, a schema) dropped after it.
+
+use leasehold_core::{
+    CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, NewJob,
+    Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreError, StoreTime, SweepRequest,
+};
+
+/// `store`, with `guard` dropped after it (fields drop in order).
+pub struct Guarded<S, G> {
+    store: S,
+    _guard: G,
+}
+
+impl<S, G> Guarded<S, G> {
+    /// Wraps `store` so that `guard` lives exactly as long.
+    pub fn new(store: S, guard: G) -> Self {
+        Guarded {
+            store,
+            _guard: guard,
+        }
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.store
+    }
+}
+
+impl<S: Store, G: Send + Sync + 'static> Store for Guarded<S, G> {
+    async fn now(&self) -> Result<StoreTime, StoreError> {
+        self.store.now().await
+    }
+    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
+        self.store.enqueue(job).await
+    }
+    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        self.store.claim(req).await
+    }
+    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        self.store.renew(req).await
+    }
+    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        self.store.release(req).await
+    }
+    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        self.store.sweep(req).await
+    }
+    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
+        self.store.cancel(job).await
+    }
+    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
+        self.store.get(job).await
+    }
+    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
+        self.store.list(req).await
+    }
+}

@@ -1,0 +1,23 @@
+//! The conformance suite against every adapter: memory, SQLite (real temp
+//! files), and Postgres twice (on the database clock, waiting for real; and
+//! on a manual clock override). Postgres cases need `DATABASE_URL`.
+
+mod memory {
+    use leasehold_tests::memory_harness;
+    leasehold_core::conformance_tests!(memory_harness);
+}
+
+mod sqlite {
+    use leasehold_tests::sqlite_harness;
+    leasehold_core::conformance_tests!(sqlite_harness);
+}
+
+mod postgres_db_clock {
+    use leasehold_tests::pg_db_clock_harness;
+    leasehold_core::conformance_tests!(pg_db_clock_harness);
+}
+
+mod postgres_manual_clock {
+    use leasehold_tests::pg_manual_clock_harness;
+    leasehold_core::conformance_tests!(pg_manual_clock_harness);
+}

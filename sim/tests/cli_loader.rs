@@ -158,3 +158,14 @@ fn directory_load_reports_each_bad_file() {
     assert!(text.contains("b_bad.toml:1:9: "), "{text}");
     assert!(text.contains("c_bad.toml:2:1: network.latency"), "{text}");
 }
+
+#[test]
+fn the_readme_example_loads() {
+    let readme = std::fs::read_to_string(scenarios_dir().join("README.md")).unwrap();
+    let start = readme.find("```toml\n").expect("an example") + "```toml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let cfg = load_str(&readme[start..end], Path::new("README.md"), "readme")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cfg.events.len(), 2);
+    assert_eq!(cfg.topology.workers, 4);
+}

@@ -5,7 +5,7 @@
 //! marked.
 //!
 //! The page is drawn from a [`Timeline`], plain data that the replay
-//! command builds from a history; this module knows nothing of the engine.
+//! command builds from a history.
 
 use crate::junit::escape;
 use std::fmt::Write;

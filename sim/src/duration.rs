@@ -74,7 +74,7 @@ pub fn parse_ms(text: &str) -> Result<u64, String> {
             .parse()
             .map_err(|_| format!("duration {text:?}: bad number {num:?}"))?;
         let ms = value * scale;
-        if !ms.is_finite() || ms < 0.0 || ms > 1e15 || ms.fract() != 0.0 {
+        if !ms.is_finite() || !(0.0..=1e15).contains(&ms) || ms.fract() != 0.0 {
             return Err(format!(
                 "duration {text:?} is not a whole number of milliseconds in range"
             ));

@@ -571,8 +571,10 @@ mod tests {
 
     #[test]
     fn stops_at_the_run_budget() {
-        let mut cfg = SimConfig::default();
-        cfg.events = vec![fault("crash worker-2 at 30s")];
+        let cfg = SimConfig {
+            events: vec![fault("crash worker-2 at 30s")],
+            ..SimConfig::default()
+        };
         let mut runs = 0;
         let mut count = |c: &SimConfig| {
             runs += 1;

@@ -151,7 +151,7 @@ fn directory_load_reports_each_bad_file() {
     )
     .unwrap();
     std::fs::write(dir.join("notes.txt"), "not a scenario").unwrap();
-    let err = load_paths(&[dir.clone()]).unwrap_err();
+    let err = load_paths(std::slice::from_ref(&dir)).unwrap_err();
     let text = err.to_string();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(err.0.len(), 2, "{text}");

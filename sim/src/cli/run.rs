@@ -90,12 +90,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
         |i, d| {
             let bad = d.as_ref().map_or(true, |d| match &d.result {
                 Ok(r) => {
-                    !r.violations.is_empty()
-                        != scenarios[tasks[i].scenario]
-                            .config
-                            .expect
-                            .violation
-                            .is_some()
+                    let expects = scenarios[tasks[i].scenario].config.expect.violation;
+                    r.violations.is_empty() == expects.is_some()
                 }
                 Err(_) => true,
             });

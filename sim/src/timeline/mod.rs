@@ -140,9 +140,9 @@ pub fn render(t: &Timeline) -> String {
     s.push_str("</pre>\n<p class=\"legend\"><span>bars: leases (colour = worker, text = token)</span>\
 <span>dashed: holder's belief beyond the bar</span><span style=\"color:#e76f51\">shaded: faults</span>\
 <span style=\"color:#d62828\">red: violations</span><span style=\"color:#2a9d8f\">green: clock offset from true time</span></p>\n");
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">\n",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">",
         LABEL_W + PLOT_W + 20.0,
         LABEL_W + PLOT_W + 20.0
     );

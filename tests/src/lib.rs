@@ -201,6 +201,7 @@ pub async fn pg_store(
     let schema = unique_schema();
     let mut b = PgStore::builder(url)
         .schema(schema.clone())
+        .application_name(schema.clone())
         .policy(policy)
         .max_connections(8);
     if let Some(c) = clock {

@@ -96,6 +96,7 @@ pub struct PgStoreBuilder {
     max_connections: u32,
     acquire_timeout: Duration,
     channel: String,
+    application_name: String,
 }
 
 impl PgStoreBuilder {
@@ -143,10 +144,17 @@ impl PgStoreBuilder {
         self
     }
 
+    /// The `application_name` its connections report (default `leasehold`).
+    pub fn application_name(mut self, name: impl Into<String>) -> Self {
+        self.application_name = name.into();
+        self
+    }
+
     /// Connects. Does not migrate: call [`PgStore::migrate`] once.
     pub async fn connect(self) -> Result<PgStore, StoreError> {
         let mut opts = PgConnectOptions::from_str(&self.url)
-            .map_err(|e| StoreError::Unavailable(format!("bad database url: {e}")))?;
+            .map_err(|e| StoreError::Unavailable(format!("bad database url: {e}")))?
+            .application_name(&self.application_name);
         if let Some(schema) = &self.schema {
             check_identifier(schema)?;
             opts = opts.options([("search_path", schema.as_str())]);
@@ -259,6 +267,7 @@ impl PgStore {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             channel: DEFAULT_NOTIFY_CHANNEL.to_string(),
+            application_name: "leasehold".to_string(),
         }
     }
 

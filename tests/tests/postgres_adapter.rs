@@ -1,0 +1,327 @@
+//! Postgres-only behaviour the shared suite cannot express: connections
+//! killed mid-transaction, `LISTEN/NOTIFY` wake-ups, and batch release.
+//! Needs `DATABASE_URL` (see `leasehold_tests::database_url`).
+
+use leasehold_core::{
+    ClaimRequest, InputError, JobId, JobState, Millis, NewJob, Outcome, Policy, Release,
+    ReleaseRequest, Store, StoreError, SweepRequest, Token, WorkerId,
+};
+use leasehold_tests::{database_url, pg_store};
+use sqlx::Connection;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const JOBS: usize = 300;
+const WORKERS: usize = 4;
+const KILL_FOR: Duration = Duration::from_secs(3);
+const DRAIN_DEADLINE: Duration = Duration::from_secs(60);
+
+fn result_of(job: JobId) -> Vec<u8> {
+    format!("done-{}", job.0).into_bytes()
+}
+
+/// Connections of the store are terminated every few milliseconds while
+/// workers claim and release. Every failure must be `Unavailable` (never a
+/// panic, never another error); every `Committed` release must be in the
+/// final state with its token and result; and once the killing stops, every
+/// job finishes exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn connection_loss_mid_transaction_is_unavailable_and_never_silently_lost() {
+    let Some(url) = database_url() else { return };
+    let store = Arc::new(pg_store(&url, Policy::default(), None).await);
+    let app = store.inner().schema().expect("schema").to_string();
+    let mut ids = Vec::new();
+    for i in 0..JOBS {
+        ids.push(
+            store
+                .enqueue(NewJob::new("q", i.to_string().into_bytes()))
+                .await
+                .expect("enqueue"),
+        );
+    }
+
+    let killing = Arc::new(AtomicBool::new(true));
+    let kills = Arc::new(AtomicU64::new(0));
+    let killer = {
+        let (url, app, killing, kills) = (url.clone(), app.clone(), killing.clone(), kills.clone());
+        tokio::spawn(async move {
+            let mut c = sqlx::PgConnection::connect(&url)
+                .await
+                .expect("killer connects");
+            let started = Instant::now();
+            let mut i = 0u64;
+            while started.elapsed() < KILL_FOR {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                )
+                .bind(&app)
+                .fetch_one(&mut c)
+                .await
+                .expect("terminate");
+                kills.fetch_add(n as u64, Ordering::Relaxed);
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(3 + i % 7)).await;
+            }
+            killing.store(false, Ordering::SeqCst);
+        })
+    };
+
+    let unavailable = Arc::new(AtomicU64::new(0));
+    let committed: Arc<Mutex<Vec<(JobId, Token)>>> = Arc::default();
+    let mut workers = Vec::new();
+    for w in 0..WORKERS {
+        let (s, unavailable, committed, killing) = (
+            store.clone(),
+            unavailable.clone(),
+            committed.clone(),
+            killing.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let started = Instant::now();
+            let worker = WorkerId::new(format!("w{w}"));
+            // Bounded by the deadline.
+            while started.elapsed() < DRAIN_DEADLINE {
+                let claim = s
+                    .claim(ClaimRequest {
+                        worker: worker.clone(),
+                        queue: "q".into(),
+                        lease: Millis(400),
+                        max: 4,
+                    })
+                    .await;
+                let leases = match claim {
+                    Ok(l) => l,
+                    Err(StoreError::Unavailable(_)) => {
+                        unavailable.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Err(e) => panic!("claim: unexpected error {e}"),
+                };
+                if leases.is_empty() {
+                    // Leases whose claim answer was lost expire and are swept.
+                    match s.sweep(SweepRequest { limit: 100 }).await {
+                        Ok(_) => {}
+                        Err(StoreError::Unavailable(_)) => {
+                            unavailable.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("sweep: unexpected error {e}"),
+                    }
+                    let all = leasehold_core::list_all(&*s).await;
+                    if !killing.load(Ordering::SeqCst)
+                        && all.is_ok_and(|rows| rows.iter().all(|r| r.state == JobState::Succeeded))
+                    {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+                for l in leases {
+                    let req = ReleaseRequest {
+                        job: l.job,
+                        token: l.token,
+                        outcome: Outcome::Succeeded(result_of(l.job)),
+                    };
+                    // Unknown outcome: repeat the same release (idempotent).
+                    for _ in 0..200 {
+                        match s.release(req.clone()).await {
+                            Ok(Release::Committed) => {
+                                committed.lock().expect("lock").push((l.job, l.token));
+                                break;
+                            }
+                            Ok(Release::Lost) => break,
+                            Err(StoreError::Unavailable(_)) => {
+                                unavailable.fetch_add(1, Ordering::Relaxed);
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                            }
+                            Err(e) => panic!("release: unexpected error {e}"),
+                        }
+                    }
+                }
+            }
+            panic!("jobs did not all finish within {DRAIN_DEADLINE:?}");
+        }));
+    }
+    killer.await.expect("killer");
+    for w in workers {
+        w.await.expect("worker must not panic");
+    }
+
+    let kills = kills.load(Ordering::Relaxed);
+    let unavailable = unavailable.load(Ordering::Relaxed);
+    eprintln!("connections killed: {kills}, Unavailable answers: {unavailable}");
+    assert!(kills > 0, "the test killed no connection");
+    assert!(unavailable > 0, "no operation saw the connection loss");
+
+    let rows: BTreeMap<JobId, _> = leasehold_core::list_all(&*store)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|r| (r.id, r))
+        .collect();
+    assert_eq!(rows.len(), JOBS);
+    let committed = committed.lock().expect("lock").clone();
+    let mut winners: BTreeMap<JobId, Token> = BTreeMap::new();
+    for (job, token) in committed {
+        let r = &rows[&job];
+        assert_eq!(r.state, JobState::Succeeded, "{job}: committed but {r:?}");
+        assert_eq!(
+            r.token, token,
+            "{job}: committed with {token}, row has {}",
+            r.token
+        );
+        assert_eq!(r.result.as_deref(), Some(&result_of(job)[..]), "{job}");
+        if let Some(prev) = winners.insert(job, token) {
+            assert_eq!(prev, token, "{job}: two different tokens committed");
+        }
+    }
+    for id in &ids {
+        let r = &rows[id];
+        assert_eq!(r.state, JobState::Succeeded, "{id}: {r:?}");
+        assert_eq!(r.result.as_deref(), Some(&result_of(*id)[..]), "{id}");
+    }
+}
+
+/// An idle listener wakes on an enqueue to its queue, ignores other queues,
+/// and falls back after its bounded wait when nothing comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_wakes_on_enqueue_and_falls_back_after_a_bounded_wait() {
+    let Some(url) = database_url() else { return };
+    // A channel of its own, so parallel tests do not wake it.
+    let schema = leasehold_tests::unique_schema();
+    let store = leasehold_postgres::PgStore::builder(&url)
+        .schema(schema.clone())
+        .notify_channel(format!("ch_{schema}"))
+        .connect()
+        .await
+        .expect("connect");
+    store.migrate().await.expect("migrate");
+    let store = Arc::new(store);
+    let mut listener = store.work_listener().await.expect("listen");
+
+    let t = Instant::now();
+    let woke = listener
+        .wait_for_work("mail", Duration::from_millis(300))
+        .await
+        .expect("wait");
+    assert!(!woke, "nothing was enqueued");
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "waited the full bound"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "and not much longer");
+
+    let s = store.clone();
+    let producer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s.enqueue(NewJob::new("other", b"x".to_vec()))
+            .await
+            .expect("enqueue");
+        s.enqueue(NewJob::new("mail", b"x".to_vec()))
+            .await
+            .expect("enqueue")
+    });
+    let t = Instant::now();
+    let woke = listener
+        .wait_for_work("mail", Duration::from_secs(20))
+        .await
+        .expect("wait");
+    producer.await.expect("producer");
+    assert!(woke, "the enqueue on mail woke the listener");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "woken by the notification, not the bound"
+    );
+    let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .execute(store.pool())
+        .await;
+}
+
+/// A batch release answers each request as a single release would,
+/// including repeats, stale tokens and unknown jobs, in one transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_release_answers_each_request_like_a_single_release() {
+    let Some(url) = database_url() else { return };
+    let store = pg_store(&url, Policy::default(), None).await;
+    let s = store.inner();
+    for i in 0..4u8 {
+        s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue");
+    }
+    let leases = s
+        .claim(ClaimRequest {
+            worker: WorkerId::new("w"),
+            queue: "q".into(),
+            lease: Millis(60_000),
+            max: 4,
+        })
+        .await
+        .expect("claim");
+    assert_eq!(leases.len(), 4);
+    let req = |i: usize, token: Token, outcome: Outcome| ReleaseRequest {
+        job: leases[i].job,
+        token,
+        outcome,
+    };
+    let ok = |b: &[u8]| Outcome::Succeeded(b.to_vec());
+    let ghost = JobId(999_999);
+    let batch = vec![
+        req(0, leases[0].token, ok(b"a")),
+        req(0, leases[0].token, ok(b"a")),
+        req(0, leases[0].token, ok(b"other")),
+        req(
+            1,
+            leases[1].token,
+            Outcome::Failed {
+                error: "x".into(),
+                retryable: true,
+            },
+        ),
+        req(2, Token(leases[2].token.0 + 5), ok(b"c")),
+        ReleaseRequest {
+            job: ghost,
+            token: Token(1),
+            outcome: ok(b"g"),
+        },
+        req(3, leases[3].token, Outcome::Returned),
+    ];
+    let answers = s.release_many(&batch).await.expect("batch");
+    assert_eq!(answers.len(), batch.len());
+    assert_eq!(answers[0], Ok(Release::Committed));
+    assert_eq!(
+        answers[1],
+        Ok(Release::Committed),
+        "a repeat in the same batch"
+    );
+    assert_eq!(answers[2], Ok(Release::Lost), "same token, other outcome");
+    assert_eq!(answers[3], Ok(Release::Committed));
+    assert!(matches!(
+        answers[4],
+        Err(StoreError::Input(InputError::UnknownToken { .. }))
+    ));
+    assert_eq!(
+        answers[5],
+        Err(StoreError::Input(InputError::UnknownJob(ghost)))
+    );
+    assert_eq!(answers[6], Ok(Release::Committed));
+    let state = |i: usize| {
+        let job = leases[i].job;
+        async move { s.get(job).await.expect("get").expect("row") }
+    };
+    assert_eq!(state(0).await.state, JobState::Succeeded);
+    assert_eq!(state(0).await.result.as_deref(), Some(&b"a"[..]));
+    assert_eq!(state(1).await.state, JobState::Pending);
+    assert_eq!(
+        state(2).await.state,
+        JobState::Running,
+        "rejected request changed nothing"
+    );
+    assert_eq!(state(3).await.attempt, 0, "returned attempt refunded");
+    let events = s.events().await.expect("events");
+    assert_eq!(
+        events.len(),
+        4 + 4 + 3,
+        "4 enqueues, 4 claims, 3 accepted releases"
+    );
+}

@@ -13,3 +13,14 @@ pub mod junit;
 pub mod scenario;
 pub mod shrink;
 pub mod timeline;
+
+// Engine (issue 4).
+pub mod checker;
+pub mod clock;
+pub mod faults;
+pub mod history;
+pub mod hosts;
+pub mod net;
+pub mod report;
+pub mod rng;
+pub mod runner;

@@ -1,0 +1,300 @@
+//! The history, indexed for the checks: requests with their fate and
+//! answer, beliefs, handler executions, and fault intervals per host.
+
+use crate::config::{ScriptedFault, SimConfig};
+use crate::history::{BeliefWhat, Fate, HandlerPhase, History, Op, Record, Reply};
+use leasehold_core::{Event, JobId, JobRecord, Token, WorkerId};
+use std::collections::BTreeMap;
+
+/// One request and what became of it.
+#[derive(Clone, Debug)]
+pub struct ReqInfo {
+    /// True time sent.
+    pub t: u64,
+    /// Sender.
+    pub host: String,
+    /// The request.
+    pub op: Op,
+    /// The store's handling: fate and true time.
+    pub served: Option<(u64, Fate, Option<Reply>)>,
+    /// The answer the sender got: true time and reply.
+    pub answer: Option<(u64, Reply)>,
+}
+
+impl ReqInfo {
+    /// Whether the sender got a definite answer.
+    pub fn answered(&self) -> bool {
+        matches!(&self.answer, Some((_, r)) if r.is_known())
+    }
+}
+
+/// A belief milestone.
+#[derive(Clone, Debug)]
+pub struct BeliefStep {
+    /// True time.
+    pub t: u64,
+    /// Host.
+    pub host: String,
+    /// What happened.
+    pub what: BeliefWhat,
+}
+
+/// A lease holder: worker identity, job and token.
+pub type LeaseKey = (WorkerId, JobId, Token);
+
+/// Everything the checks need, indexed.
+#[derive(Debug, Default)]
+pub struct Facts {
+    /// Scenario config values the checks use.
+    pub heal_ms: u64,
+    /// Declared ρ in ppm.
+    pub rho_ppm: u64,
+    /// Whether I3 is asserted.
+    pub timing_broken: bool,
+    /// Tick.
+    pub tick_ms: u64,
+    /// True time covered.
+    pub end_ms: u64,
+    /// The run ended quiet.
+    pub quiet: bool,
+    /// Store events in commit order with true time and request.
+    pub events: Vec<(Option<u64>, Option<u64>, Event)>,
+    /// Requests by id.
+    pub requests: BTreeMap<u64, ReqInfo>,
+    /// Belief milestones by lease.
+    pub beliefs: BTreeMap<LeaseKey, Vec<BeliefStep>>,
+    /// Handler milestones by lease.
+    pub handlers: BTreeMap<LeaseKey, Vec<(u64, HandlerPhase)>>,
+    /// Process starts: host → (true time, worker identity).
+    pub starts: BTreeMap<String, Vec<(u64, Option<WorkerId>)>>,
+    /// Crashes by host.
+    pub crashes: BTreeMap<String, Vec<u64>>,
+    /// Pause windows by host.
+    pub pauses: BTreeMap<String, Vec<(u64, u64)>>,
+    /// Impaired link windows by host pair (names sorted): `[from, to)`.
+    pub links: BTreeMap<(String, String), Vec<(u64, u64)>>,
+    /// Largest drift per host, ppm.
+    pub drift: BTreeMap<String, u64>,
+    /// The schedule (ground truth).
+    pub faults: Vec<ScriptedFault>,
+    /// Final rows.
+    pub finals: BTreeMap<JobId, JobRecord>,
+    /// When the client finished its schedule.
+    pub client_done: Option<u64>,
+}
+
+fn pair(a: &str, b: &str) -> (String, String) {
+    if a <= b {
+        (a.to_string(), b.to_string())
+    } else {
+        (b.to_string(), a.to_string())
+    }
+}
+
+impl Facts {
+    /// Indexes `h`.
+    pub fn of(h: &History, cfg: &SimConfig) -> Facts {
+        let mut f = Facts {
+            rho_ppm: u64::from(cfg.protocol.max_drift_ppm),
+            tick_ms: cfg.tick.as_ms(),
+            end_ms: cfg.duration.as_ms(),
+            ..Facts::default()
+        };
+        let mut open_links: BTreeMap<(String, String), u64> = BTreeMap::new();
+        let mut events = Vec::new();
+        for r in &h.records {
+            match r {
+                Record::Run {
+                    heal_ms,
+                    timing_assumption_broken,
+                    tick_ms,
+                    ..
+                } => {
+                    f.heal_ms = *heal_ms;
+                    f.timing_broken = *timing_assumption_broken;
+                    f.tick_ms = *tick_ms;
+                }
+                Record::Fault { fault, .. } => {
+                    match fault {
+                        ScriptedFault::Pause { host, at, len } => f
+                            .pauses
+                            .entry(host.clone())
+                            .or_default()
+                            .push((at.as_ms(), at.as_ms() + len.as_ms())),
+                        ScriptedFault::Drift { host, ppm, .. } => {
+                            let d = f.drift.entry(host.clone()).or_default();
+                            *d = (*d).max(ppm.unsigned_abs());
+                        }
+                        _ => {}
+                    }
+                    f.faults.push(fault.clone());
+                }
+                Record::HostStarted {
+                    t, host, worker, ..
+                } => f
+                    .starts
+                    .entry(host.clone())
+                    .or_default()
+                    .push((*t, worker.clone())),
+                Record::HostCrashed { t, host } => {
+                    f.crashes.entry(host.clone()).or_default().push(*t)
+                }
+                Record::Link {
+                    t,
+                    a,
+                    b,
+                    drop_ab,
+                    drop_ba,
+                    held,
+                } => {
+                    let key = pair(a, b);
+                    let bad = *drop_ab || *drop_ba || *held;
+                    if let Some(from) = open_links.remove(&key) {
+                        f.links.entry(key.clone()).or_default().push((from, *t));
+                    }
+                    if bad {
+                        open_links.insert(key, *t);
+                    }
+                }
+                Record::Request {
+                    t, host, id, op, ..
+                } => {
+                    f.requests.insert(
+                        *id,
+                        ReqInfo {
+                            t: *t,
+                            host: host.clone(),
+                            op: op.clone(),
+                            served: None,
+                            answer: None,
+                        },
+                    );
+                }
+                Record::Served {
+                    t, id, fate, reply, ..
+                } => {
+                    if let Some(q) = f.requests.get_mut(id) {
+                        q.served = Some((*t, *fate, reply.clone()));
+                    }
+                }
+                Record::Answer { t, id, reply, .. } => {
+                    if let Some(q) = f.requests.get_mut(id) {
+                        if q.answer.is_none() {
+                            q.answer = Some((*t, reply.clone()));
+                        }
+                    }
+                }
+                Record::Belief {
+                    t,
+                    host,
+                    worker,
+                    job,
+                    token,
+                    what,
+                    ..
+                } => f
+                    .beliefs
+                    .entry((worker.clone(), *job, *token))
+                    .or_default()
+                    .push(BeliefStep {
+                        t: *t,
+                        host: host.clone(),
+                        what: what.clone(),
+                    }),
+                Record::Handler {
+                    t,
+                    worker,
+                    job,
+                    token,
+                    phase,
+                    ..
+                } => f
+                    .handlers
+                    .entry((worker.clone(), *job, *token))
+                    .or_default()
+                    .push((*t, phase.clone())),
+                Record::CrashReported { .. } => {}
+                Record::ClientDone { t } => {
+                    f.client_done.get_or_insert(*t);
+                }
+                Record::StoreEvent { t, seq, req, event } => {
+                    events.push((*seq, Some(*t), *req, event.clone()))
+                }
+                Record::Final { row } => {
+                    f.finals.insert(row.id, row.clone());
+                }
+                Record::End { t, quiet } => {
+                    f.end_ms = *t;
+                    f.quiet = *quiet;
+                }
+            }
+        }
+        for (key, from) in open_links {
+            f.links.entry(key).or_default().push((from, u64::MAX));
+        }
+        events.sort_by_key(|e| e.0);
+        f.events = events.into_iter().map(|(_, t, r, e)| (t, r, e)).collect();
+        f
+    }
+
+    /// The host a worker identity ran on (`worker-2#1` → `worker-2`).
+    pub fn host_of(worker: &WorkerId) -> String {
+        worker
+            .as_str()
+            .split('#')
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Whether `host` crashed in `[from, to]`.
+    pub fn crashed_in(&self, host: &str, from: u64, to: u64) -> bool {
+        self.crashes
+            .get(host)
+            .is_some_and(|v| v.iter().any(|&c| c >= from && c <= to))
+    }
+
+    /// Whether `host` was down (crashed and not yet started again) at some
+    /// moment of `[from, to]`.
+    pub fn down_in(&self, host: &str, from: u64, to: u64) -> bool {
+        let starts = self.starts.get(host);
+        self.crashes.get(host).is_some_and(|v| {
+            v.iter().any(|&c| {
+                let back = starts
+                    .and_then(|s| s.iter().map(|x| x.0).find(|&x| x > c))
+                    .unwrap_or(u64::MAX);
+                c <= to && back >= from
+            })
+        })
+    }
+
+    /// Total pause of `host` overlapping `[from, to)`.
+    pub fn paused_within(&self, host: &str, from: u64, to: u64) -> u64 {
+        self.pauses.get(host).map_or(0, |v| {
+            v.iter()
+                .map(|&(a, b)| b.min(to).saturating_sub(a.max(from)))
+                .sum()
+        })
+    }
+
+    /// Whether the link between `a` and `b` was impaired at some point in `[from, to]`.
+    pub fn link_impaired(&self, a: &str, b: &str, from: u64, to: u64) -> bool {
+        self.links
+            .get(&pair(a, b))
+            .is_some_and(|v| v.iter().any(|&(x, y)| x <= to && y >= from))
+    }
+
+    /// Whether the store's own clock had a fault (a step, or drift beyond ρ)
+    /// at or before `t`.
+    pub fn store_clock_fault_by(&self, t: u64) -> bool {
+        self.faults.iter().any(|f| match f {
+            ScriptedFault::Skew { host, at, by } => {
+                host == "store" && at.as_ms() > 0 && at.as_ms() <= t && by.0 != 0
+            }
+            ScriptedFault::Drift { host, at, ppm } => {
+                host == "store" && at.as_ms() <= t && ppm.unsigned_abs() > self.rho_ppm
+            }
+            _ => false,
+        })
+    }
+}

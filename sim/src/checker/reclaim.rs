@@ -1,0 +1,209 @@
+//! I5 no false crash reports: every sweep reclaim is explained by the ground
+//! truth.
+//!
+//! A reclaim of lease (job, token) from holder H at true time `t_sweep` is
+//! explained when:
+//! - the store's own clock had a fault (a step, or drift beyond ρ); or
+//! - H's process died after the lease was granted; or
+//! - H never learned of the grant because the claim's answer did not reach
+//!   it; or
+//! - the lease really could have expired and H kept trying: at least
+//!   `L/(1+ρ)` true time passed since the last grant or renew committed, H
+//!   was never silent (not counting its pauses) for longer than a healthy
+//!   holder ever is between two renew or release attempts
+//!   (`request_timeout + renew_interval` on its clock), until it legitimately
+//!   stopped (self-fenced, lost the lease, or gave up a release whose every
+//!   try failed), and every one of its attempts that failed is explained by
+//!   a fault touching it or the store at that moment (lost message or
+//!   answer, partition, hold, pause, store crash).
+//!
+//! A skewed worker or sweeper clock never explains a reclaim.
+
+use super::facts::{Facts, ReqInfo};
+use super::replay::Step;
+use super::Violation;
+use crate::config::{InvariantId::I5, SimConfig};
+use crate::history::{BeliefWhat, Fate, Op};
+use leasehold_core::{EventKind, JobId, Token, WorkerId};
+use std::collections::BTreeMap;
+
+struct Grant {
+    first_t: u64,
+    first_req: Option<u64>,
+    last_t: u64,
+}
+
+struct Limits {
+    lease: u64,
+    timeout: u64,
+    renew: u64,
+    slack: u64,
+    rho: u64,
+}
+
+/// Checks every reclaim.
+pub fn check(steps: &[Step<'_>], facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
+    let p = &cfg.protocol;
+    let lim = Limits {
+        lease: p.lease.as_ms(),
+        timeout: p.request_timeout.as_ms(),
+        renew: p.renew_interval.as_ms(),
+        slack: 4 * facts.tick_ms + 2 * cfg.network.latency.hi.as_ms() + 100,
+        rho: facts.rho_ppm,
+    };
+    let mut grants: BTreeMap<(JobId, Token), Grant> = BTreeMap::new();
+    let mut out = Vec::new();
+    for s in steps {
+        let Some(t) = s.t else { continue };
+        match &s.event.kind {
+            EventKind::Claimed { .. } => {
+                grants.insert(
+                    (s.event.job, s.event.token),
+                    Grant {
+                        first_t: t,
+                        first_req: s.req,
+                        last_t: t,
+                    },
+                );
+            }
+            EventKind::Renewed { .. } => {
+                if let Some(g) = grants.get_mut(&(s.event.job, s.event.token)) {
+                    g.last_t = t;
+                }
+            }
+            EventKind::Swept { .. } => {
+                let (Some(holder), Some(g)) =
+                    (&s.event.worker, grants.get(&(s.event.job, s.event.token)))
+                else {
+                    continue;
+                };
+                if let Some(v) = unexplained(s, t, holder, g, facts, &lim) {
+                    out.push(v.on_step(s));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn is_own_attempt(q: &ReqInfo, host: &str, job: JobId, token: Token) -> bool {
+    q.host == host
+        && match &q.op {
+            Op::Renew {
+                job: j, token: k, ..
+            }
+            | Op::Release {
+                job: j, token: k, ..
+            } => *j == job && *k == token,
+            _ => false,
+        }
+}
+
+/// Why a failed attempt failed, if the ground truth says.
+fn failure_explained(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bool {
+    if matches!(q.served, Some((_, Fate::RequestLost | Fate::AnswerLost, _))) {
+        return true;
+    }
+    let (from, to) = (q.t.saturating_sub(lim.slack), q.t + lim.timeout + lim.slack);
+    facts.down_in("store", from, to)
+        || facts.paused_within("store", from, to) > 0
+        || facts.paused_within(&q.host, from, to) > 0
+        || facts.link_impaired(&q.host, "store", from, to)
+        || facts.crashed_in(&q.host, q.t, to)
+}
+
+fn unexplained(
+    s: &Step<'_>,
+    t_sweep: u64,
+    holder: &WorkerId,
+    g: &Grant,
+    facts: &Facts,
+    lim: &Limits,
+) -> Option<Violation> {
+    let (job, token) = (s.event.job, s.event.token);
+    let host = Facts::host_of(holder);
+    if facts.store_clock_fault_by(t_sweep) {
+        return None;
+    }
+    let min_span = (u128::from(lim.lease) * 1_000_000 / (1_000_000 + u128::from(lim.rho))) as u64;
+    let span = t_sweep.saturating_sub(g.last_t);
+    if span + lim.slack < min_span {
+        return Some(Violation::new(
+            I5,
+            format!(
+                "lease of {holder} reclaimed {span}ms after its last grant or renew; a {}ms lease cannot expire that soon on the store's clock",
+                lim.lease
+            ),
+        ));
+    }
+    if facts.crashed_in(&host, g.first_t, t_sweep) {
+        return None;
+    }
+    let steps = facts.beliefs.get(&(holder.clone(), job, token));
+    let knew = steps.is_some_and(|v| {
+        v.iter()
+            .any(|b| matches!(b.what, BeliefWhat::Claimed { .. }))
+    });
+    if !knew {
+        let claim = g.first_req.and_then(|r| facts.requests.get(&r));
+        return match claim {
+            Some(q) if q.answered() => Some(Violation::new(
+                I5,
+                format!(
+                    "{holder} received the grant but never acted on it, and was reported crashed"
+                ),
+            )),
+            _ => None,
+        };
+    }
+    let mut end = t_sweep;
+    for b in steps.into_iter().flatten() {
+        let stops = match &b.what {
+            BeliefWhat::Ended { why } => why == "Fenced" || why == "Lost",
+            BeliefWhat::Released { .. } => true,
+            _ => false,
+        };
+        if stops {
+            end = end.min(b.t);
+        }
+    }
+    let sends: Vec<&ReqInfo> = facts
+        .requests
+        .values()
+        .filter(|q| q.t >= g.last_t.saturating_sub(lim.slack) && q.t <= end)
+        .filter(|q| is_own_attempt(q, &host, job, token))
+        .collect();
+    let drift = facts.drift.get(&host).copied().unwrap_or(0).min(900_000);
+    let quiet_max = (u128::from(lim.timeout + lim.renew) * 1_000_000
+        / (1_000_000 - u128::from(drift))) as u64
+        + lim.slack;
+    let mut marks: Vec<u64> = vec![g.last_t];
+    marks.extend(sends.iter().map(|q| q.t));
+    marks.push(end.max(g.last_t));
+    marks.sort_unstable();
+    for w in marks.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let silent = (b - a).saturating_sub(facts.paused_within(&host, a, b));
+        if silent > quiet_max {
+            return Some(Violation::new(
+                I5,
+                format!(
+                    "{holder} was alive and connected but sent no renew or release for {silent}ms ({a}ms..{b}ms), longer than a renewing holder ever is ({quiet_max}ms); then its lease was reclaimed"
+                ),
+            ).hosts([holder.as_str()]));
+        }
+    }
+    for q in sends {
+        if !q.answered() && !failure_explained(q, facts, lim) {
+            return Some(Violation::new(
+                I5,
+                format!(
+                    "{holder}'s attempt at {}ms failed with no fault touching it or the store, and its lease was reclaimed",
+                    q.t
+                ),
+            ));
+        }
+    }
+    None
+}

@@ -1,0 +1,155 @@
+//! I4 no lost results: every `Committed` answer is reflected in the final
+//! store state with the same result bytes and token, across store crashes;
+//! no reader ever sees a terminal job without its result.
+
+use super::facts::Facts;
+use super::replay::{JobView, Step};
+use super::Violation;
+use crate::config::InvariantId::I4;
+use crate::history::{Op, Reply};
+use leasehold_core::{EventKind, JobId, JobState, Outcome, Token};
+use std::collections::BTreeMap;
+
+/// The accepted success of each job: token and result bytes.
+fn successes<'a>(steps: &[Step<'a>]) -> BTreeMap<JobId, (Token, &'a [u8])> {
+    let mut out = BTreeMap::new();
+    for s in steps {
+        if let EventKind::Released {
+            outcome: Outcome::Succeeded(bytes),
+            ..
+        } = &s.event.kind
+        {
+            out.entry(s.event.job)
+                .or_insert((s.event.token, bytes.as_slice()));
+        }
+    }
+    out
+}
+
+/// On events alone: a job whose success was accepted ends succeeded.
+pub fn check_events(steps: &[Step<'_>], finals: &BTreeMap<JobId, JobView>) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (job, (token, _)) in successes(steps) {
+        let end = finals.get(&job).and_then(|v| v.state);
+        if end != Some(JobState::Succeeded) {
+            out.push(
+                Violation::new(
+                    I4,
+                    format!(
+                        "the success of token {token} was accepted, but the job ended {}",
+                        end.map_or("unknown", |s| s.as_str())
+                    ),
+                )
+                .job(job)
+                .tokens([token]),
+            );
+        }
+    }
+    out
+}
+
+/// Committed answers against the final rows, and what readers saw.
+pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
+    let ok = successes(steps);
+    let mut out = Vec::new();
+    for (id, q) in &facts.requests {
+        let Some((t, reply)) = &q.answer else {
+            continue;
+        };
+        match (&q.op, reply) {
+            (
+                Op::Release {
+                    job,
+                    token,
+                    outcome: Outcome::Succeeded(bytes),
+                },
+                Reply::Committed,
+            ) => {
+                let row = facts.finals.get(job);
+                let good = row.is_some_and(|r| {
+                    r.state == JobState::Succeeded
+                        && r.result.as_deref() == Some(bytes.as_slice())
+                        && r.released.map(|m| m.token) == Some(*token)
+                });
+                if !good {
+                    out.push(
+                        Violation::new(
+                            I4,
+                            format!(
+                                "release #{id} of token {token} was answered Committed with a result, but the final row is {} with result {:?}",
+                                row.map_or("missing", |r| r.state.as_str()),
+                                row.and_then(|r| r.result.as_ref()).map(|b| String::from_utf8_lossy(b).into_owned())
+                            ),
+                        )
+                        .job(*job)
+                        .tokens([*token])
+                        .hosts([q.host.as_str()])
+                        .at(*t),
+                    );
+                }
+            }
+            (Op::List { .. } | Op::Get { .. }, Reply::Rows(rows)) => {
+                for r in rows {
+                    check_read(&ok, r, q.host.as_str(), *t, &mut out);
+                }
+            }
+            (Op::Get { .. }, Reply::Row(Some(r))) => {
+                check_read(&ok, r, q.host.as_str(), *t, &mut out)
+            }
+            _ => {}
+        }
+    }
+    for (job, row) in &facts.finals {
+        if row.state == JobState::Succeeded {
+            let expect = ok.get(job);
+            if row.result.as_deref() != expect.map(|e| e.1) {
+                out.push(
+                    Violation::new(
+                        I4,
+                        format!(
+                            "final row is succeeded with result {:?}, but the accepted release carried {:?}",
+                            row.result.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()),
+                            expect.map(|e| String::from_utf8_lossy(e.1).into_owned())
+                        ),
+                    )
+                    .job(*job)
+                    .tokens([row.token])
+                    .at(facts.end_ms),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn check_read(
+    ok: &BTreeMap<JobId, (Token, &[u8])>,
+    r: &crate::history::ReadRow,
+    host: &str,
+    t: u64,
+    out: &mut Vec<Violation>,
+) {
+    if r.state != JobState::Succeeded {
+        return;
+    }
+    let expect = ok.get(&r.job).map(|e| e.1);
+    if r.result.as_deref() != expect || expect.is_none() {
+        out.push(
+            Violation::new(
+                I4,
+                format!(
+                    "a reader saw {} succeeded with result {:?}; the accepted release carried {:?}",
+                    r.job,
+                    r.result
+                        .as_ref()
+                        .map(|b| String::from_utf8_lossy(b).into_owned()),
+                    expect.map(|e| String::from_utf8_lossy(e).into_owned())
+                ),
+            )
+            .job(r.job)
+            .tokens(r.released_token)
+            .hosts([host])
+            .at(t),
+        );
+    }
+}

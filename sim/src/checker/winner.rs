@@ -1,0 +1,152 @@
+//! I2 single winner: per job at most one terminal transition is accepted,
+//! and only from the token that held the lease at that moment; a stale
+//! token's release is answered `Lost`.
+
+use super::facts::Facts;
+use super::replay::Step;
+use super::Violation;
+use crate::config::InvariantId::I2;
+use crate::history::{Op, Reply};
+use leasehold_core::{EventKind, JobId, JobState, Outcome, Token, WorkerId};
+use std::collections::BTreeMap;
+
+fn changes_terminal_outside_cancel(s: &Step<'_>) -> bool {
+    // Changes of a cancelled job, and cancels of terminal jobs, are I7's.
+    let cancel_kind = matches!(
+        s.event.kind,
+        EventKind::Cancelled | EventKind::CancelRequested
+    );
+    matches!(s.before.state, Some(st) if st.is_terminal() && st != JobState::Cancelled)
+        && !cancel_kind
+}
+
+/// Releases against the checker's view.
+pub fn check_events(steps: &[Step<'_>]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for s in steps {
+        let b = &s.before;
+        if changes_terminal_outside_cancel(s) {
+            out.push(
+                Violation::new(
+                    I2,
+                    format!(
+                        "{} job changed by a second terminal transition ({:?} to {})",
+                        b.state.map_or("?", |st| st.as_str()),
+                        s.event.kind,
+                        s.event.to
+                    ),
+                )
+                .on_step(s),
+            );
+            continue;
+        }
+        let EventKind::Released { outcome, .. } = &s.event.kind else {
+            continue;
+        };
+        if b.state != Some(JobState::Running) {
+            out.push(
+                Violation::new(
+                    I2,
+                    format!(
+                        "release ({}) accepted on a job that was {}",
+                        outcome.kind(),
+                        b.state.map_or("unknown", |st| st.as_str())
+                    ),
+                )
+                .on_step(s),
+            );
+        } else if s.event.token != b.token {
+            out.push(
+                Violation::new(
+                    I2,
+                    format!(
+                        "release with token {} accepted while token {} held the lease",
+                        s.event.token, b.token
+                    ),
+                )
+                .on_step(s)
+                .tokens([b.token]),
+            );
+        } else if s.event.worker != b.holder {
+            out.push(
+                Violation::new(
+                    I2,
+                    format!(
+                        "release by {} accepted for the lease of {}",
+                        s.event.worker.as_ref().map_or("?", WorkerId::as_str),
+                        b.holder.as_ref().map_or("?", WorkerId::as_str)
+                    ),
+                )
+                .on_step(s),
+            );
+        }
+    }
+    out
+}
+
+/// Every release the store answered `Committed` matches an accepted release
+/// of the same token and outcome; every accepted release was asked for by
+/// that token.
+pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
+    let mut accepted: BTreeMap<(JobId, Token), Vec<&Outcome>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for s in steps {
+        if let EventKind::Released { outcome, .. } = &s.event.kind {
+            accepted
+                .entry((s.event.job, s.event.token))
+                .or_default()
+                .push(outcome);
+            let asked = s.req.and_then(|r| facts.requests.get(&r));
+            if let Some(q) = asked {
+                if let Op::Release { token, .. } = &q.op {
+                    if *token != s.event.token {
+                        out.push(
+                            Violation::new(
+                                I2,
+                                format!(
+                                    "a release sent with stale token {token} by {} was accepted as the release of token {}",
+                                    q.host, s.event.token
+                                ),
+                            )
+                            .on_step(s)
+                            .tokens([*token])
+                            .hosts([q.host.as_str()]),
+                        );
+                    }
+                }
+            }
+        }
+    }
+    for (id, q) in &facts.requests {
+        let (
+            Op::Release {
+                job,
+                token,
+                outcome,
+            },
+            Some((t, _, Some(Reply::Committed))),
+        ) = (&q.op, &q.served)
+        else {
+            continue;
+        };
+        let ok = accepted
+            .get(&(*job, *token))
+            .is_some_and(|v| v.iter().any(|o| *o == outcome));
+        if !ok {
+            out.push(
+                Violation::new(
+                    I2,
+                    format!(
+                        "release #{id} ({}) of token {token} answered Committed, but no such release was accepted",
+                        outcome.kind()
+                    ),
+                )
+                .job(*job)
+                .tokens([*token])
+                .hosts([q.host.as_str()])
+                .at(*t),
+            );
+        }
+    }
+    out
+}

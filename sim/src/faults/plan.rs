@@ -1,0 +1,224 @@
+//! The resolved schedule as the runner applies it: process actions at tick
+//! boundaries, link states, and each host's pause windows.
+
+use crate::config::ScriptedFault;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// A process fault the runner applies through turmoil.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessAction {
+    /// Kill the host's software (`Sim::crash`).
+    Crash(String),
+    /// Start it again (`Sim::bounce`), as a new process incarnation.
+    Restart(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum LinkKind {
+    /// Drop messages in the named directions.
+    Drop { ab: bool, ba: bool },
+    /// Hold messages until the end.
+    Hold,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LinkFault {
+    a: String,
+    b: String,
+    from: u64,
+    to: u64,
+    kind: LinkKind,
+}
+
+/// The state of the link between `a` and `b` (names in sorted order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkView {
+    /// Messages from `a` to `b` are dropped.
+    pub drop_ab: bool,
+    /// Messages from `b` to `a` are dropped.
+    pub drop_ba: bool,
+    /// Messages not dropped are held.
+    pub held: bool,
+}
+
+/// Pause windows `[from, to)` of every host, merged and sorted.
+pub type Pauses = Arc<Vec<(u64, u64)>>;
+
+/// What the runner applies, derived from the schedule.
+#[derive(Clone, Debug, Default)]
+pub struct FaultPlan {
+    /// Process actions in time order.
+    pub process: Vec<(u64, ProcessAction)>,
+    /// Pause windows by host.
+    pub pauses: BTreeMap<String, Pauses>,
+    links: Vec<LinkFault>,
+    /// Instants at which some link may change state, ascending.
+    pub link_times: Vec<u64>,
+}
+
+fn sorted_pair(a: &str, b: &str) -> (String, String, bool) {
+    if a <= b {
+        (a.to_string(), b.to_string(), false)
+    } else {
+        (b.to_string(), a.to_string(), true)
+    }
+}
+
+fn merge(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (from, to) in v {
+        match out.last_mut() {
+            Some(last) if from <= last.1 => last.1 = last.1.max(to),
+            _ => out.push((from, to)),
+        }
+    }
+    out
+}
+
+impl FaultPlan {
+    /// The plan of a resolved schedule.
+    pub fn new(schedule: &[ScriptedFault]) -> Self {
+        let mut process = Vec::new();
+        let mut pauses: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut links = Vec::new();
+        let mut times = BTreeSet::new();
+        for f in schedule {
+            match f {
+                ScriptedFault::Crash { host, at } => {
+                    process.push((at.as_ms(), ProcessAction::Crash(host.clone())))
+                }
+                ScriptedFault::Restart { host, at } => {
+                    process.push((at.as_ms(), ProcessAction::Restart(host.clone())))
+                }
+                ScriptedFault::Pause { host, at, len } => pauses
+                    .entry(host.clone())
+                    .or_default()
+                    .push((at.as_ms(), at.as_ms() + len.as_ms())),
+                ScriptedFault::Partition {
+                    a,
+                    b,
+                    from,
+                    to,
+                    oneway,
+                } => {
+                    let (x, y, flipped) = sorted_pair(a, b);
+                    let (ab, ba) = match (*oneway, flipped) {
+                        (false, _) => (true, true),
+                        (true, false) => (true, false),
+                        (true, true) => (false, true),
+                    };
+                    times.insert(from.as_ms());
+                    times.insert(to.as_ms());
+                    links.push(LinkFault {
+                        a: x,
+                        b: y,
+                        from: from.as_ms(),
+                        to: to.as_ms(),
+                        kind: LinkKind::Drop { ab, ba },
+                    });
+                }
+                ScriptedFault::Hold { a, b, from, to } => {
+                    let (x, y, _) = sorted_pair(a, b);
+                    times.insert(from.as_ms());
+                    times.insert(to.as_ms());
+                    links.push(LinkFault {
+                        a: x,
+                        b: y,
+                        from: from.as_ms(),
+                        to: to.as_ms(),
+                        kind: LinkKind::Hold,
+                    });
+                }
+                ScriptedFault::Skew { .. } | ScriptedFault::Drift { .. } => {}
+            }
+        }
+        // Stable: a crash and a restart at the same instant keep their order.
+        process.sort_by_key(|p| p.0);
+        FaultPlan {
+            process,
+            pauses: pauses
+                .into_iter()
+                .map(|(h, v)| (h, Arc::new(merge(v))))
+                .collect(),
+            links,
+            link_times: times.into_iter().collect(),
+        }
+    }
+
+    /// Every host pair that has a link fault, names sorted.
+    pub fn link_pairs(&self) -> Vec<(String, String)> {
+        let set: BTreeSet<(String, String)> = self
+            .links
+            .iter()
+            .filter(|l| l.a != l.b)
+            .map(|l| (l.a.clone(), l.b.clone()))
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// The state of link `(a, b)` (sorted names) at true time `t`.
+    pub fn link_at(&self, a: &str, b: &str, t: u64) -> LinkView {
+        let mut v = LinkView::default();
+        for l in &self.links {
+            if l.a != a || l.b != b || t < l.from || t >= l.to {
+                continue;
+            }
+            match l.kind {
+                LinkKind::Drop { ab, ba } => {
+                    v.drop_ab |= ab;
+                    v.drop_ba |= ba;
+                }
+                LinkKind::Hold => v.held = true,
+            }
+        }
+        v
+    }
+
+    /// The pause windows of `host`.
+    pub fn pauses_of(&self, host: &str) -> Pauses {
+        self.pauses.get(host).cloned().unwrap_or_default()
+    }
+}
+
+/// The end of the pause covering `t`, if `t` falls inside one.
+pub fn paused_until(pauses: &[(u64, u64)], t: u64) -> Option<u64> {
+    let i = pauses.partition_point(|p| p.0 <= t);
+    let p = pauses.get(i.checked_sub(1)?)?;
+    (t < p.1).then_some(p.1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::duration::Dur;
+
+    #[test]
+    fn overlapping_link_faults_combine() {
+        let s: Vec<ScriptedFault> = [
+            "partition worker-1 -> store 1s..5s",
+            "hold store worker-1 3s..8s",
+            "pause worker-1 for 2s at 1s",
+            "pause worker-1 for 2s at 2s",
+            "crash worker-1 at 4s",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+        let p = FaultPlan::new(&s);
+        assert_eq!(p.link_pairs(), vec![("store".into(), "worker-1".into())]);
+        let v = p.link_at("store", "worker-1", 3500);
+        assert!(v.drop_ba && !v.drop_ab && v.held);
+        assert_eq!(p.link_at("store", "worker-1", 6000).drop_ba, false);
+        assert_eq!(p.link_times, vec![1000, 3000, 5000, 8000]);
+        assert_eq!(*p.pauses_of("worker-1"), vec![(1000, 4000)]);
+        assert_eq!(paused_until(&p.pauses_of("worker-1"), 3999), Some(4000));
+        assert_eq!(paused_until(&p.pauses_of("worker-1"), 4000), None);
+        assert_eq!(
+            p.process,
+            vec![(4000, ProcessAction::Crash("worker-1".into()))]
+        );
+        let _ = Dur::ms(0);
+    }
+}

@@ -1,0 +1,112 @@
+//! The client host: enqueues and cancels jobs on the workload's schedule,
+//! and reads the store now and then (a reader for I4).
+//!
+//! Enqueues carry an idempotency key (`job-<index>`), so a retry after an
+//! unknown outcome, or after a client crash and restart (which replays the
+//! schedule from the start), never creates a second job.
+
+use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
+use super::shared::Shared;
+use crate::history::Record;
+use crate::net::RemoteStore;
+use leasehold_core::worker::with_timeout;
+use leasehold_core::{JobId, ListRequest, Millis, NewJob, Runtime, Store, StoreError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Pause between retries of an operation whose outcome was unknown.
+const RETRY_DELAY: Millis = Millis(1_000);
+/// Most tries of one client operation.
+const MAX_TRIES: u32 = 1_000;
+/// Interval between the reader's full reads.
+const READ_EVERY_MS: u64 = 10_000;
+/// Rows per read (the workload is far smaller).
+const READ_LIMIT: u32 = 10_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Action {
+    Enqueue(u32),
+    Cancel(u32),
+}
+
+/// Retries `op` while its outcome is unknown, up to the end of the run.
+async fn retry<T, F, Fut>(rt: &HostRuntime, end: u64, mut op: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let limit = rt.shared().cfg.protocol.request_timeout.0;
+    for _ in 0..MAX_TRIES {
+        match with_timeout(rt, limit, op()).await {
+            Ok(v) => return Some(v),
+            Err(StoreError::Unavailable(_)) if true_now_ms() < end => rt.sleep(RETRY_DELAY).await,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+async fn reader(rt: HostRuntime, store: Arc<RemoteStore>) {
+    let end = rt.shared().cfg.duration.as_ms();
+    let limit = rt.shared().cfg.protocol.request_timeout.0;
+    let mut next = READ_EVERY_MS;
+    while next < end {
+        sleep_until_true(next).await;
+        let req = ListRequest {
+            after: None,
+            limit: READ_LIMIT,
+        };
+        let _ = with_timeout(&rt, limit, store.list(req)).await;
+        next += READ_EVERY_MS;
+    }
+}
+
+/// The client host's software: one incarnation.
+pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
+    let rt = HostRuntime::new(shared.clone(), "client");
+    let incarnation = shared.next_incarnation("client");
+    let (t, _) = rt.times();
+    shared.record(Record::HostStarted {
+        t,
+        host: "client".into(),
+        incarnation,
+        worker: None,
+    });
+    let store = Arc::new(RemoteStore::new(rt.clone(), false));
+    rt.spawn(Box::pin(reader(rt.clone(), store.clone())));
+    let mut actions: Vec<(u64, Action)> = Vec::new();
+    for j in &shared.workload.jobs {
+        actions.push((j.enqueue_at, Action::Enqueue(j.index)));
+        if let Some(c) = j.cancel_at {
+            actions.push((c, Action::Cancel(j.index)));
+        }
+    }
+    actions.sort();
+    let end = shared.cfg.duration.as_ms();
+    let max_attempts = shared.cfg.protocol.max_attempts;
+    let mut ids: BTreeMap<u32, JobId> = BTreeMap::new();
+    for (at, action) in actions {
+        sleep_until_true(at).await;
+        match action {
+            Action::Enqueue(i) => {
+                let j = &shared.workload.jobs[i as usize];
+                let spec = NewJob::new(j.queue.clone(), j.payload())
+                    .max_attempts(max_attempts)
+                    .idempotency_key(j.key());
+                if let Some(id) = retry(&rt, end, || store.enqueue(spec.clone())).await {
+                    ids.insert(i, id);
+                }
+            }
+            Action::Cancel(i) => {
+                if let Some(&id) = ids.get(&i) {
+                    let _ = retry(&rt, end, || store.cancel(id)).await;
+                }
+            }
+        }
+    }
+    let (t, _) = rt.times();
+    shared.record(Record::ClientDone { t });
+    shared.set_client_done();
+    std::future::pending::<()>().await;
+    Ok(())
+}

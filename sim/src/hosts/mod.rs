@@ -1,0 +1,13 @@
+//! The simulated hosts: store, workers, sweepers and the client, each a
+//! turmoil host running real code on its own clock ([`runtime`]).
+
+pub mod client;
+pub mod handler;
+pub mod runtime;
+pub mod shared;
+pub mod store;
+pub mod worker;
+pub mod workload;
+
+pub use runtime::HostRuntime;
+pub use shared::Shared;

@@ -1,0 +1,181 @@
+//! State shared by every host of one run and by the runner: the history
+//! being recorded, the durable store state, clocks, pauses and the network
+//! drop generator.
+//!
+//! Everything runs on one thread (turmoil steps hosts one after another), so
+//! the locks are never contended; they exist because the core's `Runtime`
+//! and `Store` must be `Send + Sync`.
+
+use crate::clock::ClockModel;
+use crate::config::SimConfig;
+use crate::faults::{FaultPlan, SwarmDraw};
+use crate::history::Record;
+use crate::hosts::workload::WorkloadPlan;
+use crate::rng::SimRng;
+use leasehold_core::variants::Variant;
+use leasehold_core::JobId;
+use leasehold_memory::MemoryState;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Where a store-event's true time comes from: the first request after which
+/// the row had this version.
+pub type Anchors = BTreeMap<(JobId, u64), (u64, u64)>;
+
+/// The state of one run shared by all hosts.
+pub struct Shared {
+    /// The scenario.
+    pub cfg: Arc<SimConfig>,
+    /// The seed.
+    pub seed: u64,
+    /// The buggy variant in force.
+    pub variant: Option<Variant>,
+    /// The rates this seed drew.
+    pub draw: SwarmDraw,
+    /// Faults happen before this true time (message loss, hangs).
+    pub window_ms: u64,
+    /// Every fault has healed by this true time.
+    pub heal_ms: u64,
+    /// Clocks by host.
+    pub clocks: BTreeMap<String, Arc<ClockModel>>,
+    /// The fault plan (pauses by host).
+    pub plan: FaultPlan,
+    /// The workload.
+    pub workload: WorkloadPlan,
+    /// The store's durable rows and events (survive store crashes).
+    pub store_state: Arc<Mutex<MemoryState>>,
+    records: Mutex<Vec<Record>>,
+    anchors: Mutex<Anchors>,
+    net_rng: Mutex<SimRng>,
+    incarnations: Mutex<BTreeMap<String, u32>>,
+    panics: Mutex<Vec<String>>,
+    next_req: AtomicU64,
+    crashing: AtomicBool,
+    client_done: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// A fresh run state.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: Arc<SimConfig>,
+        seed: u64,
+        variant: Option<Variant>,
+        draw: SwarmDraw,
+        heal_ms: u64,
+        clocks: BTreeMap<String, Arc<ClockModel>>,
+        plan: FaultPlan,
+        workload: WorkloadPlan,
+    ) -> Self {
+        Shared {
+            window_ms: cfg.faults.window.as_ms(),
+            cfg,
+            seed,
+            variant,
+            draw,
+            heal_ms,
+            clocks,
+            plan,
+            workload,
+            store_state: Arc::default(),
+            records: Mutex::new(Vec::with_capacity(1 << 14)),
+            anchors: Mutex::default(),
+            net_rng: Mutex::new(SimRng::derive(seed, "network", &[])),
+            incarnations: Mutex::default(),
+            panics: Mutex::default(),
+            next_req: AtomicU64::new(1),
+            crashing: AtomicBool::new(false),
+            client_done: AtomicBool::new(false),
+        }
+    }
+
+    /// Appends a record, unless a host is being torn down (its drop guards
+    /// run outside simulated time and must not write history).
+    pub fn record(&self, r: Record) {
+        if !self.is_crashing() {
+            lock(&self.records).push(r);
+        }
+    }
+
+    /// Appends a record from the runner (always kept).
+    pub fn record_runner(&self, r: Record) {
+        lock(&self.records).push(r);
+    }
+
+    /// Takes the records out.
+    pub fn take_records(&self) -> Vec<Record> {
+        std::mem::take(&mut *lock(&self.records))
+    }
+
+    /// A fresh request id (global, in execution order).
+    pub fn next_request_id(&self) -> u64 {
+        self.next_req.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Marks the start or end of a host tear-down by the runner.
+    pub fn set_crashing(&self, on: bool) {
+        self.crashing.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether a host is being torn down right now.
+    pub fn is_crashing(&self) -> bool {
+        self.crashing.load(Ordering::Relaxed)
+    }
+
+    /// The next incarnation number of `host` (0 on its first start).
+    pub fn next_incarnation(&self, host: &str) -> u32 {
+        let mut m = lock(&self.incarnations);
+        let n = m.entry(host.to_string()).or_insert(0);
+        let this = *n;
+        *n += 1;
+        this
+    }
+
+    /// Draws from the network drop generator.
+    pub fn net_chance(&self, p: f64) -> bool {
+        p > 0.0 && lock(&self.net_rng).chance(p)
+    }
+
+    /// Notes the true time and request after which `job` had `version`
+    /// (the first note wins).
+    pub fn anchor(&self, job: JobId, version: u64, t: u64, req: u64) {
+        lock(&self.anchors)
+            .entry((job, version))
+            .or_insert((t, req));
+    }
+
+    /// The anchors noted so far.
+    pub fn take_anchors(&self) -> Anchors {
+        std::mem::take(&mut *lock(&self.anchors))
+    }
+
+    /// Reports a panic inside simulated code.
+    pub fn report_panic(&self, msg: String) {
+        lock(&self.panics).push(msg);
+    }
+
+    /// Panics reported so far.
+    pub fn panics(&self) -> Vec<String> {
+        lock(&self.panics).clone()
+    }
+
+    /// The client finished its schedule.
+    pub fn set_client_done(&self) {
+        self.client_done.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the client finished its schedule.
+    pub fn client_done(&self) -> bool {
+        self.client_done.load(Ordering::Relaxed)
+    }
+
+    /// The clock of `host`.
+    pub fn clock(&self, host: &str) -> Arc<ClockModel> {
+        self.clocks.get(host).cloned().unwrap_or_default()
+    }
+}

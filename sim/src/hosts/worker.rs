@@ -1,0 +1,188 @@
+//! Worker and sweeper hosts: the real `leasehold_core::Worker` and
+//! `Sweeper`, on a [`RemoteStore`], reporting every lease milestone.
+
+use super::handler::SimHandler;
+use super::runtime::HostRuntime;
+use super::shared::Shared;
+use crate::history::{BeliefWhat, Record};
+use crate::net::RemoteStore;
+use leasehold_core::variants::Variant;
+use leasehold_core::worker::{BeliefEnd, RuntimeEvent};
+use leasehold_core::{shutdown_channel, Release, Sweeper, SweeperConfig, Worker, WorkerConfig};
+use std::sync::Arc;
+
+/// Most reclaims per sweep call.
+pub const SWEEP_BATCH: u32 = 100;
+
+/// The worker identity of an incarnation: `worker-2` first, then
+/// `worker-2#1`, ... (the same name every time under
+/// `restart-reuses-identity`).
+pub fn worker_identity(host: &str, incarnation: u32, variant: Option<Variant>) -> String {
+    if incarnation == 0 || variant == Some(Variant::RestartReusesIdentity) {
+        host.to_string()
+    } else {
+        format!("{host}#{incarnation}")
+    }
+}
+
+fn why(w: BeliefEnd) -> String {
+    format!("{w:?}")
+}
+
+/// Turns a runtime event into a history record.
+fn observe(rt: &HostRuntime, e: &RuntimeEvent) {
+    let (t, _) = rt.times();
+    let host = rt.host().to_string();
+    let belief =
+        |worker: &leasehold_core::WorkerId, job, token, at: leasehold_core::Millis, what| {
+            Record::Belief {
+                t,
+                local: at.0,
+                host: host.clone(),
+                worker: worker.clone(),
+                job,
+                token,
+                what,
+            }
+        };
+    let r = match e {
+        RuntimeEvent::Claimed {
+            worker,
+            job,
+            token,
+            at,
+            believe_until,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Claimed {
+                until_local: believe_until.0,
+                until_true: rt.true_of_local(believe_until.0),
+            },
+        ),
+        RuntimeEvent::Renewed {
+            worker,
+            job,
+            token,
+            at,
+            believe_until,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Renewed {
+                until_local: believe_until.0,
+                until_true: rt.true_of_local(believe_until.0),
+            },
+        ),
+        RuntimeEvent::RenewUnavailable {
+            worker,
+            job,
+            token,
+            at,
+        } => belief(worker, *job, *token, *at, BeliefWhat::RenewUnavailable),
+        RuntimeEvent::BeliefEnded {
+            worker,
+            job,
+            token,
+            at,
+            why: w,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Ended { why: why(*w) },
+        ),
+        RuntimeEvent::Released {
+            worker,
+            job,
+            token,
+            at,
+            outcome,
+            answer,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Released {
+                outcome: outcome.to_string(),
+                answer: answer.map(|a| match a {
+                    Release::Committed => "Committed".to_string(),
+                    Release::Lost => "Lost".to_string(),
+                }),
+            },
+        ),
+        RuntimeEvent::CrashReported { report, at } => Record::CrashReported {
+            t,
+            local: at.0,
+            host,
+            report: report.clone(),
+        },
+    };
+    rt.shared().record(r);
+}
+
+/// The worker host's software: one incarnation.
+pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoil::Result {
+    let rt = HostRuntime::new(shared.clone(), &host);
+    let incarnation = shared.next_incarnation(&host);
+    let id = worker_identity(&host, incarnation, shared.variant);
+    let (t, _) = rt.times();
+    shared.record(Record::HostStarted {
+        t,
+        host: host.clone(),
+        incarnation,
+        worker: Some(leasehold_core::WorkerId::new(id.clone())),
+    });
+    let p = &shared.cfg.protocol;
+    let queues = &shared.cfg.workload.queues;
+    let queue = queues[index as usize % queues.len().max(1)].clone();
+    let mut b = WorkerConfig::builder(id.clone(), queue)
+        .concurrency(p.concurrency)
+        .lease(p.lease.0)
+        .renew_interval(p.renew_interval.0)
+        .max_drift_ppm(p.max_drift_ppm)
+        .fence_margin(p.fence_margin.0)
+        .poll_interval(p.poll_interval.0)
+        .request_timeout(p.request_timeout.0);
+    if let Some(v) = shared.variant {
+        b = b.variant(v);
+    }
+    let cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
+    let store = Arc::new(RemoteStore::new(rt.clone(), false));
+    let handler = SimHandler::new(rt.clone(), leasehold_core::WorkerId::new(id));
+    let obs_rt = rt.clone();
+    let worker = Worker::new(store, handler, rt.clone(), cfg)
+        .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));
+    let (_keep, shutdown) = shutdown_channel();
+    worker.run(shutdown).await;
+    Ok(())
+}
+
+/// The sweeper host's software: one incarnation.
+pub async fn run_sweeper(shared: Arc<Shared>, host: String) -> turmoil::Result {
+    let rt = HostRuntime::new(shared.clone(), &host);
+    let incarnation = shared.next_incarnation(&host);
+    let (t, _) = rt.times();
+    shared.record(Record::HostStarted {
+        t,
+        host: host.clone(),
+        incarnation,
+        worker: None,
+    });
+    let own_clock = shared.variant == Some(Variant::SweeperOwnClock);
+    let store = Arc::new(RemoteStore::new(rt.clone(), own_clock));
+    let cfg = SweeperConfig::new(shared.cfg.protocol.sweep_interval.0, SWEEP_BATCH)
+        .map_err(|e| format!("{host}: {e}"))?;
+    let obs_rt = rt.clone();
+    let sweeper = Sweeper::new(store, rt.clone(), cfg)
+        .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));
+    let (_keep, shutdown) = shutdown_channel();
+    sweeper.run(shutdown).await;
+    Ok(())
+}

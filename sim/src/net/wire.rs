@@ -1,0 +1,232 @@
+//! Wire types and framing.
+
+use crate::history::{LeaseRef, Op, ReadRow, Reply};
+use leasehold_core::{
+    CancelOutcome, ClaimRequest, CrashReport, InputError, JobId, JobRecord, JobState, Lease,
+    ListRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime,
+    SweepRequest, Token,
+};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use std::io;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The store host's port.
+pub const STORE_PORT: u16 = 7000;
+/// Largest frame accepted.
+pub const MAX_FRAME: usize = 8 << 20;
+
+/// One request on the wire.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireRequest {
+    /// Request id (unique in the run).
+    pub id: u64,
+    /// Sending host.
+    pub host: String,
+    /// The operation.
+    pub op: WireOp,
+}
+
+/// A store operation with its full arguments.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum WireOp {
+    /// `now`.
+    Now,
+    /// `enqueue`.
+    Enqueue(NewJob),
+    /// `claim`.
+    Claim(ClaimRequest),
+    /// `renew`.
+    Renew(RenewRequest),
+    /// `release`.
+    Release(ReleaseRequest),
+    /// `sweep`, with the sweeper's wall clock under `sweeper-own-clock`.
+    Sweep(SweepRequest, Option<StoreTime>),
+    /// `cancel`.
+    Cancel(JobId),
+    /// `get`.
+    Get(JobId),
+    /// `list`.
+    List(ListRequest),
+}
+
+/// A store failure on the wire.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum WireError {
+    /// Unknown job.
+    UnknownJob(JobId),
+    /// Unknown token.
+    UnknownToken(JobId, Token),
+    /// Other bad input (the simulator never sends any).
+    Input(String),
+    /// Write conflict.
+    Conflict(JobId),
+    /// Corrupt row.
+    Corrupt(String),
+    /// Unknown outcome.
+    Unavailable(String),
+}
+
+/// An answer with its full data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum WireReply {
+    /// Store clock.
+    Time(StoreTime),
+    /// Job id.
+    Job(JobId),
+    /// Leases.
+    Leases(Vec<Lease>),
+    /// Renew answer.
+    Renewal(Renewal),
+    /// Release answer.
+    Release(Release),
+    /// Crash reports.
+    Swept(Vec<CrashReport>),
+    /// Cancel answer.
+    Cancel(CancelOutcome),
+    /// One row.
+    Row(Option<JobRecord>),
+    /// Rows.
+    Rows(Vec<JobRecord>),
+    /// A failure.
+    Error(WireError),
+}
+
+impl WireError {
+    /// From a store error.
+    pub fn of(e: &StoreError) -> Self {
+        match e {
+            StoreError::Input(InputError::UnknownJob(j)) => WireError::UnknownJob(*j),
+            StoreError::Input(InputError::UnknownToken { job, token }) => {
+                WireError::UnknownToken(*job, *token)
+            }
+            StoreError::Input(i) => WireError::Input(i.to_string()),
+            StoreError::Conflict(j) => WireError::Conflict(*j),
+            StoreError::Corrupt(s) => WireError::Corrupt(s.clone()),
+            StoreError::Unavailable(s) => WireError::Unavailable(s.clone()),
+        }
+    }
+
+    /// Back to a store error. Input errors the simulator cannot rebuild
+    /// exactly become `Corrupt` with the message (it never sends such input).
+    pub fn into_store_error(self) -> StoreError {
+        match self {
+            WireError::UnknownJob(j) => StoreError::Input(InputError::UnknownJob(j)),
+            WireError::UnknownToken(job, token) => {
+                StoreError::Input(InputError::UnknownToken { job, token })
+            }
+            WireError::Input(s) => StoreError::Corrupt(format!("store rejected input: {s}")),
+            WireError::Conflict(j) => StoreError::Conflict(j),
+            WireError::Corrupt(s) => StoreError::Corrupt(s),
+            WireError::Unavailable(s) => StoreError::Unavailable(s),
+        }
+    }
+
+    fn text(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
+impl WireOp {
+    /// The history's view of this request.
+    pub fn summary(&self) -> Op {
+        match self {
+            WireOp::Now => Op::Now,
+            WireOp::Enqueue(j) => Op::Enqueue {
+                key: j.idempotency_key.clone(),
+                queue: j.queue.clone(),
+            },
+            WireOp::Claim(c) => Op::Claim {
+                worker: c.worker.clone(),
+                queue: c.queue.clone(),
+                lease: c.lease,
+                max: c.max,
+            },
+            WireOp::Renew(r) => Op::Renew {
+                job: r.job,
+                token: r.token,
+                lease: r.lease,
+            },
+            WireOp::Release(r) => Op::Release {
+                job: r.job,
+                token: r.token,
+                outcome: r.outcome.clone(),
+            },
+            WireOp::Sweep(s, wall) => Op::Sweep {
+                limit: s.limit,
+                wall: *wall,
+            },
+            WireOp::Cancel(j) => Op::Cancel { job: *j },
+            WireOp::Get(j) => Op::Get { job: *j },
+            WireOp::List(l) => Op::List {
+                after: l.after,
+                limit: l.limit,
+            },
+        }
+    }
+}
+
+impl WireReply {
+    /// The history's view of this answer. Row reads keep only rows that
+    /// hold a result or are succeeded (what I4 checks), to keep the history small.
+    pub fn summary(&self) -> Reply {
+        let shows = |r: &JobRecord| r.state == JobState::Succeeded || r.result.is_some();
+        match self {
+            WireReply::Time(t) => Reply::Time(*t),
+            WireReply::Job(j) => Reply::Job(*j),
+            WireReply::Leases(ls) => Reply::Leases(
+                ls.iter()
+                    .map(|l| LeaseRef {
+                        job: l.job,
+                        token: l.token,
+                        attempt: l.attempt,
+                        expires_at: l.expires_at,
+                    })
+                    .collect(),
+            ),
+            WireReply::Renewal(Renewal::Renewed {
+                expires_at,
+                cancel_requested,
+            }) => Reply::Renewed {
+                expires_at: *expires_at,
+                cancel_requested: *cancel_requested,
+            },
+            WireReply::Renewal(Renewal::Lost) => Reply::RenewLost,
+            WireReply::Release(Release::Committed) => Reply::Committed,
+            WireReply::Release(Release::Lost) => Reply::ReleaseLost,
+            WireReply::Swept(r) => Reply::Swept(r.clone()),
+            WireReply::Cancel(c) => Reply::Cancel(*c),
+            WireReply::Row(r) => Reply::Row(r.as_ref().map(ReadRow::of)),
+            WireReply::Rows(rs) => {
+                Reply::Rows(rs.iter().filter(|r| shows(r)).map(ReadRow::of).collect())
+            }
+            WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
+            WireReply::Error(e) => Reply::Rejected(e.text()),
+        }
+    }
+}
+
+/// Writes one frame in a single write.
+pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, v: &T) -> io::Result<()> {
+    let body = serde_json::to_vec(v).map_err(io::Error::other)?;
+    if body.len() > MAX_FRAME {
+        return Err(io::Error::other("frame too large"));
+    }
+    let mut buf = Vec::with_capacity(body.len() + 4);
+    buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    buf.extend_from_slice(&body);
+    w.write_all(&buf).await?;
+    w.flush().await
+}
+
+/// Reads one frame.
+pub async fn read_frame<R: AsyncRead + Unpin, T: DeserializeOwned>(r: &mut R) -> io::Result<T> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len).await?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::other("frame too large"));
+    }
+    let mut body = vec![0u8; len];
+    r.read_exact(&mut body).await?;
+    serde_json::from_slice(&body).map_err(io::Error::other)
+}

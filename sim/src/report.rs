@@ -1,0 +1,85 @@
+//! Violation reports for people: what broke, where, when, around which
+//! faults, and the command that replays it.
+
+use crate::checker::Violation;
+use crate::config::SimConfig;
+use std::fmt::Write;
+
+/// The exact command that replays `seed` of the scenario at `scenario_path`.
+pub fn replay_command(scenario_path: &str, seed: u64) -> String {
+    format!("leasehold replay {scenario_path} --seed {seed}")
+}
+
+/// A multi-line report of one violation.
+pub fn violation_report(
+    v: &Violation,
+    cfg: &SimConfig,
+    seed: u64,
+    scenario_path: Option<&str>,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {} violated in scenario {:?}, seed {seed}{}",
+        v.invariant,
+        v.invariant.name(),
+        cfg.name,
+        cfg.variant
+            .as_ref()
+            .map(|x| format!(" (variant {x})"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(s, "  what:   {}", v.message);
+    if let Some(j) = v.job {
+        let _ = writeln!(s, "  job:    {j}");
+    }
+    if !v.tokens.is_empty() {
+        let toks: Vec<String> = v.tokens.iter().map(|t| t.to_string()).collect();
+        let _ = writeln!(s, "  tokens: {}", toks.join(", "));
+    }
+    if !v.hosts.is_empty() {
+        let _ = writeln!(s, "  hosts:  {}", v.hosts.join(", "));
+    }
+    let _ = write!(s, "  when:   true {}ms", v.true_ms);
+    if let Some(st) = v.store_time {
+        let _ = write!(s, ", store {st}");
+    }
+    for (h, l) in &v.local_ms {
+        let _ = write!(s, ", {h} local {l}ms");
+    }
+    s.push('\n');
+    if v.faults_nearby.is_empty() {
+        let _ = writeln!(s, "  faults nearby: none");
+    } else {
+        let _ = writeln!(s, "  faults nearby:");
+        for f in &v.faults_nearby {
+            let _ = writeln!(s, "    - {f}");
+        }
+    }
+    let path = scenario_path.map_or_else(|| format!("<{}>", cfg.name), str::to_string);
+    let _ = writeln!(s, "  replay: {}", replay_command(&path, seed));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::InvariantId;
+
+    #[test]
+    fn report_names_invariant_job_and_replay() {
+        let v = Violation::new(InvariantId::I2, "stale release accepted")
+            .job(leasehold_core::JobId(3))
+            .tokens([leasehold_core::Token(1)])
+            .hosts(["worker-1"])
+            .at(1234);
+        let cfg = SimConfig {
+            name: "demo".into(),
+            ..SimConfig::default()
+        };
+        let r = violation_report(&v, &cfg, 42, Some("scenarios/demo.toml"));
+        assert!(r.contains("I2 single winner"), "{r}");
+        assert!(r.contains("job-3"));
+        assert!(r.contains("leasehold replay scenarios/demo.toml --seed 42"));
+    }
+}

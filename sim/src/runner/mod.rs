@@ -1,0 +1,427 @@
+//! Runs one seed of a scenario: builds the world, steps turmoil while
+//! applying the fault schedule, collects the history and checks it.
+//!
+//! ## Time resolution
+//! turmoil advances every host by a fixed tick per step and delivers
+//! messages only between steps, so one network hop takes at least one tick
+//! (plus the scenario's latency, rounded up to ticks); clocks, timers and
+//! pauses inside a host are exact to the millisecond. Crashes, restarts and
+//! link changes are applied at the first tick boundary at or after their
+//! scheduled time, and the history records when they were applied. The
+//! cost of a run is dominated by the number of steps (every host's runtime
+//! is polled each tick), so the tick is the speed/resolution trade-off:
+//! 10 ms keeps a request/answer round trip near 20–30 ms.
+//!
+//! ## Quiet end
+//! Once every fault has healed, the client has finished its schedule and
+//! every job has been terminal for [`QUIET_GRACE_MS`], nothing can change
+//! any more (terminal rows never change, and no request that could change
+//! one is left to send), so the run stops early and says so in its `End`
+//! record. This skips the idle tail of long scenarios.
+
+pub mod builtin;
+
+use crate::checker::{self, Violation};
+use crate::clock::{ClockModel, EPOCH_MS};
+use crate::config::{ScriptedFault, SimConfig};
+use crate::faults::{self, FaultPlan, LinkView, ProcessAction, SwarmDraw};
+use crate::history::{History, Record};
+use crate::hosts::workload::WorkloadPlan;
+use crate::hosts::{client, store, worker, Shared};
+use leasehold_core::variants::Variant;
+use leasehold_core::{ManualStoreClock, Policy};
+use leasehold_memory::MemoryStore;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long every job must have been terminal before a run may end early.
+pub const QUIET_GRACE_MS: u64 = 10_000;
+/// How often the runner checks for the quiet end.
+const QUIET_CHECK_EVERY_MS: u64 = 1_000;
+/// SYN backlog and socket buffers of every simulated host (a paused store
+/// accumulates connection attempts; turmoil panics when the backlog is full).
+const TCP_CAPACITY: usize = 1 << 14;
+
+/// The result of one seed.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// Invariant violations (empty = every invariant held).
+    pub violations: Vec<Violation>,
+    /// I10: FNV-1a of the canonical history bytes.
+    pub history_hash: u64,
+    /// Simulated time covered.
+    pub sim_time_ms: u64,
+    /// A drift beyond ρ or a store clock step happened: I3 not asserted.
+    pub timing_assumption_broken: bool,
+    /// The full history.
+    pub history: History,
+    /// The concrete fault schedule of this seed.
+    pub schedule: Vec<ScriptedFault>,
+    /// The rates this seed drew.
+    pub swarm: SwarmDraw,
+    /// The run stopped early because nothing could change any more.
+    pub quiet_end: bool,
+    /// turmoil steps taken.
+    pub steps: u64,
+}
+
+/// A bug or misconfiguration of the harness (never an invariant violation).
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// The scenario is invalid.
+    #[error("invalid scenario: {}", .0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
+    Config(Vec<crate::config::ConfigProblem>),
+    /// The variant name is unknown.
+    #[error("unknown variant {name:?}; known variants: {known}")]
+    UnknownVariant {
+        /// The name given.
+        name: String,
+        /// The known names.
+        known: String,
+    },
+    /// A host's software failed (for example its configuration was rejected).
+    #[error("simulation failed: {0}")]
+    Sim(String),
+    /// Simulated code panicked.
+    #[error("simulated code panicked: {0}")]
+    Panic(String),
+}
+
+/// The concrete fault schedule `seed` draws for `cfg`.
+pub fn fault_schedule(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
+    faults::fault_schedule(cfg, seed)
+}
+
+/// Parses the scenario's variant.
+pub fn variant_of(cfg: &SimConfig) -> Result<Option<Variant>, HarnessError> {
+    match &cfg.variant {
+        None => Ok(None),
+        Some(name) => Variant::parse(name)
+            .map(Some)
+            .ok_or_else(|| HarnessError::UnknownVariant {
+                name: name.clone(),
+                known: Variant::names(),
+            }),
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+/// Applies a link's new state through turmoil. turmoil keeps one state per
+/// direction, and `hold`/`release`/`repair` reset both, so the link is first
+/// brought back to healthy (delivering held messages only when the hold
+/// ends) and the new state is laid on top.
+fn apply_link(sim: &mut turmoil::Sim<'_>, a: &str, b: &str, old: LinkView, new: LinkView) {
+    if old.held && new.held {
+        sim.hold(a, b);
+    } else if old.held {
+        sim.release(a, b);
+    } else {
+        sim.repair(a, b);
+        if new.held {
+            sim.hold(a, b);
+        }
+    }
+    if new.drop_ab {
+        sim.partition_oneway(a, b);
+    }
+    if new.drop_ba {
+        sim.partition_oneway(b, a);
+    }
+}
+
+struct World {
+    shared: Arc<Shared>,
+    plan: FaultPlan,
+    next_process: usize,
+    next_link_time: usize,
+    links: BTreeMap<(String, String), LinkView>,
+}
+
+impl World {
+    fn apply_due(&mut self, sim: &mut turmoil::Sim<'_>, now: u64) {
+        while let Some((at, action)) = self.plan.process.get(self.next_process).cloned() {
+            if at > now {
+                break;
+            }
+            self.next_process += 1;
+            self.shared.set_crashing(true);
+            match &action {
+                ProcessAction::Crash(h) => {
+                    if sim.is_host_running(h.as_str()) {
+                        sim.crash(h.as_str());
+                        self.shared.set_crashing(false);
+                        self.shared.record_runner(Record::HostCrashed {
+                            t: now,
+                            host: h.clone(),
+                        });
+                    }
+                }
+                ProcessAction::Restart(h) => {
+                    if sim.is_host_running(h.as_str()) {
+                        sim.crash(h.as_str());
+                        self.shared.set_crashing(false);
+                        self.shared.record_runner(Record::HostCrashed {
+                            t: now,
+                            host: h.clone(),
+                        });
+                        self.shared.set_crashing(true);
+                    }
+                    sim.bounce(h.as_str());
+                }
+            }
+            self.shared.set_crashing(false);
+        }
+        let mut changed = false;
+        while self
+            .plan
+            .link_times
+            .get(self.next_link_time)
+            .is_some_and(|&t| t <= now)
+        {
+            self.next_link_time += 1;
+            changed = true;
+        }
+        if changed {
+            for (a, b) in self.plan.link_pairs() {
+                let new = self.plan.link_at(&a, &b, now);
+                let key = (a.clone(), b.clone());
+                let old = self.links.get(&key).copied().unwrap_or_default();
+                if new != old {
+                    apply_link(sim, &a, &b, old, new);
+                    self.shared.record_runner(Record::Link {
+                        t: now,
+                        a: a.clone(),
+                        b: b.clone(),
+                        drop_ab: new.drop_ab,
+                        drop_ba: new.drop_ba,
+                        held: new.held,
+                    });
+                    self.links.insert(key, new);
+                }
+            }
+        }
+    }
+
+    fn faults_done(&self) -> bool {
+        self.next_process >= self.plan.process.len()
+            && self.next_link_time >= self.plan.link_times.len()
+    }
+}
+
+fn store_view(shared: &Shared) -> MemoryStore {
+    MemoryStore::with_state(
+        Policy::default(),
+        ManualStoreClock::default(),
+        shared.store_state.clone(),
+    )
+}
+
+fn all_terminal(shared: &Shared) -> bool {
+    let rows = store_view(shared).rows();
+    rows.len() >= shared.workload.jobs.len() && rows.iter().all(|r| r.state.is_terminal())
+}
+
+/// Runs `cfg` with `seed` and checks every invariant.
+pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
+    cfg.validate().map_err(HarnessError::Config)?;
+    let variant = variant_of(cfg)?;
+    let schedule = fault_schedule(cfg, seed);
+    let plan = FaultPlan::new(&schedule);
+    let swarm = faults::draw_swarm(cfg, seed);
+    let heal = faults::heal_time(cfg, &schedule);
+    let broken = faults::timing_assumption_broken(cfg, &schedule);
+    let hosts = cfg.host_names();
+    let clocks: BTreeMap<String, Arc<ClockModel>> = hosts
+        .iter()
+        .map(|h| (h.clone(), Arc::new(ClockModel::of_host(h, &schedule))))
+        .collect();
+    let shared = Arc::new(Shared::new(
+        Arc::new(cfg.clone()),
+        seed,
+        variant,
+        swarm.clone(),
+        heal,
+        clocks,
+        plan.clone(),
+        WorkloadPlan::new(cfg, seed),
+    ));
+    shared.record_runner(Record::Run {
+        scenario: cfg.name.clone(),
+        seed,
+        variant: cfg.variant.clone(),
+        heal_ms: heal,
+        duration_ms: cfg.duration.as_ms(),
+        tick_ms: cfg.tick.as_ms(),
+        message_loss: swarm.message_loss,
+        answer_loss: swarm.answer_loss,
+        timing_assumption_broken: broken,
+    });
+    for f in &schedule {
+        shared.record_runner(Record::Fault {
+            t: f.start().as_ms(),
+            fault: f.clone(),
+        });
+    }
+
+    let lat = &cfg.network.latency;
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(crate::rng::SimRng::derive(seed, "turmoil", &[]).next_u64())
+        .epoch(std::time::UNIX_EPOCH + Duration::from_millis(EPOCH_MS as u64))
+        .tick_duration(Duration::from_millis(cfg.tick.as_ms()))
+        .simulation_duration(Duration::from_millis(cfg.duration.as_ms() + 1))
+        .min_message_latency(Duration::from_millis(lat.lo.as_ms()))
+        .max_message_latency(Duration::from_millis(lat.hi.as_ms()))
+        .tcp_capacity(TCP_CAPACITY)
+        .build();
+
+    // Registration order is also the order hosts run in each step.
+    {
+        let s = shared.clone();
+        sim.host("store", move || {
+            gated(s.clone(), "store", store::run(s.clone()))
+        });
+    }
+    for i in 1..=cfg.topology.workers {
+        let (s, h) = (shared.clone(), format!("worker-{i}"));
+        sim.host(h.clone(), move || {
+            gated(
+                s.clone(),
+                &h,
+                worker::run_worker(s.clone(), h.clone(), i - 1),
+            )
+        });
+    }
+    for i in 1..=cfg.topology.sweepers {
+        let (s, h) = (shared.clone(), format!("sweeper-{i}"));
+        sim.host(h.clone(), move || {
+            gated(s.clone(), &h, worker::run_sweeper(s.clone(), h.clone()))
+        });
+    }
+    {
+        let s = shared.clone();
+        sim.host("client", move || {
+            gated(s.clone(), "client", client::run(s.clone()))
+        });
+    }
+
+    let mut world = World {
+        shared: shared.clone(),
+        plan,
+        next_process: 0,
+        next_link_time: 0,
+        links: BTreeMap::new(),
+    };
+    let end = cfg.duration.as_ms();
+    let max_steps = end / cfg.tick.as_ms().max(1) + 2;
+    let mut steps = 0u64;
+    let mut quiet_since: Option<u64> = None;
+    let mut next_quiet_check = 0u64;
+    let mut quiet_end = false;
+    let mut now = 0;
+    while steps < max_steps {
+        now = ms(sim.elapsed());
+        if now >= end {
+            break;
+        }
+        world.apply_due(&mut sim, now);
+        sim.step().map_err(|e| HarnessError::Sim(e.to_string()))?;
+        steps += 1;
+        if let Some(p) = shared.panics().first() {
+            return Err(HarnessError::Panic(p.clone()));
+        }
+        if now >= next_quiet_check {
+            next_quiet_check = now + QUIET_CHECK_EVERY_MS;
+            let quiet =
+                now >= heal && world.faults_done() && shared.client_done() && all_terminal(&shared);
+            match (quiet, quiet_since) {
+                (false, _) => quiet_since = None,
+                (true, None) => quiet_since = Some(now),
+                (true, Some(since)) if now >= since + QUIET_GRACE_MS => {
+                    quiet_end = true;
+                    now = ms(sim.elapsed());
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    if !quiet_end {
+        now = ms(sim.elapsed()).min(end);
+    }
+    // Tearing the world down drops every task; their guards must not record.
+    shared.set_crashing(true);
+    drop(sim);
+    let history = collect(&shared, now, quiet_end);
+    let violations = checker::check(&history, cfg);
+    Ok(RunOutcome {
+        scenario: cfg.name.clone(),
+        seed,
+        violations,
+        history_hash: history.hash(),
+        sim_time_ms: now,
+        timing_assumption_broken: broken,
+        history,
+        schedule,
+        swarm,
+        quiet_end,
+        steps,
+    })
+}
+
+/// A host's software wrapped in its pause gate.
+fn gated<F>(
+    shared: Arc<Shared>,
+    host: &str,
+    fut: F,
+) -> impl std::future::Future<Output = turmoil::Result> + 'static
+where
+    F: std::future::Future<Output = turmoil::Result> + Send + 'static,
+{
+    let rt = crate::hosts::HostRuntime::new(shared, host);
+    let g = rt.gate(async move { fut.await.map_err(|e| e.to_string()) });
+    async move {
+        match g.await {
+            Some(Ok(())) | None => Ok(()),
+            Some(Err(e)) => Err(e.into()),
+        }
+    }
+}
+
+/// Builds the final history: the recorded records in true-time order, the
+/// store's events placed at the true time of the request that committed
+/// them, the final rows, and the end marker.
+fn collect(shared: &Shared, now: u64, quiet: bool) -> History {
+    let mut records = shared.take_records();
+    let anchors = shared.take_anchors();
+    let view = store_view(shared);
+    let mut last = (0u64, None);
+    for (seq, event) in view.events().into_iter().enumerate() {
+        let (t, req) = match anchors.get(&(event.job, event.version)) {
+            Some(&(t, req)) => (t, Some(req)),
+            None => last,
+        };
+        last = (t, req);
+        records.push(Record::StoreEvent {
+            t,
+            seq: seq as u64,
+            req,
+            event,
+        });
+    }
+    let (head, mut timed): (Vec<Record>, Vec<Record>) =
+        records.into_iter().partition(|r| r.time().is_none());
+    timed.sort_by_key(|r| r.time().unwrap_or(0));
+    let mut out = head;
+    out.extend(timed);
+    out.extend(view.rows().into_iter().map(|row| Record::Final { row }));
+    out.push(Record::End { t: now, quiet });
+    History { records: out }
+}

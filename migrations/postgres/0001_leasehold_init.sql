@@ -25,9 +25,13 @@ CREATE TABLE leasehold_jobs (
     idempotency_key  TEXT,
     version          BIGINT  NOT NULL CHECK (version >= 1),
     created_at       BIGINT  NOT NULL,
-    updated_at       BIGINT  NOT NULL,
-    CONSTRAINT leasehold_jobs_idempotency_key UNIQUE (idempotency_key)
+    updated_at       BIGINT  NOT NULL
 );
+
+-- Idempotency keys are unique; jobs without a key cost no index entry.
+CREATE UNIQUE INDEX leasehold_jobs_idempotency_key
+    ON leasehold_jobs (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 -- Job ids: taken before the core's enqueue transition builds the row.
 CREATE SEQUENCE leasehold_job_ids AS BIGINT START 1;
@@ -42,19 +46,17 @@ CREATE INDEX leasehold_jobs_running
     ON leasehold_jobs (expires_at, id)
     WHERE state = 'running';
 
--- Parallelism: running jobs per queue.
-CREATE INDEX leasehold_jobs_running_queue
-    ON leasehold_jobs (queue)
-    WHERE state = 'running';
+-- Parallelism counts a queue's running jobs through leasehold_jobs_running
+-- (running jobs are few: at most the workers' total concurrency).
 
 -- Audit log: one row per accepted transition, written in the same
--- transaction, holding the core's history event as JSON.
+-- transaction, holding the core's history event as JSON. Append-only; read
+-- in seq order (per job, seq order is version order). `json`, not `jsonb`:
+-- written on every transition, rarely queried.
 CREATE TABLE lease_events (
     seq     BIGSERIAL PRIMARY KEY,
     job_id  BIGINT NOT NULL,
     version BIGINT NOT NULL,
     at      BIGINT NOT NULL,
-    event   JSONB  NOT NULL
+    event   JSON   NOT NULL
 );
-
-CREATE INDEX lease_events_job ON lease_events (job_id, version);

@@ -22,11 +22,16 @@ CREATE TABLE leasehold_jobs (
     error            TEXT,
     released_token   INTEGER,
     released_digest  INTEGER,
-    idempotency_key  TEXT UNIQUE,
+    idempotency_key  TEXT,
     version          INTEGER NOT NULL CHECK (version >= 1),
     created_at       INTEGER NOT NULL,
     updated_at       INTEGER NOT NULL
 );
+
+-- Idempotency keys are unique; jobs without a key cost no index entry.
+CREATE UNIQUE INDEX leasehold_jobs_idempotency_key
+    ON leasehold_jobs (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
 
 -- Claim: due pending jobs of a queue in claim order.
 CREATE INDEX leasehold_jobs_pending
@@ -38,10 +43,8 @@ CREATE INDEX leasehold_jobs_running
     ON leasehold_jobs (expires_at, id)
     WHERE state = 'running';
 
--- Parallelism: running jobs per queue.
-CREATE INDEX leasehold_jobs_running_queue
-    ON leasehold_jobs (queue)
-    WHERE state = 'running';
+-- Parallelism counts a queue's running jobs through leasehold_jobs_running
+-- (running jobs are few: at most the workers' total concurrency).
 
 -- Audit log: one row per accepted transition, written in the same
 -- transaction, holding the core's history event as JSON text.
@@ -52,5 +55,3 @@ CREATE TABLE lease_events (
     at      INTEGER NOT NULL,
     event   TEXT    NOT NULL
 );
-
-CREATE INDEX lease_events_job ON lease_events (job_id, version);

@@ -419,14 +419,14 @@ impl PgStore {
     /// Enqueues many jobs in one transaction; answers their ids in order
     /// (the existing id for a repeated idempotency key). All or nothing: a
     /// bad spec rejects the whole batch.
-    pub async fn enqueue_many(&self, jobs: Vec<NewJob>) -> Result<Vec<JobId>, StoreError> {
-        for job in &jobs {
+    pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
+        for job in jobs {
             transition::validate_new_job(job, &self.policy)?;
         }
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        in_tx!(self, |conn| self.enqueue_in(conn, &jobs).await)
+        in_tx!(self, |conn| self.enqueue_in(conn, jobs).await)
     }
 
     async fn enqueue_in(
@@ -729,7 +729,7 @@ impl Store for PgStore {
     }
 
     async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
-        let ids = self.enqueue_many(vec![job]).await?;
+        let ids = self.enqueue_many(std::slice::from_ref(&job)).await?;
         ids.into_iter()
             .next()
             .ok_or_else(|| StoreError::Corrupt("enqueue answered no id".into()))

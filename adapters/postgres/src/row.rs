@@ -127,7 +127,7 @@ pub(crate) const UPDATE_SQL: &str = "WITH u AS (\
     WHERE j.id = u.id AND j.version = u.old_version \
     RETURNING j.id), \
 e AS (INSERT INTO lease_events (job_id, version, at, event) \
-    SELECT * FROM UNNEST($16::bigint[], $17::bigint[], $18::bigint[], $19::text[]::jsonb[])) \
+    SELECT * FROM UNNEST($16::bigint[], $17::bigint[], $18::bigint[], $19::text[]::json[])) \
 SELECT COUNT(*) FROM u";
 
 /// Inserts the rows of a [`Batch`] with their events, and announces the
@@ -142,7 +142,7 @@ pub(crate) const INSERT_SQL: &str = "WITH i AS (\
         $18::bigint[], $19::bigint[], $20::bigint[]) \
     RETURNING id), \
 e AS (INSERT INTO lease_events (job_id, version, at, event) \
-    SELECT * FROM UNNEST($22::bigint[], $23::bigint[], $24::bigint[], $25::text[]::jsonb[])) \
+    SELECT * FROM UNNEST($22::bigint[], $23::bigint[], $24::bigint[], $25::text[]::json[])) \
 SELECT (SELECT COUNT(*) FROM i), \
     (SELECT COUNT(pg_notify($21, q)) FROM (SELECT DISTINCT unnest($2::text[]) AS q) qs)";
 

@@ -273,6 +273,60 @@ impl SqliteStore {
             .collect()
     }
 
+    /// Enqueues many jobs in one transaction; answers their ids in order
+    /// (the existing id for a repeated idempotency key). All or nothing: a
+    /// bad spec rejects the whole batch.
+    pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
+        for job in jobs {
+            transition::validate_new_job(job, &self.policy)?;
+        }
+        in_write_tx!(self, |conn, now| {
+            let mut ids = Vec::with_capacity(jobs.len());
+            let mut failed = None;
+            for job in jobs {
+                match self.enqueue_in(conn, job, now).await {
+                    Ok(id) => ids.push(id),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(ids),
+            }
+        })
+    }
+
+    /// Releases many leases in one transaction. Each request gets its own
+    /// answer (or its own input error), as a single release would; requests
+    /// for the same job apply in order. The whole batch fails only when the
+    /// store does.
+    pub async fn release_many(
+        &self,
+        reqs: &[ReleaseRequest],
+    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+        in_write_tx!(self, |conn, now| {
+            let mut answers = Vec::with_capacity(reqs.len());
+            let mut failed = None;
+            for req in reqs {
+                match self.release_in(conn, req, now).await {
+                    Ok(a) => answers.push(Ok(a)),
+                    Err(StoreError::Input(e)) => answers.push(Err(StoreError::Input(e))),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(answers),
+            }
+        })
+    }
+
     async fn load(conn: &mut SqliteConnection, id: JobId) -> Result<JobRecord, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
         let row = sqlx::query(&sql)

@@ -72,7 +72,7 @@ fn parse_args() -> Settings {
     let mut s = Settings {
         jobs: 20_000,
         workers: 16,
-        batch: 100,
+        batch: 200,
         concurrency: 16,
         mode: Mode::Batch,
         audit: true,

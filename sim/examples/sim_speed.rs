@@ -38,6 +38,12 @@ fn main() {
             }
         }
         if std::env::var_os("SIM_SPEED_VERBOSE").is_some() {
+            let c0 = Instant::now();
+            let _ = leasehold_sim::checker::check(&out.history, &cfg);
+            let c1 = c0.elapsed().as_secs_f64();
+            let h0 = Instant::now();
+            let _ = out.history.hash();
+            eprintln!("  check {:.3}s hash {:.3}s", c1, h0.elapsed().as_secs_f64());
             eprintln!(
                 "seed {seed}: {:.2}s wall, {}ms simulated, {} records, hash {:016x}",
                 t0.elapsed().as_secs_f64(),

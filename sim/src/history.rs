@@ -573,3 +573,60 @@ mod tests {
         assert_ne!(other.hash(), h.hash());
     }
 }
+
+impl History {
+    /// Counts of what happened, by kind (`served.answer_lost`,
+    /// `event.swept`, `belief.ended.Fenced`, ...), in name order: a compact
+    /// summary for snapshots and reports.
+    pub fn summary(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        let mut add = |k: String| *m.entry(k).or_insert(0u64) += 1;
+        for r in &self.records {
+            match r {
+                Record::Run { .. } | Record::End { .. } => {}
+                Record::Fault { fault, .. } => {
+                    let s = fault.to_string();
+                    add(format!(
+                        "fault.{}",
+                        s.split_whitespace().next().unwrap_or("?")
+                    ))
+                }
+                Record::HostStarted { .. } => add("host.started".into()),
+                Record::HostCrashed { .. } => add("host.crashed".into()),
+                Record::Link { .. } => add("link.changed".into()),
+                Record::Request { op, .. } => {
+                    let v = serde_json::to_value(op).unwrap_or_default();
+                    add(format!("request.{}", v["op"].as_str().unwrap_or("?")))
+                }
+                Record::Served { fate, .. } => add(format!("served.{fate:?}")),
+                Record::Answer { reply, .. } => add(if reply.is_known() {
+                    "answer.known".into()
+                } else {
+                    "answer.unavailable".into()
+                }),
+                Record::Belief { what, .. } => add(match what {
+                    BeliefWhat::Claimed { .. } => "belief.claimed".into(),
+                    BeliefWhat::Renewed { .. } => "belief.renewed".into(),
+                    BeliefWhat::RenewUnavailable => "belief.renew_unavailable".into(),
+                    BeliefWhat::Ended { why } => format!("belief.ended.{why}"),
+                    BeliefWhat::Released { answer, .. } => {
+                        format!("belief.released.{}", answer.as_deref().unwrap_or("unknown"))
+                    }
+                }),
+                Record::CrashReported { .. } => add("crash_reported".into()),
+                Record::Handler { phase, .. } => add(match phase {
+                    HandlerPhase::Start => "handler.start".into(),
+                    HandlerPhase::Done { ok } => format!("handler.done.{ok}"),
+                    HandlerPhase::Dropped => "handler.dropped".into(),
+                }),
+                Record::ClientDone { .. } => add("client.done".into()),
+                Record::StoreEvent { event, .. } => {
+                    let v = serde_json::to_value(&event.kind).unwrap_or_default();
+                    add(format!("event.{}", v["type"].as_str().unwrap_or("?")))
+                }
+                Record::Final { row } => add(format!("final.{}", row.state)),
+            }
+        }
+        m
+    }
+}

@@ -1,48 +1,104 @@
 //! I6 liveness: once faults have healed for long enough, every job reaches
 //! a terminal state before the scenario ends.
 //!
-//! "Long enough" is the lease, the sweep interval and a request timeout,
-//! plus, for every attempt the budget allows, the longest backoff, the
-//! longest run, a poll interval, a renew interval and two request timeouts.
-//! A run too short for that bound after healing is not checked for I6.
+//! "Long enough" is the spec's bound, lease + sweep interval + longest
+//! backoff + longest job, plus the protocol's own delays (a poll interval, a
+//! renew interval, two request timeouts), counted from the healing time or
+//! from the job's enqueue if later. Every attempt of the job that ended in a
+//! retry after that point (a retryable failure, a return, a reclaim) earns
+//! it one more bound: failures are part of the workload, not faults. A job
+//! whose deadline falls after the end of the run is not judged. A backlog
+//! is not a wedge: when more jobs of a queue are unfinished at healing than
+//! the queue has slots (workers × concurrency, capped by its parallelism),
+//! each further round of slots adds one bound.
 
 use super::facts::Facts;
 use super::Violation;
 use crate::config::{InvariantId::I6, SimConfig};
 use crate::history::{Op, Reply};
 use crate::hosts::workload::KEY_PREFIX;
-use std::collections::BTreeSet;
+use leasehold_core::{EventKind, JobId, JobState};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// How long after healing every job must be terminal.
+/// How long after healing (or its enqueue) a job may take, per attempt.
 pub fn liveness_bound_ms(cfg: &SimConfig) -> u64 {
     let p = &cfg.protocol;
-    let per_attempt = p.backoff_cap.as_ms()
+    p.lease.as_ms()
+        + p.sweep_interval.as_ms()
+        + p.backoff_cap.as_ms()
         + cfg.workload.run_time.hi.as_ms()
         + p.poll_interval.as_ms()
         + p.renew_interval.as_ms()
-        + 2 * p.request_timeout.as_ms();
-    p.lease.as_ms()
-        + p.sweep_interval.as_ms()
-        + p.request_timeout.as_ms()
-        + u64::from(p.max_attempts) * per_attempt
+        + 2 * p.request_timeout.as_ms()
+}
+
+/// Each job's deadline: `(base, retries after base)`.
+fn deadlines(facts: &Facts) -> BTreeMap<JobId, (u64, u64)> {
+    let mut m: BTreeMap<JobId, (u64, u64)> = BTreeMap::new();
+    for (t, _, e) in &facts.events {
+        let t = t.unwrap_or(0);
+        match &e.kind {
+            EventKind::Enqueued { .. } => {
+                m.insert(e.job, (facts.heal_ms.max(t), 0));
+            }
+            EventKind::Released { .. } | EventKind::Swept { .. } if e.to == JobState::Pending => {
+                if let Some(d) = m.get_mut(&e.job) {
+                    if t >= d.0 {
+                        d.1 += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Extra time per queue for the backlog unfinished at healing.
+fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<String, u64> {
+    let queues = &cfg.workload.queues;
+    let mut queue_of: BTreeMap<JobId, &str> = BTreeMap::new();
+    let mut open: BTreeMap<&str, BTreeSet<JobId>> = BTreeMap::new();
+    for (t, _, e) in &facts.events {
+        if let EventKind::Enqueued { queue, .. } = &e.kind {
+            queue_of.insert(e.job, queue.as_str());
+            open.entry(queue.as_str()).or_default().insert(e.job);
+        } else if e.to.is_terminal() && t.unwrap_or(0) <= facts.heal_ms {
+            if let Some(q) = queue_of.get(&e.job) {
+                open.entry(q).or_default().remove(&e.job);
+            }
+        }
+    }
+    let per_worker = u64::from(cfg.protocol.concurrency);
+    open.into_iter()
+        .map(|(q, jobs)| {
+            let workers = (0..cfg.topology.workers as usize)
+                .filter(|i| queues.get(i % queues.len().max(1)).map(String::as_str) == Some(q))
+                .count() as u64;
+            let slots = (workers * per_worker)
+                .min(cfg.protocol.parallelism.map_or(u64::MAX, u64::from))
+                .max(1);
+            let rounds = (jobs.len() as u64).div_ceil(slots).saturating_sub(1);
+            (q.to_string(), rounds * bound)
+        })
+        .collect()
 }
 
 /// Checks that every job ended.
 pub fn check(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     let bound = liveness_bound_ms(cfg);
-    let enqueue_end = cfg.workload.enqueue_over.as_ms();
-    let due = facts.heal_ms.max(enqueue_end) + bound;
-    if !facts.quiet && facts.end_ms < due {
-        return Vec::new();
-    }
+    let due = |base: u64, retries: u64| base + (1 + retries) * bound;
+    let judged = |deadline: u64| facts.quiet || facts.end_ms >= deadline;
+    let jobs = deadlines(facts);
+    let backlog = backlog_allowance(facts, cfg, bound);
     let mut out = Vec::new();
-    if facts.client_done.is_none() {
+    if facts.client_done.is_none() && judged(due(facts.heal_ms, 0)) {
         out.push(
             Violation::new(I6, "the client never finished enqueueing its jobs")
                 .hosts(["client"])
                 .at(facts.end_ms),
         );
-    } else {
+    } else if facts.client_done.is_some() {
         let keys: BTreeSet<&str> = facts
             .requests
             .values()
@@ -64,16 +120,19 @@ pub fn check(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
         }
     }
     for row in facts.finals.values() {
-        if !row.state.is_terminal() {
+        let (base, retries) = jobs.get(&row.id).copied().unwrap_or((facts.heal_ms, 0));
+        let deadline = due(base, retries) + backlog.get(&row.queue).copied().unwrap_or(0);
+        if !row.state.is_terminal() && judged(deadline) {
             out.push(
                 Violation::new(
                     I6,
                     format!(
-                        "still {} at the end ({}ms after healing at {}ms; bound {}ms), attempt {}/{}{}",
+                        "still {} at the end ({}ms), past its deadline {}ms (healed at {}ms, {} retries since), attempt {}/{}{}",
                         row.state,
-                        facts.end_ms.saturating_sub(facts.heal_ms),
+                        facts.end_ms,
+                        deadline,
                         facts.heal_ms,
-                        bound,
+                        retries,
                         row.attempt,
                         row.max_attempts,
                         row.holder

@@ -7,15 +7,20 @@
 //! - H's process died after the lease was granted; or
 //! - H never learned of the grant because the claim's answer did not reach
 //!   it; or
-//! - the lease really could have expired and H kept trying: at least
-//!   `L/(1+ρ)` true time passed since the last grant or renew committed, H
-//!   was never silent (not counting its pauses) for longer than a healthy
-//!   holder ever is between two renew or release attempts
-//!   (`request_timeout + renew_interval` on its clock), until it legitimately
-//!   stopped (self-fenced, lost the lease, or gave up a release whose every
-//!   try failed), and every one of its attempts that failed is explained by
-//!   a fault touching it or the store at that moment (lost message or
-//!   answer, partition, hold, pause, store crash).
+//! - the lease really could have expired and faults kept H from renewing:
+//!   at least `L/(1+ρ)` true time passed since the last grant or renew
+//!   committed; some fault touched H or the store while the lease ran (a
+//!   lost message or answer of H's, a partition or hold between them, a
+//!   pause, a store crash); H was never silent (not counting its pauses) for
+//!   longer than a healthy holder ever is between two renew or release
+//!   attempts (`request_timeout + renew_interval` on its clock) until it
+//!   legitimately stopped (self-fenced, lost the lease, or gave up a release
+//!   whose every try failed); and every one of its attempts that failed is
+//!   explained by such a fault at that moment.
+//!
+//! Latency inside the scenario's normal range is not a fault: a worker
+//! whose renewals arrive late because it renews too close to the lease's end
+//! is reclaimed falsely.
 //!
 //! A skewed worker or sweeper clock never explains a reclaim.
 
@@ -194,8 +199,12 @@ fn unexplained(
             ).hosts([holder.as_str()]));
         }
     }
-    for q in sends {
-        if !q.answered() && !failure_explained(q, facts, lim) {
+    let mut faulted = false;
+    for q in &sends {
+        if q.answered() {
+            continue;
+        }
+        if !failure_explained(q, facts, lim) {
             return Some(Violation::new(
                 I5,
                 format!(
@@ -204,6 +213,22 @@ fn unexplained(
                 ),
             ));
         }
+        faulted = true;
+    }
+    let (from, to) = (g.last_t.saturating_sub(lim.slack), t_sweep);
+    let impaired = faulted
+        || facts.paused_within(&host, from, to) > 0
+        || facts.link_impaired(&host, "store", from, to)
+        || facts.down_in("store", from, to)
+        || facts.paused_within("store", from, to) > 0;
+    if !impaired {
+        return Some(Violation::new(
+            I5,
+            format!(
+                "no fault touched {holder} or the store while its lease ran ({}ms..{t_sweep}ms), it kept renewing, and its lease was reclaimed",
+                g.last_t
+            ),
+        ));
     }
     None
 }

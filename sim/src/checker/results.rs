@@ -10,8 +10,12 @@ use crate::history::{Op, Reply};
 use leasehold_core::{EventKind, JobId, JobState, Outcome, Token};
 use std::collections::BTreeMap;
 
-/// The accepted success of each job: token and result bytes.
-fn successes<'a>(steps: &[Step<'a>]) -> BTreeMap<JobId, (Token, &'a [u8])> {
+/// The accepted success of each job: token and result bytes (as the
+/// releasing worker sent them, when the history has its request).
+fn successes<'a>(
+    steps: &[Step<'a>],
+    facts: Option<&'a Facts>,
+) -> BTreeMap<JobId, (Token, &'a [u8])> {
     let mut out = BTreeMap::new();
     for s in steps {
         if let EventKind::Released {
@@ -19,8 +23,18 @@ fn successes<'a>(steps: &[Step<'a>]) -> BTreeMap<JobId, (Token, &'a [u8])> {
             ..
         } = &s.event.kind
         {
+            let sent = s
+                .req
+                .and_then(|r| facts.and_then(|f| f.requests.get(&r)))
+                .and_then(|q| match &q.op {
+                    Op::Release {
+                        outcome: Outcome::Succeeded(b),
+                        ..
+                    } => Some(b.as_slice()),
+                    _ => None,
+                });
             out.entry(s.event.job)
-                .or_insert((s.event.token, bytes.as_slice()));
+                .or_insert((s.event.token, sent.unwrap_or(bytes.as_slice())));
         }
     }
     out
@@ -29,7 +43,7 @@ fn successes<'a>(steps: &[Step<'a>]) -> BTreeMap<JobId, (Token, &'a [u8])> {
 /// On events alone: a job whose success was accepted ends succeeded.
 pub fn check_events(steps: &[Step<'_>], finals: &BTreeMap<JobId, JobView>) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (job, (token, _)) in successes(steps) {
+    for (job, (token, _)) in successes(steps, None) {
         let end = finals.get(&job).and_then(|v| v.state);
         if end != Some(JobState::Succeeded) {
             out.push(
@@ -50,7 +64,7 @@ pub fn check_events(steps: &[Step<'_>], finals: &BTreeMap<JobId, JobView>) -> Ve
 
 /// Committed answers against the final rows, and what readers saw.
 pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
-    let ok = successes(steps);
+    let ok = successes(steps, Some(facts));
     let mut out = Vec::new();
     for (id, q) in &facts.requests {
         let Some((t, reply)) = &q.answer else {

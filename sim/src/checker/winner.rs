@@ -5,7 +5,7 @@
 use super::facts::Facts;
 use super::replay::Step;
 use super::Violation;
-use crate::config::InvariantId::I2;
+use crate::config::InvariantId::{I2, I4};
 use crate::history::{Op, Reply};
 use leasehold_core::{EventKind, JobId, JobState, Outcome, Token, WorkerId};
 use std::collections::BTreeMap;
@@ -129,10 +129,23 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
         else {
             continue;
         };
-        let ok = accepted
-            .get(&(*job, *token))
-            .is_some_and(|v| v.iter().any(|o| *o == outcome));
-        if !ok {
+        let same_token = accepted.get(&(*job, *token));
+        let ok = same_token.is_some_and(|v| v.iter().any(|o| *o == outcome));
+        if !ok && same_token.is_some() {
+            out.push(
+                Violation::new(
+                    I4,
+                    format!(
+                        "release #{id} ({}) of token {token} answered Committed, but the store recorded a different outcome for that token",
+                        outcome.kind()
+                    ),
+                )
+                .job(*job)
+                .tokens([*token])
+                .hosts([q.host.as_str()])
+                .at(*t),
+            );
+        } else if !ok {
             out.push(
                 Violation::new(
                     I2,

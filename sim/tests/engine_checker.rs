@@ -1,0 +1,615 @@
+//! The checker on hand-written histories: each invariant I1–I9 is reported
+//! when a history breaks it (including breaks no catalogue variant can
+//! produce, such as I8), and a clean history passes.
+
+use leasehold_core::{
+    CancelOutcome, Event, EventKind, JobId, JobRecord, JobState, Millis, Outcome, StoreTime, Token,
+    WorkerId,
+};
+use leasehold_sim::checker::{check, check_store_events};
+use leasehold_sim::config::{InvariantId, SimConfig};
+use leasehold_sim::history::{BeliefWhat, HandlerPhase, History, Op, ReadRow, Record, Reply};
+
+const T0: i64 = 1_704_067_200_000;
+
+fn ev(
+    job: u64,
+    token: u64,
+    w: Option<&str>,
+    from: Option<JobState>,
+    to: JobState,
+    at: i64,
+    version: u64,
+    kind: EventKind,
+) -> Event {
+    Event {
+        job: JobId(job),
+        token: Token(token),
+        worker: w.map(WorkerId::new),
+        from,
+        to,
+        at: StoreTime(T0 + at),
+        version,
+        kind,
+    }
+}
+
+fn enq(job: u64, at: i64) -> Event {
+    ev(
+        job,
+        0,
+        None,
+        None,
+        JobState::Pending,
+        at,
+        1,
+        EventKind::Enqueued {
+            queue: "q".into(),
+            max_attempts: 3,
+            run_at: StoreTime(T0 + at),
+        },
+    )
+}
+
+fn claim(job: u64, token: u64, w: &str, attempt: u32, at: i64, version: u64) -> Event {
+    ev(
+        job,
+        token,
+        Some(w),
+        Some(JobState::Pending),
+        JobState::Running,
+        at,
+        version,
+        EventKind::Claimed {
+            attempt,
+            expires_at: StoreTime(T0 + at + 5_000),
+        },
+    )
+}
+
+fn released(
+    job: u64,
+    token: u64,
+    w: &str,
+    outcome: Outcome,
+    to: JobState,
+    at: i64,
+    version: u64,
+    run_at: Option<i64>,
+) -> Event {
+    ev(
+        job,
+        token,
+        Some(w),
+        Some(JobState::Running),
+        to,
+        at,
+        version,
+        EventKind::Released {
+            outcome,
+            run_at: run_at.map(|r| StoreTime(T0 + r)),
+        },
+    )
+}
+
+fn ok(bytes: &[u8]) -> Outcome {
+    Outcome::Succeeded(bytes.to_vec())
+}
+
+fn invariants(events: &[Event], parallelism: Option<u32>) -> Vec<InvariantId> {
+    let mut v: Vec<InvariantId> = check_store_events(events, parallelism)
+        .iter()
+        .map(|v| v.invariant)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[test]
+fn a_clean_life_passes_every_events_check() {
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        released(
+            1,
+            1,
+            "w1",
+            Outcome::Failed {
+                error: "x".into(),
+                retryable: true,
+            },
+            JobState::Pending,
+            20,
+            3,
+            Some(520),
+        ),
+        claim(1, 2, "w2", 2, 600, 4),
+        released(1, 2, "w2", ok(b"r"), JobState::Succeeded, 700, 5, None),
+        ev(
+            1,
+            2,
+            None,
+            Some(JobState::Succeeded),
+            JobState::Succeeded,
+            800,
+            5,
+            EventKind::Cancelled,
+        ),
+    ];
+    // The last event is a late cancel that changed the state: see i7 below;
+    // without it the life is clean.
+    assert!(
+        invariants(&e[..5], Some(1)).is_empty(),
+        "{:?}",
+        check_store_events(&e[..5], Some(1))
+    );
+}
+
+#[test]
+fn i1_second_grant_while_running_and_non_increasing_tokens() {
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        claim(1, 2, "w2", 2, 20, 3),
+    ];
+    assert!(invariants(&e, None).contains(&InvariantId::I1));
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        ev(
+            1,
+            1,
+            Some("w1"),
+            Some(JobState::Running),
+            JobState::Pending,
+            30,
+            3,
+            EventKind::Swept {
+                expired_at: StoreTime(T0 + 15),
+                attempt: 1,
+            },
+        ),
+        claim(1, 1, "w2", 2, 40, 4),
+    ];
+    assert_eq!(invariants(&e, None), vec![InvariantId::I1]);
+}
+
+#[test]
+fn i2_stale_token_release_and_second_terminal_transition() {
+    let swept = ev(
+        1,
+        1,
+        Some("w1"),
+        Some(JobState::Running),
+        JobState::Pending,
+        30,
+        3,
+        EventKind::Swept {
+            expired_at: StoreTime(T0 + 15),
+            attempt: 1,
+        },
+    );
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        swept,
+        claim(1, 2, "w2", 2, 40, 4),
+        released(1, 1, "w1", ok(b"old"), JobState::Succeeded, 50, 5, None),
+    ];
+    assert!(invariants(&e, None).contains(&InvariantId::I2));
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        released(1, 1, "w1", ok(b"a"), JobState::Succeeded, 20, 3, None),
+        released(
+            1,
+            1,
+            "w1",
+            Outcome::Failed {
+                error: "e".into(),
+                retryable: false,
+            },
+            JobState::Dead,
+            30,
+            4,
+            None,
+        ),
+    ];
+    assert!(invariants(&e, None).contains(&InvariantId::I2));
+}
+
+#[test]
+fn i4_and_i7_a_late_cancel_that_overwrites_a_success() {
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        released(1, 1, "w1", ok(b"r"), JobState::Succeeded, 20, 3, None),
+        ev(
+            1,
+            1,
+            None,
+            Some(JobState::Succeeded),
+            JobState::Cancelled,
+            30,
+            4,
+            EventKind::Cancelled,
+        ),
+    ];
+    let inv = invariants(&e, None);
+    assert!(inv.contains(&InvariantId::I7), "{inv:?}");
+    assert!(inv.contains(&InvariantId::I4), "{inv:?}");
+}
+
+#[test]
+fn i7_a_job_cancelled_while_pending_is_claimed_later() {
+    let e = vec![
+        enq(1, 0),
+        ev(
+            1,
+            0,
+            None,
+            Some(JobState::Pending),
+            JobState::Cancelled,
+            5,
+            2,
+            EventKind::Cancelled,
+        ),
+        claim(1, 1, "w1", 1, 10, 3),
+    ];
+    assert!(invariants(&e, None).contains(&InvariantId::I7));
+}
+
+#[test]
+fn i8_over_budget_early_claim_and_unjustified_death() {
+    let mut over = claim(1, 4, "w1", 4, 10, 5);
+    over.token = Token(1);
+    let e = vec![enq(1, 0), over];
+    assert!(invariants(&e, None).contains(&InvariantId::I8));
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        released(
+            1,
+            1,
+            "w1",
+            Outcome::Failed {
+                error: "x".into(),
+                retryable: true,
+            },
+            JobState::Pending,
+            20,
+            3,
+            Some(5_000),
+        ),
+        claim(1, 2, "w1", 2, 100, 4),
+    ];
+    assert_eq!(
+        invariants(&e, None),
+        vec![InvariantId::I8],
+        "claimed before run_at"
+    );
+    let e = vec![
+        enq(1, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        released(
+            1,
+            1,
+            "w1",
+            Outcome::Failed {
+                error: "x".into(),
+                retryable: true,
+            },
+            JobState::Dead,
+            20,
+            3,
+            None,
+        ),
+    ];
+    assert_eq!(
+        invariants(&e, None),
+        vec![InvariantId::I8],
+        "dead with budget left"
+    );
+}
+
+#[test]
+fn i9_more_running_jobs_than_the_queue_allows() {
+    let e = vec![
+        enq(1, 0),
+        enq(2, 0),
+        claim(1, 1, "w1", 1, 10, 2),
+        claim(2, 1, "w2", 1, 11, 2),
+    ];
+    assert_eq!(invariants(&e, Some(1)), vec![InvariantId::I9]);
+    assert!(invariants(&e, Some(2)).is_empty());
+    assert!(invariants(&e, None).is_empty());
+}
+
+fn cfg() -> SimConfig {
+    let mut c = SimConfig::default();
+    c.protocol.lease = leasehold_sim::duration::Dur::secs(5);
+    // Hand-written histories have no client schedule to compare against.
+    c.workload.jobs = 0;
+    c
+}
+
+fn run_record(heal: u64) -> Record {
+    Record::Run {
+        scenario: "hand".into(),
+        seed: 0,
+        variant: None,
+        heal_ms: heal,
+        duration_ms: 600_000,
+        tick_ms: 10,
+        message_loss: 0.0,
+        answer_loss: 0.0,
+        timing_assumption_broken: false,
+    }
+}
+
+fn store_event(t: u64, seq: u64, req: Option<u64>, e: Event) -> Record {
+    Record::StoreEvent {
+        t,
+        seq,
+        req,
+        event: e,
+    }
+}
+
+fn belief(t: u64, w: &str, job: u64, token: u64, what: BeliefWhat) -> Record {
+    Record::Belief {
+        t,
+        local: t,
+        host: w.into(),
+        worker: WorkerId::new(w),
+        job: JobId(job),
+        token: Token(token),
+        what,
+    }
+}
+
+fn claimed_until(until: u64) -> BeliefWhat {
+    BeliefWhat::Claimed {
+        until_local: until,
+        until_true: Some(until),
+    }
+}
+
+fn only(h: &History) -> Vec<InvariantId> {
+    let mut v: Vec<InvariantId> = check(h, &cfg()).iter().map(|v| v.invariant).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn row(job: u64, state: JobState, result: Option<&[u8]>) -> JobRecord {
+    JobRecord {
+        id: JobId(job),
+        queue: "q".into(),
+        payload: vec![],
+        priority: 0,
+        run_at: StoreTime(T0),
+        state,
+        attempt: 1,
+        max_attempts: 3,
+        token: Token(1),
+        holder: (state == JobState::Running).then(|| WorkerId::new("w1")),
+        expires_at: (state == JobState::Running).then_some(StoreTime(T0 + 5_000)),
+        cancel_requested: false,
+        result: result.map(<[u8]>::to_vec),
+        error: None,
+        released: None,
+        idempotency_key: None,
+        version: 2,
+        created_at: StoreTime(T0),
+        updated_at: StoreTime(T0),
+    }
+}
+
+#[test]
+fn i3_two_workers_believe_at_once_and_a_handler_finishes_after_its_belief() {
+    let h = History {
+        records: vec![
+            run_record(0),
+            store_event(10, 0, None, enq(1, 10)),
+            store_event(20, 1, None, claim(1, 1, "w1", 1, 20, 2)),
+            belief(25, "w1", 1, 1, claimed_until(9_000)),
+            store_event(
+                6_000,
+                2,
+                None,
+                ev(
+                    1,
+                    1,
+                    Some("w1"),
+                    Some(JobState::Running),
+                    JobState::Pending,
+                    6_000,
+                    3,
+                    EventKind::Swept {
+                        expired_at: StoreTime(T0 + 5_020),
+                        attempt: 1,
+                    },
+                ),
+            ),
+            store_event(6_100, 3, None, claim(1, 2, "w2", 2, 6_100, 4)),
+            belief(6_110, "w2", 1, 2, claimed_until(11_000)),
+            Record::Handler {
+                t: 9_500,
+                host: "w1".into(),
+                worker: WorkerId::new("w1"),
+                job: JobId(1),
+                token: Token(1),
+                phase: HandlerPhase::Done { ok: true },
+            },
+            Record::End {
+                t: 12_000,
+                quiet: false,
+            },
+        ],
+    };
+    let v = check(&h, &cfg());
+    let i3: Vec<_> = v
+        .iter()
+        .filter(|v| v.invariant == InvariantId::I3)
+        .collect();
+    assert_eq!(i3.len(), 2, "{v:#?}");
+    assert!(i3.iter().any(|v| v.message.contains("both believed")));
+    assert!(i3.iter().any(|v| v.message.contains("no longer believed")));
+}
+
+#[test]
+fn i5_reclaim_of_a_live_renewing_holder_and_a_too_early_reclaim() {
+    let mut records = vec![
+        run_record(0),
+        store_event(10, 0, None, enq(1, 10)),
+        store_event(20, 1, Some(1), claim(1, 1, "w1", 1, 20, 2)),
+        belief(25, "w1", 1, 1, claimed_until(4_000)),
+    ];
+    // The holder renews on time (requests answered), yet is reclaimed.
+    for (i, t) in [1_500u64, 3_000, 4_500].iter().enumerate() {
+        let id = 10 + i as u64;
+        records.push(Record::Request {
+            t: *t,
+            local: *t,
+            host: "w1".into(),
+            id,
+            op: Op::Renew {
+                job: JobId(1),
+                token: Token(1),
+                lease: Millis(5_000),
+            },
+        });
+        records.push(Record::Answer {
+            t: t + 20,
+            local: t + 20,
+            host: "w1".into(),
+            id,
+            reply: Reply::RenewLost,
+        });
+    }
+    records.push(store_event(
+        3_000,
+        2,
+        None,
+        ev(
+            1,
+            1,
+            Some("w1"),
+            Some(JobState::Running),
+            JobState::Pending,
+            3_000,
+            3,
+            EventKind::Swept {
+                expired_at: StoreTime(T0 + 2_900),
+                attempt: 1,
+            },
+        ),
+    ));
+    records.push(Record::End {
+        t: 5_000,
+        quiet: false,
+    });
+    let h = History { records };
+    let v = check(&h, &cfg());
+    assert!(
+        v.iter().any(
+            |v| v.invariant == InvariantId::I5 && v.message.contains("cannot expire that soon")
+        ),
+        "{v:#?}"
+    );
+
+    let mut late = h.clone();
+    for r in &mut late.records {
+        if let Record::StoreEvent { t, event, .. } = r {
+            if matches!(event.kind, EventKind::Swept { .. }) {
+                *t = 5_200;
+            }
+        }
+    }
+    let v = check(&late, &cfg());
+    assert!(
+        v.iter()
+            .any(|v| v.invariant == InvariantId::I5 && v.message.contains("no fault touched")),
+        "{v:#?}"
+    );
+}
+
+#[test]
+fn i6_a_job_still_running_long_after_healing() {
+    let h = History {
+        records: vec![
+            run_record(1_000),
+            store_event(10, 0, None, enq(1, 10)),
+            store_event(20, 1, None, claim(1, 1, "w1", 1, 20, 2)),
+            Record::ClientDone { t: 30 },
+            Record::Final {
+                row: row(1, JobState::Running, None),
+            },
+            Record::End {
+                t: 600_000,
+                quiet: false,
+            },
+        ],
+    };
+    assert_eq!(only(&h), vec![InvariantId::I6]);
+}
+
+#[test]
+fn i4_a_reader_sees_a_succeeded_job_without_its_result() {
+    let h = History {
+        records: vec![
+            run_record(0),
+            store_event(10, 0, None, enq(1, 10)),
+            store_event(20, 1, None, claim(1, 1, "w1", 1, 20, 2)),
+            Record::Request {
+                t: 30,
+                local: 30,
+                host: "w1".into(),
+                id: 7,
+                op: Op::Release {
+                    job: JobId(1),
+                    token: Token(1),
+                    outcome: ok(b"r"),
+                },
+            },
+            store_event(
+                31,
+                2,
+                Some(7),
+                released(1, 1, "w1", ok(b"r"), JobState::Succeeded, 31, 3, None),
+            ),
+            Record::Request {
+                t: 40,
+                local: 40,
+                host: "client".into(),
+                id: 8,
+                op: Op::List {
+                    after: None,
+                    limit: 10,
+                },
+            },
+            Record::Answer {
+                t: 41,
+                local: 41,
+                host: "client".into(),
+                id: 8,
+                reply: Reply::Rows(vec![ReadRow {
+                    job: JobId(1),
+                    state: JobState::Succeeded,
+                    token: Token(1),
+                    released_token: Some(Token(1)),
+                    result: None,
+                }]),
+            },
+            Record::ClientDone { t: 45 },
+            Record::Final {
+                row: row(1, JobState::Succeeded, Some(b"r")),
+            },
+            Record::End { t: 50, quiet: true },
+        ],
+    };
+    assert_eq!(only(&h), vec![InvariantId::I4]);
+    let _ = CancelOutcome::Cancelled;
+}

@@ -1,0 +1,58 @@
+//! The correct core holds every invariant on a fixed set of seeds of every
+//! built-in scenario (faults of every kind, clocks drifting within ρ).
+
+mod engine_support;
+
+use engine_support::{describe, run};
+use leasehold_sim::runner::builtin;
+
+fn clean(cfg: &leasehold_sim::config::SimConfig, seeds: std::ops::Range<u64>) {
+    for seed in seeds {
+        let out = run(cfg, seed);
+        assert!(
+            out.violations.is_empty(),
+            "{} seed {seed}:\n{}",
+            cfg.name,
+            describe(&out, cfg)
+        );
+        assert!(
+            out.sim_time_ms > cfg.faults.window.as_ms(),
+            "the run outlives the fault window"
+        );
+    }
+}
+
+#[test]
+fn calm_world_holds_every_invariant() {
+    clean(&builtin::calm(), 0..10);
+}
+
+#[test]
+fn small_swarm_of_every_fault_holds_every_invariant() {
+    clean(&builtin::small_swarm(), 100..112);
+}
+
+#[test]
+fn standard_swarm_holds_every_invariant() {
+    clean(&builtin::standard(), 1000..1004);
+}
+
+#[test]
+fn a_clock_drift_beyond_rho_is_reported_and_fencing_still_holds() {
+    let mut cfg = builtin::small_swarm();
+    cfg.events = vec!["drift worker-1 -40000ppm at 0s".parse().unwrap()];
+    let out = run(&cfg, 7);
+    assert!(out.timing_assumption_broken);
+    assert!(out
+        .violations
+        .iter()
+        .all(|v| v.invariant != leasehold_sim::config::InvariantId::I3));
+    assert!(
+        out.violations.iter().all(|v| !matches!(
+            v.invariant,
+            leasehold_sim::config::InvariantId::I1 | leasehold_sim::config::InvariantId::I2
+        )),
+        "{}",
+        describe(&out, &cfg)
+    );
+}

@@ -117,10 +117,11 @@ struct Subject<S> {
 }
 
 fn policy() -> Policy {
-    let mut limits = leasehold_core::Limits::default();
-    limits.max_result_bytes = 16;
     Policy::builder()
-        .limits(limits)
+        .limits(leasehold_core::Limits {
+            max_result_bytes: 16,
+            ..Default::default()
+        })
         .parallelism("beta", 2)
         .build()
         .expect("policy")

@@ -9,7 +9,6 @@ use crate::time::Millis;
 use crate::worker::{
     shutdown_channel, Handler, HandlerError, RuntimeEvent, StopSignal, Worker, WorkerConfig,
 };
-use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -21,16 +20,10 @@ const WORKER_DEADLINE: Duration = Duration::from_secs(30);
 struct Doubler;
 
 impl Handler for Doubler {
-    fn handle(
-        &self,
-        lease: Lease,
-        _stop: StopSignal,
-    ) -> impl Future<Output = Result<Vec<u8>, HandlerError>> + Send {
-        async move {
-            let text = std::str::from_utf8(&lease.payload).map_err(HandlerError::poison)?;
-            let n: u64 = text.trim().parse().map_err(HandlerError::poison)?;
-            Ok((n * 2).to_string().into_bytes())
-        }
+    async fn handle(&self, lease: Lease, _stop: StopSignal) -> Result<Vec<u8>, HandlerError> {
+        let text = std::str::from_utf8(&lease.payload).map_err(HandlerError::poison)?;
+        let n: u64 = text.trim().parse().map_err(HandlerError::poison)?;
+        Ok((n * 2).to_string().into_bytes())
     }
 }
 

@@ -121,13 +121,21 @@ pub fn database_url() -> Option<String> {
                 "DATABASE_URL is not set but CI is: the Postgres tests must run in CI. \
                  Run them under scripts/with-postgres.sh"
             );
-            eprintln!(
-                "\n\
-                 ********************************************************************\n\
-                 *** SKIP: DATABASE_URL is not set, Postgres tests did NOT run.     ***\n\
-                 *** Run: scripts/with-postgres.sh cargo test -p leasehold-tests    ***\n\
-                 ********************************************************************\n"
-            );
+            // Straight to the stderr handle: the test harness captures
+            // `eprintln!` of passing tests, and this must be seen. Once per
+            // test binary.
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                use std::io::Write;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n\
+                     ********************************************************************\n\
+                     *** SKIP: DATABASE_URL is not set, Postgres tests did NOT run.     ***\n\
+                     *** Run: scripts/with-postgres.sh cargo test -p leasehold-tests    ***\n\
+                     ********************************************************************\n"
+                );
+            });
             None
         }
     }

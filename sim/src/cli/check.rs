@@ -24,7 +24,14 @@ pub fn parse_history(text: &str, file: &Path) -> Result<Vec<Event>, Vec<String>>
             Ok(e) => events.push(e),
             Err(e) => {
                 if errors.len() < MAX_REPORTED {
-                    errors.push(format!("{}:{}:{}: {e}", file.display(), i + 1, e.column()));
+                    let text = e.to_string();
+                    let what = text.split(" at line ").next().unwrap_or(&text);
+                    errors.push(format!(
+                        "{}:{}:{}: {what}",
+                        file.display(),
+                        i + 1,
+                        e.column()
+                    ));
                 }
             }
         }

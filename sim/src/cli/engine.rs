@@ -1,7 +1,10 @@
 //! The one place the CLI calls the simulator engine (`runner`, `checker`,
 //! `report`), reduced to what the commands print and judge.
 
+use crate::checker::{check_store_events, Violation};
 use crate::config::{InvariantId, ScriptedFault, SimConfig};
+use crate::report::violation_report;
+use crate::runner::{fault_schedule, run_seed};
 
 /// One violation as the CLI shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -14,7 +17,7 @@ pub struct Found {
     pub report: String,
 }
 
-/// One seed's run, reduced (the history is dropped unless asked for).
+/// One seed's run, reduced (the history is dropped).
 #[derive(Clone, Debug)]
 pub struct SeedRun {
     /// Every violation, in the checker's order.
@@ -29,23 +32,74 @@ pub struct SeedRun {
 
 /// The replay command line for a scenario file and seed.
 pub fn replay_command(path: &str, seed: u64) -> String {
-    format!("leasehold replay {path} --seed {seed}")
+    crate::report::replay_command(path, seed)
+}
+
+fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found {
+    let job = v.job.map(|j| format!(" job {}", j.0)).unwrap_or_default();
+    Found {
+        invariant: v.invariant,
+        summary: format!(
+            "{} ({}){job}: {}",
+            v.invariant,
+            v.invariant.name(),
+            v.message
+        ),
+        report: violation_report(v, cfg, seed, path),
+    }
 }
 
 /// Runs one seed and checks it.
 pub fn run(cfg: &SimConfig, seed: u64, path: &str) -> Result<SeedRun, String> {
-    let _ = (cfg, seed, path);
-    Err("the simulator engine is not built yet".into())
+    let out = run_seed(cfg, seed).map_err(|e| e.to_string())?;
+    Ok(SeedRun {
+        violations: out
+            .violations
+            .iter()
+            .map(|v| found(v, cfg, seed, Some(path)))
+            .collect(),
+        hash: out.history_hash,
+        sim_ms: out.sim_time_ms,
+        timing_broken: out.timing_assumption_broken,
+    })
 }
 
 /// The seed's concrete fault schedule.
 pub fn schedule(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
-    let _ = (cfg, seed);
-    Vec::new()
+    fault_schedule(cfg, seed)
 }
 
 /// The ground-truth-free checks on recorded store events.
+/// Reports name the invariant, job, tokens, workers and store time (a
+/// recorded history has no scenario, seed or true time to show).
 pub fn check_events(events: &[leasehold_core::Event], parallelism: Option<u32>) -> Vec<Found> {
-    let _ = (events, parallelism);
-    Vec::new()
+    check_store_events(events, parallelism)
+        .iter()
+        .map(|v| {
+            let mut report = format!(
+                "{} {} violated: {}",
+                v.invariant,
+                v.invariant.name(),
+                v.message
+            );
+            if let Some(j) = v.job {
+                report += &format!("\n  job:    {j}");
+            }
+            if !v.tokens.is_empty() {
+                let toks: Vec<String> = v.tokens.iter().map(ToString::to_string).collect();
+                report += &format!("\n  tokens: {}", toks.join(", "));
+            }
+            if !v.hosts.is_empty() {
+                report += &format!("\n  hosts:  {}", v.hosts.join(", "));
+            }
+            if let Some(st) = v.store_time {
+                report += &format!("\n  store time: {st}");
+            }
+            Found {
+                invariant: v.invariant,
+                summary: format!("{}: {}", v.invariant, v.message),
+                report,
+            }
+        })
+        .collect()
 }

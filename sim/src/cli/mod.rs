@@ -9,7 +9,9 @@ pub mod engine;
 pub mod parallel;
 pub mod plan;
 pub mod progress;
+pub mod replay;
 pub mod run;
+pub mod shrink;
 pub mod verdict;
 
 use clap::Parser;
@@ -31,9 +33,7 @@ pub fn main() -> ExitCode {
     match &cli.command {
         args::Command::Run(a) => run::run(a),
         args::Command::Check(a) => check::run(a),
-        args::Command::Replay(_) | args::Command::Shrink(_) => {
-            eprintln!("leasehold: this command needs the simulator engine, not built yet");
-            ExitCode::Input
-        }
+        args::Command::Replay(a) => replay::run(a),
+        args::Command::Shrink(a) => shrink::run(a),
     }
 }

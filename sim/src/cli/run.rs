@@ -135,7 +135,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                     "wall_s": wall, "seeds_per_s": rate, "sim_over_wall": ratio}
     }));
     sink.human(&format!(
-        "{} runs in {wall:.1}s on {jobs} threads: {rate:.1} seeds/s, simulated/wall {ratio:.0}x",
+        "{} runs in {wall:.1}s on {jobs} threads: {rate:.2} seeds/s, simulated/wall {ratio:.0}x",
         tasks.len()
     ));
     sink.human(&format!("{passed} passed, {failed} failed"));

@@ -7,6 +7,10 @@
 //! The page is drawn from a [`Timeline`], plain data that the replay
 //! command builds from a history.
 
+mod build;
+
+pub use build::{from_history, MarkAt};
+
 use crate::junit::escape;
 use std::fmt::Write;
 

@@ -1,0 +1,260 @@
+//! The `leasehold` binary end to end: run (summary line, exit codes, JSON,
+//! JUnit, shards), replay (hash, trace, timeline), shrink (the written
+//! file reloads and still fails on replay), check (line-numbered errors).
+
+#[path = "support/xml.rs"]
+mod xml;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("leasehold-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// A small, quick scenario the correct core passes.
+const SMALL: &str = r#"description = "small"
+seeds = 3
+duration = "1m"
+events = ["crash worker-1 at 5s", "restart worker-1 at 8s"]
+
+[topology]
+workers = 2
+
+[workload]
+jobs = 6
+enqueue_over = "5s"
+run_time = ["200ms", "2s"]
+
+[faults]
+window = "20s"
+"#;
+
+fn catalogue(file: &str) -> PathBuf {
+    repo().join("scenarios/catalogue").join(file)
+}
+
+#[test]
+fn run_passes_prints_the_summary_last_and_writes_valid_junit() {
+    let d = scratch("run");
+    std::fs::write(d.join("small_world_passes.toml"), SMALL).unwrap();
+    let junit = d.join("junit.xml");
+    let o = bin()
+        .args(["run", "--seeds", "2", "--jobs", "2", "--junit"])
+        .arg(&junit)
+        .arg(&d)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let last = out.lines().last().unwrap();
+    assert_eq!(last, "2 passed, 0 failed");
+    assert!(out.contains("seeds/s"), "{out}");
+    let doc = std::fs::read_to_string(&junit).unwrap();
+    let root = xml::parse(&doc).unwrap_or_else(|e| panic!("{e}\n{doc}"));
+    assert_eq!(root.name, "testsuites");
+    assert_eq!(root.attr("tests"), Some("2"));
+    assert_eq!(root.children[0].children.len(), 2);
+}
+
+#[test]
+fn run_json_is_one_object_per_line() {
+    let d = scratch("json");
+    std::fs::write(d.join("small_world_passes.toml"), SMALL).unwrap();
+    let o = bin()
+        .args(["run", "--seed", "1", "--json"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let values: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(values.len(), 2, "{out}");
+    assert_eq!(values[0]["seed"], 1);
+    assert_eq!(values[0]["status"], "passed");
+    assert_eq!(values[1]["summary"]["passed"], 1);
+    assert!(err.lines().last().unwrap() == "1 passed, 0 failed", "{err}");
+}
+
+#[test]
+fn run_rejects_a_malformed_scenario_with_its_location() {
+    let d = scratch("malformed");
+    std::fs::write(
+        d.join("bad.toml"),
+        "[protocol]\nlease = \"5s\"\nrenew_interval = \"9s\"\n",
+    )
+    .unwrap();
+    let o = bin().arg("run").arg(&d).output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.toml:3:1: protocol.renew_interval:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shards_split_a_run_into_disjoint_parts() {
+    let d = scratch("shards");
+    std::fs::write(d.join("small_world_passes.toml"), SMALL).unwrap();
+    let mut seen = Vec::new();
+    for i in 1..=3 {
+        let o = bin()
+            .args([
+                "run",
+                "--json",
+                "--seeds",
+                "5",
+                "--shard",
+                &format!("{i}/3"),
+            ])
+            .arg(&d)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        for l in String::from_utf8_lossy(&o.stdout).lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if let Some(seed) = v["seed"].as_u64() {
+                seen.push(seed);
+            }
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn a_caught_bug_passes_and_a_missed_expectation_fails() {
+    let file = catalogue("claim_without_cas_grants_one_lease_twice.toml");
+    let o = bin()
+        .args(["run", "--jobs", "2"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("caught claim-without-cas (") && out.contains("I1 found at seed"),
+        "{out}"
+    );
+    // The same world on the correct core cannot show the bug: the
+    // expectation fails, and says so.
+    let d = scratch("missed");
+    let text_ = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("variant = \"claim-without-cas\"\n", "");
+    std::fs::write(d.join("no_bug_here.toml"), text_).unwrap();
+    let o = bin()
+        .args(["run", "--seeds", "2"])
+        .arg(&d)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(out.contains("expected a violation of I1"), "{out}");
+    assert_eq!(out.lines().last().unwrap(), "0 passed, 2 failed");
+}
+
+#[test]
+fn replay_is_deterministic_and_writes_trace_and_timeline() {
+    let d = scratch("replay");
+    let file = catalogue("late_cancel_overwrites_a_success.toml");
+    let run = |extra: &[&str]| {
+        let o = bin()
+            .arg("replay")
+            .arg(&file)
+            .args(["--seed", "0", "--hash"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let (out, err) = text(&o);
+        let hash = out
+            .lines()
+            .find_map(|l| l.strip_prefix("history hash: "))
+            .unwrap_or_else(|| panic!("no hash in {out}\n{err}"))
+            .to_string();
+        (o.status.code(), hash, out)
+    };
+    let trace = d.join("t.jsonl");
+    let page = d.join("t.html");
+    let (code, h1, out) = run(&[
+        "--trace",
+        trace.to_str().unwrap(),
+        "--timeline",
+        page.to_str().unwrap(),
+    ]);
+    let (_, h2, _) = run(&[]);
+    assert_eq!(h1, h2, "I10: same scenario and seed, same hash");
+    assert!(matches!(code, Some(0 | 1)), "{out}");
+    let lines = std::fs::read_to_string(&trace).unwrap();
+    assert!(lines
+        .lines()
+        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg"));
+    assert!(!html.contains("<script") && !html.contains(" src="));
+}
+
+#[test]
+fn check_reports_bad_lines_with_their_numbers() {
+    let d = scratch("check");
+    let f = d.join("history.jsonl");
+    std::fs::write(&f, "\n{\"job\": 1}\nnot json\n").unwrap();
+    let o = bin().arg("check").arg(&f).output().unwrap();
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("history.jsonl:2:"), "{err}");
+    assert!(err.contains("history.jsonl:3:"), "{err}");
+    assert!(!err.contains(" at line 1 column"), "{err}");
+}
+
+#[test]
+fn check_accepts_a_clean_store_history() {
+    let d = scratch("check-clean");
+    let f = d.join("history.jsonl");
+    // A trace's store events, re-exported as plain events, check clean.
+    let o = bin()
+        .arg("replay")
+        .arg(repo().join("scenarios/cancel_racing_completion_never_overwrites_success.toml"))
+        .args(["--seed", "0", "--trace"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let events: Vec<String> = std::fs::read_to_string(&f)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            (v["type"] == "store_event").then(|| v["event"].to_string())
+        })
+        .collect();
+    assert!(!events.is_empty());
+    std::fs::write(&f, events.join("\n")).unwrap();
+    let o = bin().arg("check").arg(&f).output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("0 violations"), "{out}");
+}

@@ -35,7 +35,7 @@ find_pg_bin() {
         return 0
     fi
     local d
-    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k4 -V -r); do
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5 -V -r); do
         if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then
             echo "$d"
             return 0

@@ -551,6 +551,24 @@ pub async fn cancel_of_pending_job_is_final_and_cancel_of_running_job_is_a_reque
     assert_eq!(reports[0].to, JobState::Cancelled, "{name}");
     assert_eq!(row(s, e).await.state, JobState::Cancelled, "{name}");
     assert!(claim(s, "w", "e", LONG_LEASE, 5).await.is_empty(), "{name}");
+
+    // The holder acknowledges the request with `Cancelled`.
+    let a = enqueue(s, NewJob::new("a", b"x".to_vec())).await;
+    let la = claim_one(s, "w", "a", LONG_LEASE).await;
+    assert_eq!(
+        s.cancel(a).await.expect("cancel"),
+        CancelOutcome::Requested,
+        "{name}"
+    );
+    assert_eq!(
+        release(s, a, la.token, Outcome::Cancelled).await,
+        Release::Committed,
+        "{name}"
+    );
+    let acked = row(s, a).await;
+    assert_eq!(acked.state, JobState::Cancelled, "{name}");
+    assert_eq!((acked.holder, acked.expires_at), (None, None), "{name}");
+    assert!(claim(s, "w", "a", LONG_LEASE, 5).await.is_empty(), "{name}");
 }
 
 /// I8: a retryable failure puts the job back with `run_at = now +
@@ -603,6 +621,21 @@ pub async fn failed_release_backs_off_and_claim_respects_run_at<H: Harness>(h: &
         claimed.updated_at >= r.run_at,
         "{name}: claimed at or after run_at"
     );
+
+    // The next failure waits longer: exponential in the attempt.
+    assert_eq!(
+        release(s, id, again.token, failed(true)).await,
+        Release::Committed,
+        "{name}"
+    );
+    let r2 = row(s, id).await;
+    let delay2 = policy.backoff.delay(id, again.token, 2);
+    assert_eq!(
+        r2.run_at,
+        r2.updated_at.plus(delay2),
+        "{name}: run_at = now + backoff(2)"
+    );
+    assert!(delay2 > delay, "{name}: {delay2} after {delay}");
 }
 
 /// I8: a job is `dead` once its budget is spent (by failures or by expired

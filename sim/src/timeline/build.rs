@@ -1,10 +1,14 @@
 //! Builds a [`Timeline`] from a run's [`History`].
 
 use super::{ClockLane, FaultSpan, JobLane, LeaseBar, Mark, Timeline};
+use crate::clock::{ClockModel, EPOCH_MS};
 use crate::config::ScriptedFault;
 use crate::history::{BeliefWhat, History, Record};
-use leasehold_core::{EventKind, JobId, Outcome};
+use leasehold_core::{EventKind, JobId};
 use std::collections::BTreeMap;
+
+/// Samples per clock lane (plus three around each fault).
+const CLOCK_SAMPLES: u64 = 300;
 
 /// A violation to mark: true time, text, job.
 pub struct MarkAt {
@@ -25,22 +29,29 @@ pub fn from_history(
 ) -> Timeline {
     let mut jobs: BTreeMap<JobId, JobLane> = BTreeMap::new();
     let mut open: BTreeMap<(JobId, u64), usize> = BTreeMap::new();
-    let mut clocks: BTreeMap<String, ClockLane> = BTreeMap::new();
-    let mut first_local: BTreeMap<String, i64> = BTreeMap::new();
+    let mut hosts: Vec<String> = Vec::new();
+    let mut schedule: Vec<ScriptedFault> = Vec::new();
     let mut faults = Vec::new();
     let mut crashed_at: BTreeMap<String, u64> = BTreeMap::new();
-    let mut end_ms = 0;
+    let mut last_t = 0;
+    let mut ended = None;
     for r in &history.records {
         if let Some(t) = r.time() {
-            end_ms = end_ms.max(t);
+            last_t = last_t.max(t);
         }
         match r {
-            Record::Run { duration_ms, .. } => end_ms = end_ms.max(*duration_ms),
-            Record::Fault { t, fault } => faults.push(span_of(*t, fault)),
+            Record::End { t, .. } => ended = Some(*t),
+            Record::Fault { t, fault } => {
+                faults.push(span_of(*t, fault));
+                schedule.push(fault.clone());
+            }
             Record::HostCrashed { t, host } => {
                 crashed_at.insert(host.clone(), *t);
             }
             Record::HostStarted { t, host, .. } => {
+                if !hosts.contains(host) {
+                    hosts.push(host.clone());
+                }
                 if let Some(from) = crashed_at.remove(host) {
                     faults.push(FaultSpan {
                         label: format!("{host} down"),
@@ -50,33 +61,12 @@ pub fn from_history(
                     });
                 }
             }
-            Record::Served { t, store_time, .. } => {
-                sample(
-                    &mut clocks,
-                    "store wall clock",
-                    *t,
-                    store_time.0 - *t as i64,
-                );
-            }
-            Record::Request { t, local, host, .. } | Record::Answer { t, local, host, .. } => {
-                let offset = *local as i64 - *t as i64;
-                let base = *first_local.entry(host.clone()).or_insert(offset);
-                sample(
-                    &mut clocks,
-                    &format!("{host} monotonic drift"),
-                    *t,
-                    offset - base,
-                );
-            }
             Record::StoreEvent { t, event, .. } => {
-                let l = jobs.entry(event.job).or_insert_with(|| JobLane {
-                    label: format!("job {}", event.job.0),
-                    ..JobLane::default()
-                });
+                let l = lane(&mut jobs, event.job);
                 let key = (event.job, event.token.0);
                 match &event.kind {
                     EventKind::Enqueued { queue, .. } => {
-                        l.ticks.push((*t, format!("enqueued on {queue}")))
+                        l.ticks.push((*t, format!("enqueued on {queue}")));
                     }
                     EventKind::Claimed { attempt, .. } => {
                         l.leases.push(LeaseBar {
@@ -94,15 +84,13 @@ pub fn from_history(
                     }
                     EventKind::Renewed { .. } => {}
                     EventKind::Released { outcome, .. } => {
-                        close(l, &mut open, key, *t, outcome_name(outcome));
-                        l.ticks.push((
-                            *t,
-                            format!("released {} -> {:?}", outcome_name(outcome), event.to),
-                        ));
+                        close(l, &mut open, key, *t, outcome.kind().to_string());
+                        l.ticks
+                            .push((*t, format!("released {} -> {}", outcome.kind(), event.to)));
                     }
                     EventKind::Swept { .. } => {
                         close(l, &mut open, key, *t, "swept (crash report)".into());
-                        l.ticks.push((*t, format!("swept -> {:?}", event.to)));
+                        l.ticks.push((*t, format!("swept -> {}", event.to)));
                     }
                     EventKind::CancelRequested => l.ticks.push((*t, "cancel requested".into())),
                     EventKind::Cancelled => l.ticks.push((*t, "cancelled while pending".into())),
@@ -115,7 +103,7 @@ pub fn from_history(
                 what,
                 ..
             } => {
-                let l = jobs.entry(*job).or_default();
+                let l = lane(&mut jobs, *job);
                 let Some(bar) = l.leases.iter_mut().rev().find(|b| b.token == token.0) else {
                     continue;
                 };
@@ -134,6 +122,7 @@ pub fn from_history(
             _ => {}
         }
     }
+    let end_ms = ended.unwrap_or(last_t).max(1);
     for l in jobs.values_mut() {
         for b in &mut l.leases {
             b.to_ms = b.to_ms.min(end_ms);
@@ -148,7 +137,10 @@ pub fn from_history(
         notes,
         end_ms,
         jobs: jobs.into_values().collect(),
-        clocks: clocks.into_values().collect(),
+        clocks: hosts
+            .iter()
+            .map(|h| clock_lane(h, &schedule, end_ms))
+            .collect(),
         faults,
         marks: marks
             .into_iter()
@@ -161,17 +153,34 @@ pub fn from_history(
     }
 }
 
-fn sample(clocks: &mut BTreeMap<String, ClockLane>, name: &str, t: u64, offset: i64) {
-    let lane = clocks.entry(name.to_string()).or_insert_with(|| ClockLane {
-        host: name.to_string(),
-        offsets: Vec::new(),
-    });
-    if lane
-        .offsets
-        .last()
-        .is_none_or(|&(lt, lo)| lo != offset || t >= lt + 1_000)
-    {
-        lane.offsets.push((t, offset));
+fn lane(jobs: &mut BTreeMap<JobId, JobLane>, job: JobId) -> &mut JobLane {
+    jobs.entry(job).or_insert_with(|| JobLane {
+        label: format!("job {}", job.0),
+        ..JobLane::default()
+    })
+}
+
+/// Samples of `host`'s wall clock minus true time, from the clock model
+/// the run used (offset, drift and steps of the schedule), with extra
+/// samples around every fault so steps show as steps.
+fn clock_lane(host: &str, schedule: &[ScriptedFault], end_ms: u64) -> ClockLane {
+    let model = ClockModel::of_host(host, schedule);
+    let mut at: Vec<u64> = (0..=CLOCK_SAMPLES)
+        .map(|i| end_ms * i / CLOCK_SAMPLES)
+        .collect();
+    for f in schedule {
+        let s = f.start().as_ms();
+        at.extend([s.saturating_sub(1), s, s + 1]);
+    }
+    at.retain(|&t| t <= end_ms);
+    at.sort_unstable();
+    at.dedup();
+    ClockLane {
+        host: host.to_string(),
+        offsets: at
+            .into_iter()
+            .map(|t| (t, model.wall(t).0 - EPOCH_MS - t as i64))
+            .collect(),
     }
 }
 
@@ -186,10 +195,6 @@ fn close(
         l.leases[i].to_ms = t;
         l.leases[i].end = end;
     }
-}
-
-fn outcome_name(o: &Outcome) -> String {
-    o.kind().to_string()
 }
 
 fn span_of(t: u64, f: &ScriptedFault) -> FaultSpan {

@@ -109,18 +109,34 @@ const STYLE: &str = "body{font:13px system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px}pre{background:#f6f6f6;padding:8px;white-space:pre-wrap}\
 .lane{fill:#fafafa}.alt{fill:#f0f0f0}.lbl{font:11px monospace;fill:#333}\
 .fault{fill:#f4a261;opacity:.18}.fault.inst{stroke:#e76f51;stroke-width:1;opacity:.7}\
-.lease{stroke:#fff;stroke-width:.5}.tok{font:10px monospace;fill:#fff;pointer-events:none}\
-.belief{stroke:#264653;stroke-width:2;stroke-dasharray:3 2}\
+.lease{stroke:#fff;stroke-width:.5}.tok{font:9px monospace;fill:#fff;pointer-events:none}\
+.belief{stroke-width:2.5;stroke-dasharray:4 2}\
 .mark{stroke:#d62828;stroke-width:2}.markl{font:11px sans-serif;fill:#d62828}\
 .axis{stroke:#999;stroke-width:.5}.clock{fill:none;stroke:#2a9d8f;stroke-width:1.5}\
 .tick{stroke:#555;stroke-width:1}.legend span{display:inline-block;margin-right:14px}";
 
-/// A colour per worker name, stable across pages.
+/// Distinct colours for the first workers; later ones get a hashed hue.
+const PALETTE: [&str; 10] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f",
+];
+
+/// A colour per worker name, stable across pages: `worker-N` takes the
+/// N-th palette colour.
 fn colour(worker: &str) -> String {
-    let h = worker.bytes().fold(2_166_136_261u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(16_777_619)
-    });
-    format!("hsl({},55%,45%)", h % 360)
+    let n = worker
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.parse::<usize>().ok());
+    match n {
+        Some(n) if (1..=PALETTE.len()).contains(&n) => PALETTE[n - 1].to_string(),
+        _ => {
+            let h = worker.bytes().fold(2_166_136_261u32, |h, b| {
+                (h ^ u32::from(b)).wrapping_mul(16_777_619)
+            });
+            format!("hsl({},55%,45%)", h % 360)
+        }
+    }
 }
 
 /// Renders the page.
@@ -142,8 +158,8 @@ pub fn render(t: &Timeline) -> String {
         let _ = writeln!(s, "{}", escape(n));
     }
     s.push_str("</pre>\n<p class=\"legend\"><span>bars: leases (colour = worker, text = token)</span>\
-<span>dashed: holder's belief beyond the bar</span><span style=\"color:#e76f51\">shaded: faults</span>\
-<span style=\"color:#d62828\">red: violations</span><span style=\"color:#2a9d8f\">green: clock offset from true time</span></p>\n");
+<span>dashed strip: how long the holder believed it held the lease</span><span style=\"color:#e76f51\">shaded: faults</span>\
+<span style=\"color:#d62828\">red: violations</span><span style=\"color:#2a9d8f\">green: each host's wall clock minus true time</span></p>\n");
     let _ = writeln!(
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" viewBox=\"0 0 {} {height}\">",
@@ -231,8 +247,8 @@ fn job_lane(s: &mut String, lane: &JobLane, y: f64, x: &impl Fn(u64) -> f64) {
         let _ = writeln!(
             s,
             "<rect class=\"lease\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} token {} {}..{} ({})</title></rect>",
-            y + 3.0,
-            LANE_H - 6.0,
+            y + 2.0,
+            LANE_H - 10.0,
             colour(&b.worker),
             escape(&b.worker),
             b.token,
@@ -245,19 +261,25 @@ fn job_lane(s: &mut String, lane: &JobLane, y: f64, x: &impl Fn(u64) -> f64) {
                 s,
                 "<text class=\"tok\" x=\"{:.1}\" y=\"{:.1}\">{} t{}</text>",
                 x0 + 2.0,
-                y + 15.0,
+                y + 11.5,
                 escape(&b.worker),
                 b.token
             );
         }
-        if let Some(until) = b.believed_until_ms.filter(|u| *u > b.to_ms) {
+    }
+    for b in &lane.leases {
+        let x0 = x(b.from_ms);
+        if let Some(until) = b.believed_until_ms.filter(|u| *u > b.from_ms) {
+            // The holder's belief, as a strip under the bar; where it runs
+            // past the bar, the holder believed in a lease the store had ended.
+            let by = y + LANE_H - 2.0 - (b.token % 2) as f64 * 3.5;
             let _ = writeln!(
                 s,
-                "<line class=\"belief\" x1=\"{x1:.1}\" y1=\"{0:.1}\" x2=\"{1:.1}\" y2=\"{0:.1}\" stroke=\"{2}\"><title>{3} still believed until {4}</title></line>",
-                y + LANE_H / 2.0,
+                "<line class=\"belief\" x1=\"{x0:.1}\" y1=\"{by:.1}\" x2=\"{:.1}\" y2=\"{by:.1}\" stroke=\"{}\"><title>{} believed it held token {} until {}</title></line>",
                 x(until),
                 colour(&b.worker),
                 escape(&b.worker),
+                b.token,
                 crate::duration::format_ms(until)
             );
         }

@@ -412,6 +412,45 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
             }
         }
     }
+    // Lengths of faults that no longer happen go back to their defaults,
+    // so the written file shows only what matters.
+    let defaults = crate::config::Faults::default();
+    let f = &c.faults;
+    let idle_lengths = [
+        (
+            f.partition_rate.hi == 0.0 && f.partition_len != defaults.partition_len,
+            0,
+        ),
+        (
+            f.pause_rate.hi == 0.0 && f.pause_len != defaults.pause_len,
+            1,
+        ),
+        (f.hold_rate.hi == 0.0 && f.hold_len != defaults.hold_len, 2),
+        (
+            f.clock_step_rate.hi == 0.0 && f.clock_step != defaults.clock_step,
+            3,
+        ),
+        (
+            f.worker_crash_rate.hi == 0.0
+                && f.sweeper_crash_rate.hi == 0.0
+                && f.store_crash_rate.hi == 0.0
+                && f.restart_after != defaults.restart_after,
+            4,
+        ),
+    ];
+    for (idle, which) in idle_lengths {
+        if idle {
+            let mut d = c.clone();
+            match which {
+                0 => d.faults.partition_len = defaults.partition_len,
+                1 => d.faults.pause_len = defaults.pause_len,
+                2 => d.faults.hold_len = defaults.hold_len,
+                3 => d.faults.clock_step = defaults.clock_step,
+                _ => d.faults.restart_after = defaults.restart_after,
+            }
+            out.push(d);
+        }
+    }
     let mut d = c.clone();
     d.faults.clock_offset = Range::exactly(SignedDur(0));
     out.push(d);

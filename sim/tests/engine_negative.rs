@@ -62,7 +62,7 @@ fn i2_release_without_token_lets_a_late_stale_release_win() {
     c.faults.hold_rate = Range::new(1.0, 3.0);
     c.faults.hold_len = Range::new(Dur::secs(4), Dur::secs(12));
     c.faults.answer_loss = Range::new(0.05, 0.15);
-    caught(c, "release-without-token", InvariantId::I2, 10);
+    caught(c, "release-without-token", InvariantId::I2, 20);
 }
 
 #[test]

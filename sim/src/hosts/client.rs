@@ -1,5 +1,5 @@
 //! The client host: enqueues and cancels jobs on the workload's schedule,
-//! and reads the store now and then (a reader for I4).
+//! and reads the store a page at a time, round and round (a reader for I4).
 //!
 //! Enqueues carry an idempotency key (`job-<index>`), so a retry after an
 //! unknown outcome, or after a client crash and restart (which replays the
@@ -18,10 +18,11 @@ use std::sync::Arc;
 const RETRY_DELAY: Millis = Millis(1_000);
 /// Most tries of one client operation.
 const MAX_TRIES: u32 = 1_000;
-/// Interval between the reader's full reads.
-const READ_EVERY_MS: u64 = 10_000;
-/// Rows per read (the workload is far smaller).
-const READ_LIMIT: u32 = 10_000;
+/// Interval between the reader's reads.
+const READ_EVERY_MS: u64 = 2_000;
+/// Rows per read: the reader walks the jobs a page at a time, wrapping
+/// around, so every job is read every `jobs / READ_PAGE` reads.
+const READ_PAGE: u32 = 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
@@ -50,13 +51,20 @@ async fn reader(rt: HostRuntime, store: Arc<RemoteStore>) {
     let end = rt.shared().cfg.duration.as_ms();
     let limit = rt.shared().cfg.protocol.request_timeout.0;
     let mut next = READ_EVERY_MS;
+    let mut after: Option<JobId> = None;
     while next < end {
         sleep_until_true(next).await;
         let req = ListRequest {
-            after: None,
-            limit: READ_LIMIT,
+            after,
+            limit: READ_PAGE,
         };
-        let _ = with_timeout(&rt, limit, store.list(req)).await;
+        if let Ok(rows) = with_timeout(&rt, limit, store.list(req)).await {
+            after = if rows.len() < READ_PAGE as usize {
+                None
+            } else {
+                rows.last().map(|r| r.id)
+            };
+        }
         next += READ_EVERY_MS;
     }
 }

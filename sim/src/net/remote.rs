@@ -6,10 +6,15 @@
 //! is unknown, exactly as in production. The core bounds each call with its
 //! own timeout; the remote store adds a safety bound of its own so no call
 //! can wait forever.
+//!
+//! The connection itself outlives a caller that gave up (for at most
+//! [`DETACHED_MAX_MS`]): a request held by the network, or queued at a
+//! paused store, is still delivered and executed late, which is how stale
+//! releases and late renewals reach a store in production.
 
 use super::wire::{read_frame, write_frame, WireOp, WireReply, WireRequest, STORE_PORT};
 use crate::history::{Record, Reply};
-use crate::hosts::runtime::HostRuntime;
+use crate::hosts::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, Millis, NewJob,
     Release, ReleaseRequest, RenewRequest, Renewal, Runtime, Store, StoreError, StoreTime,
@@ -21,6 +26,8 @@ use turmoil::net::TcpStream;
 /// Longest any remote call may take before it counts as unknown, on the
 /// caller's clock (the core's own timeouts are shorter).
 pub const SAFETY_TIMEOUT: Millis = Millis(20_000);
+/// Longest a request's connection lives on after its caller gave up.
+pub const DETACHED_MAX_MS: u64 = 60_000;
 
 /// A store reached over the simulated network.
 pub struct RemoteStore {
@@ -84,10 +91,27 @@ impl RemoteStore {
             id,
             done: false,
         };
-        let req = WireRequest { id, host, op };
+        let req = WireRequest {
+            id,
+            host: host.clone(),
+            op,
+        };
+        // The exchange runs on its own, like bytes already handed to the
+        // kernel: if the caller gives up, a held or queued request may
+        // still reach the store late (and be executed there).
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let give_up = true_now_ms() + DETACHED_MAX_MS;
+        self.rt.spawn(Box::pin(async move {
+            let r = tokio::select! {
+                biased;
+                r = exchange(&req) => r.map_err(|e| e.to_string()),
+                _ = sleep_until_true(give_up) => Err("connection abandoned".to_string()),
+            };
+            let _ = tx.send(r);
+        }));
         let result = tokio::select! {
             biased;
-            r = exchange(&req) => r.map_err(|e| e.to_string()),
+            r = rx => r.unwrap_or_else(|_| Err("exchange ended without an answer".into())),
             _ = self.rt.sleep(SAFETY_TIMEOUT) => Err(format!("no answer within {SAFETY_TIMEOUT}")),
         };
         pending.done = true;
@@ -99,7 +123,7 @@ impl RemoteStore {
         shared.record(Record::Answer {
             t,
             local,
-            host: req.host,
+            host,
             id,
             reply,
         });

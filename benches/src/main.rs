@@ -28,7 +28,7 @@ use leasehold_core::{
     Release, ReleaseRequest, StopSignal, Store, StoreError, TokioRuntime, Worker, WorkerConfig,
     WorkerId,
 };
-use leasehold_postgres::PgStore;
+use leasehold_postgres::{Coalescing, PgStore, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
 use leasehold_sqlite::{Durability, SqliteStore};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,13 +57,14 @@ struct Settings {
     audit: bool,
     backends: Vec<String>,
     sqlite_sync: Durability,
+    coalesce: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: leasehold-bench [--jobs N] [--workers W] [--batch B] [--concurrency C]\n\
          \x20                      [--mode batch|worker] [--no-audit] [--backend postgres|sqlite|both]\n\
-         \x20                      [--sqlite-sync full|normal]"
+         \x20                      [--sqlite-sync full|normal] [--coalesce]"
     );
     std::process::exit(2)
 }
@@ -78,6 +79,7 @@ fn parse_args() -> Settings {
         audit: true,
         backends: vec!["postgres".into(), "sqlite".into()],
         sqlite_sync: Durability::Full,
+        coalesce: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -95,6 +97,7 @@ fn parse_args() -> Settings {
                 }
             }
             "--no-audit" => s.audit = false,
+            "--coalesce" => s.coalesce = true,
             "--backend" => {
                 s.backends = match val().as_str() {
                     "both" => vec!["postgres".into(), "sqlite".into()],
@@ -174,6 +177,24 @@ impl BatchStore for SqliteStore {
             .await
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
         Ok(())
+    }
+}
+
+impl BatchStore for Coalescing {
+    fn enqueue_batch(
+        &self,
+        jobs: &[NewJob],
+    ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send {
+        self.inner().enqueue_many(jobs)
+    }
+    fn release_batch(
+        &self,
+        reqs: &[ReleaseRequest],
+    ) -> impl Future<Output = Result<Vec<Result<Release, StoreError>>, StoreError>> + Send {
+        self.inner().release_many(reqs)
+    }
+    fn settle(&self) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner().settle()
     }
 }
 
@@ -424,11 +445,15 @@ fn report(backend: &str, detail: &str, s: &Settings, f: &mut Figures) {
         f.enqueue.as_secs_f64()
     );
     println!(
-        "   drain:    {:.0} jobs/s ({} jobs in {:.3} s, {} claim calls)",
+        "   drain:    {:.0} jobs/s ({} jobs in {:.3} s, {} {})",
         rate,
         s.jobs,
         f.drain.as_secs_f64(),
-        f.claims
+        f.claims,
+        match s.mode {
+            Mode::Batch => "claim calls",
+            Mode::Worker => "leases granted",
+        }
     );
     let unit = if s.mode == Mode::Batch {
         "claim sent"
@@ -473,14 +498,24 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
         .await
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let store = Arc::new(store);
-    let result = run(store.clone(), s).await;
+    let result = if s.coalesce {
+        let c = Coalescing::new(store.clone(), DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS);
+        run(Arc::new(c), s).await
+    } else {
+        run(store.clone(), s).await
+    };
     let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .execute(store.pool())
         .await;
     let mut f = result?;
     let detail = format!(
-        "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync_commit}, pool={}",
-        (s.workers + 2).min(64)
+        "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync_commit}, pool={}{}",
+        (s.workers + 2).min(64),
+        if s.coalesce {
+            format!(", coalescing claims/releases (batch {DEFAULT_COALESCE_BATCH}, {DEFAULT_FLUSHERS} flushers each)")
+        } else {
+            String::new()
+        }
     );
     report("postgres", &detail, s, &mut f);
     Ok(())

@@ -7,8 +7,8 @@ use leasehold_core::{
 
 /// `store`, with `guard` dropped after it (fields drop in order).
 pub struct Guarded<S, G> {
-    store: S,
-    _guard: G,
+    pub(crate) store: S,
+    pub(crate) _guard: G,
 }
 
 impl<S, G> Guarded<S, G> {

@@ -7,7 +7,9 @@
 //!   store, on a manual clock;
 //! - [`PgHarness`]: a fresh schema per store in the database named by
 //!   `DATABASE_URL`, on the database clock ([`PgClock::Database`]: time
-//!   cases wait for real) or on a manual clock override ([`PgClock::Manual`]).
+//!   cases wait for real) or on a manual clock override ([`PgClock::Manual`]);
+//! - [`PgCoalescingHarness`]: the same, with claims and releases answered
+//!   in batches by [`Coalescing`] (manual clock).
 //!
 //! Postgres tests call [`database_url`]: without `DATABASE_URL` they print a
 //! loud SKIP and pass, unless `CI` is set, in which case they fail.
@@ -21,7 +23,7 @@ pub use guarded::Guarded;
 use leasehold_core::conformance::{Fixture, Harness, TimeControl};
 use leasehold_core::{Event, ManualStoreClock, Policy, StoreTime};
 use leasehold_memory::MemoryStore;
-use leasehold_postgres::PgStore;
+use leasehold_postgres::{Coalescing, PgStore};
 use leasehold_sqlite::{Durability, SqliteStore};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -275,4 +277,48 @@ pub async fn pg_manual_clock_harness() -> Option<PgHarness> {
         url,
         clock: PgClock::Manual,
     })
+}
+
+/// Postgres through [`Coalescing`] (batched claims and releases), a fresh
+/// schema per store, manual clock.
+pub struct PgCoalescingHarness {
+    url: String,
+}
+
+impl Harness for PgCoalescingHarness {
+    type Store = Guarded<Coalescing, SchemaGuard>;
+
+    fn name(&self) -> String {
+        "postgres(coalescing)".into()
+    }
+
+    async fn fresh(&self, policy: Policy) -> Fixture<Self::Store> {
+        let clock = ManualStoreClock::new(MANUAL_EPOCH);
+        let Guarded { store, _guard } = pg_store(&self.url, policy, Some(clock.clone())).await;
+        let coalescing = Coalescing::new(Arc::new(store), 64, 2);
+        Fixture {
+            store: Arc::new(Guarded::new(coalescing, _guard)),
+            time: TimeControl::Manual(clock),
+        }
+    }
+
+    fn race_jobs(&self) -> usize {
+        PG_RACE_JOBS
+    }
+
+    async fn events(&self, store: &Self::Store) -> Option<Vec<Event>> {
+        Some(
+            store
+                .inner()
+                .inner()
+                .events()
+                .await
+                .expect("postgres events"),
+        )
+    }
+}
+
+/// A coalescing Postgres harness, or `None` (skip).
+pub async fn pg_coalescing_harness() -> Option<PgCoalescingHarness> {
+    database_url().map(|url| PgCoalescingHarness { url })
 }

@@ -1,6 +1,8 @@
 //! The conformance suite against every adapter: memory, SQLite (real temp
 //! files), and Postgres twice (on the database clock, waiting for real; and
-//! on a manual clock override). Postgres cases need `DATABASE_URL`.
+//! on a manual clock override), and Postgres through the coalescing layer
+//! that batches concurrent claims and releases. Postgres cases need
+//! `DATABASE_URL`.
 
 mod memory {
     use leasehold_tests::memory_harness;
@@ -20,4 +22,9 @@ mod postgres_db_clock {
 mod postgres_manual_clock {
     use leasehold_tests::pg_manual_clock_harness;
     leasehold_core::conformance_tests!(pg_manual_clock_harness);
+}
+
+mod postgres_coalescing {
+    use leasehold_tests::pg_coalescing_harness;
+    leasehold_core::conformance_tests!(pg_coalescing_harness);
 }

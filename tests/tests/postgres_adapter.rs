@@ -325,3 +325,73 @@ async fn batch_release_answers_each_request_like_a_single_release() {
         "4 enqueues, 4 claims, 3 accepted releases"
     );
 }
+
+/// A batch claim hands each request its own leases in request order, within
+/// each queue's parallelism limit, with its own holder; a bad request gets
+/// its own error and the others are served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_claim_serves_each_request_in_order_within_limits() {
+    let Some(url) = database_url() else { return };
+    let policy = Policy::builder()
+        .parallelism("lim", 2)
+        .build()
+        .expect("policy");
+    let store = pg_store(&url, policy, None).await;
+    let s = store.inner();
+    let mut q1 = Vec::new();
+    for i in 0..5u8 {
+        q1.push(
+            s.enqueue(NewJob::new("q1", vec![i]))
+                .await
+                .expect("enqueue"),
+        );
+    }
+    for i in 0..3u8 {
+        s.enqueue(NewJob::new("lim", vec![i]))
+            .await
+            .expect("enqueue");
+    }
+    let req = |w: &str, queue: &str, max: u32| ClaimRequest {
+        worker: WorkerId::new(w),
+        queue: queue.into(),
+        lease: Millis(60_000),
+        max,
+    };
+    let answers = s
+        .claim_many(&[
+            req("w1", "q1", 2),
+            req("w2", "lim", 5),
+            req("bad", "", 1),
+            req("w3", "q1", 10),
+            req("w4", "lim", 1),
+        ])
+        .await
+        .expect("batch claim");
+    let jobs = |i: usize| -> Vec<JobId> {
+        answers[i]
+            .as_ref()
+            .expect("leases")
+            .iter()
+            .map(|l| l.job)
+            .collect()
+    };
+    assert_eq!(
+        jobs(0),
+        q1[..2].to_vec(),
+        "first request first, in claim order"
+    );
+    assert_eq!(jobs(1).len(), 2, "the limit of lim");
+    assert!(matches!(
+        answers[2],
+        Err(StoreError::Input(InputError::BadQueueName { .. }))
+    ));
+    assert_eq!(jobs(3), q1[2..].to_vec(), "the rest of q1");
+    assert!(jobs(4).is_empty(), "lim is full");
+    for (i, who) in [(0, "w1"), (1, "w2"), (3, "w3")] {
+        for id in jobs(i) {
+            let r = s.get(id).await.expect("get").expect("row");
+            assert_eq!(r.holder, Some(WorkerId::new(who)), "{id}");
+            assert_eq!(r.state, JobState::Running);
+        }
+    }
+}

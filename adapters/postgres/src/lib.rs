@@ -37,8 +37,12 @@
 //! across a reconnect).
 //!
 //! ## Batches
-//! [`PgStore::enqueue_many`] and [`PgStore::release_many`] apply many
-//! transitions in one transaction with one write statement each.
+//! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and
+//! [`PgStore::release_many`] apply many transitions in one transaction with
+//! one write statement each. [`Coalescing`] wraps a store so that the
+//! concurrent claims and releases of many workers in one process (the
+//! `leasehold_core::Worker` runtime sends one release per job) are answered
+//! by such batches.
 //!
 //! ## Audit log
 //! With [`PgStoreBuilder::audit`] on (the default), every transition's
@@ -48,10 +52,12 @@
 
 #![warn(missing_docs)]
 
+mod coalesce;
 mod error;
 mod listener;
 mod row;
 
+pub use coalesce::{Coalescing, COALESCE_QUEUE_CAP, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
 pub use listener::WorkListener;
 
 use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
@@ -512,64 +518,115 @@ impl PgStore {
         Ok(answers)
     }
 
+    /// Answers many claim requests (any holders, any queues) in one
+    /// transaction and one write: per queue, one `SKIP LOCKED` scan takes
+    /// up to the sum of the requests' `max` (within the queue's parallelism
+    /// limit), and the rows are handed out in request order. Each request
+    /// gets its own leases, or its own input error.
+    pub async fn claim_many(
+        &self,
+        reqs: &[ClaimRequest],
+    ) -> Result<Vec<Result<Vec<Lease>, StoreError>>, StoreError> {
+        let mut answers: Vec<Result<Vec<Lease>, StoreError>> = reqs
+            .iter()
+            .map(|r| {
+                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
+                    .map(|()| Vec::new())
+                    .map_err(StoreError::Input)
+            })
+            .collect();
+        let valid: Vec<usize> = (0..reqs.len()).filter(|&i| answers[i].is_ok()).collect();
+        if valid.is_empty() {
+            return Ok(answers);
+        }
+        let granted = in_tx!(self, |conn| self.claim_in(conn, reqs, &valid).await)?;
+        for (i, leases) in valid.into_iter().zip(granted) {
+            answers[i] = Ok(leases);
+        }
+        Ok(answers)
+    }
+
+    /// Claims for the requests `valid` (indices into `reqs`, all validated);
+    /// answers their leases in the same order.
     async fn claim_in(
         &self,
         conn: &mut PgConnection,
-        req: &ClaimRequest,
-    ) -> Result<Vec<Lease>, StoreError> {
-        let running = if self.policy.parallelism_of(&req.queue).is_some() {
-            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                .bind(ADVISORY_NAMESPACE)
-                .bind(&req.queue)
-                .execute(&mut *conn)
+        reqs: &[ClaimRequest],
+        valid: &[usize],
+    ) -> Result<Vec<Vec<Lease>>, StoreError> {
+        // Queues in name order, so concurrent batches take their advisory
+        // locks in one order and never deadlock.
+        let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (slot, &i) in valid.iter().enumerate() {
+            by_queue
+                .entry(reqs[i].queue.as_str())
+                .or_default()
+                .push(slot);
+        }
+        let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); valid.len()];
+        let mut batch = Batch::default();
+        for (queue, slots) in by_queue {
+            let running = if self.policy.parallelism_of(queue).is_some() {
+                sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                    .bind(ADVISORY_NAMESPACE)
+                    .bind(queue)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(error::map)?;
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
+                )
+                .bind(queue)
+                .fetch_one(&mut *conn)
                 .await
                 .map_err(error::map)?;
-            let n: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
-            )
-            .bind(&req.queue)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-            u32::try_from(n).unwrap_or(u32::MAX)
-        } else {
-            0
-        };
-        let cap = transition::claim_capacity(&req.queue, req.max, running, &self.policy);
-        if cap == 0 {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
-             WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
-             ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(self.clock_param())
-            .bind(&req.queue)
-            .bind(i64::from(cap))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let locked = decode_locked(&rows)?;
-        let Some(now) = locked.now else {
-            return Ok(Vec::new());
-        };
-        let mut batch = Batch::default();
-        let mut leases = Vec::with_capacity(locked.rows.len());
-        for record in &locked.rows {
-            match transition::claim(record, &req.worker, req.lease, now) {
-                Ok((applied, lease)) => {
-                    self.push(&mut batch, &applied, record.version)?;
-                    leases.push(lease);
-                }
-                Err(refusal) => {
-                    tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
+                u32::try_from(n).unwrap_or(u32::MAX)
+            } else {
+                0
+            };
+            let wanted = slots
+                .iter()
+                .fold(0u32, |acc, &slot| acc.saturating_add(reqs[valid[slot]].max));
+            let cap = transition::claim_capacity(queue, wanted, running, &self.policy);
+            if cap == 0 {
+                continue;
+            }
+            let sql = format!(
+                "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
+                 WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
+                 ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            );
+            let rows = sqlx::query(&sql)
+                .bind(self.clock_param())
+                .bind(queue)
+                .bind(i64::from(cap))
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(error::map)?;
+            let locked = decode_locked(&rows)?;
+            let Some(now) = locked.now else {
+                continue;
+            };
+            // Hand the rows out in request order, up to each request's max.
+            let mut rows = locked.rows.iter();
+            for &slot in &slots {
+                let req = &reqs[valid[slot]];
+                while granted[slot].len() < req.max as usize {
+                    let Some(record) = rows.next() else { break };
+                    match transition::claim(record, &req.worker, req.lease, now) {
+                        Ok((applied, lease)) => {
+                            self.push(&mut batch, &applied, record.version)?;
+                            granted[slot].push(lease);
+                        }
+                        Err(refusal) => {
+                            tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
+                        }
+                    }
                 }
             }
         }
         self.write(conn, batch).await?;
-        Ok(leases)
+        Ok(granted)
     }
 
     /// Releases many leases in one transaction and one write. Each request
@@ -737,7 +794,10 @@ impl Store for PgStore {
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
         transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
-        in_tx!(self, |conn| self.claim_in(conn, &req).await)
+        let mut granted = in_tx!(self, |conn| self
+            .claim_in(conn, std::slice::from_ref(&req), &[0])
+            .await)?;
+        Ok(granted.pop().unwrap_or_default())
     }
 
     async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {

@@ -16,6 +16,7 @@ struct Totals {
     sim_ms: u64,
     steps: u64,
     quiet: u64,
+    timing_broken: u64,
     bad: Vec<u64>,
     cpu_s: f64,
 }
@@ -51,6 +52,7 @@ fn main() {
                 t.sim_ms += out.sim_time_ms;
                 t.steps += out.steps;
                 t.quiet += u64::from(out.quiet_end);
+                t.timing_broken += u64::from(out.timing_assumption_broken);
                 t.cpu_s += took;
                 if !out.violations.is_empty() {
                     t.bad.push(seed);
@@ -76,12 +78,13 @@ fn main() {
     let wall = start.elapsed().as_secs_f64();
     let t = totals.into_inner().expect("totals");
     println!(
-        "{name}: {seeds} seeds on {threads} thread(s), tick {}ms: {} with violations {:?}, {} ended quiet; \
+        "{name}: {seeds} seeds on {threads} thread(s), tick {}ms: {} with violations {:?}, {} ended quiet, {} broke the timing assumption; \
          {:.2} seeds/s, {:.0}x simulated/wall overall ({:.0}x per thread), {:.2} simulated min and {} steps per seed",
         cfg.tick.as_ms(),
         t.bad.len(),
         t.bad,
         t.quiet,
+        t.timing_broken,
         seeds as f64 / wall,
         t.sim_ms as f64 / 1000.0 / wall,
         t.sim_ms as f64 / 1000.0 / t.cpu_s.max(1e-9),

@@ -56,3 +56,30 @@ fn a_clock_drift_beyond_rho_is_reported_and_fencing_still_holds() {
         describe(&out, &cfg)
     );
 }
+
+#[test]
+fn drift_at_the_edges_of_rho_against_the_store_keeps_beliefs_exclusive() {
+    // Slow workers believe longest, a fast store expires leases soonest: the
+    // worst case the fence must cover. Partitions cut workers off mid-lease.
+    let mut cfg = builtin::small_swarm();
+    cfg.name = "rho-edges".into();
+    cfg.faults.clock_drift_ppm = leasehold_sim::config::Range::exactly(0);
+    cfg.faults.clock_step_rate = leasehold_sim::config::Range::exactly(0.0);
+    cfg.faults.partition_rate = leasehold_sim::config::Range::new(1.0, 2.0);
+    cfg.faults.pause_rate = leasehold_sim::config::Range::new(0.5, 1.0);
+    let rho = i64::from(cfg.protocol.max_drift_ppm);
+    let mut events = vec![format!("drift store {rho}ppm at 0s")];
+    for i in 1..=cfg.topology.workers {
+        events.push(format!("drift worker-{i} -{rho}ppm at 0s"));
+    }
+    cfg.events = events.iter().map(|e| e.parse().unwrap()).collect();
+    for seed in 0..12 {
+        let out = run(&cfg, seed);
+        assert!(!out.timing_assumption_broken);
+        assert!(
+            out.violations.is_empty(),
+            "seed {seed}:\n{}",
+            describe(&out, &cfg)
+        );
+    }
+}

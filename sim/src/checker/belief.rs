@@ -19,6 +19,9 @@ use crate::history::{BeliefWhat, HandlerPhase};
 use leasehold_core::JobId;
 use std::collections::BTreeMap;
 
+/// A lease and one of its belief intervals.
+type Held = (LeaseKey, (u64, u64));
+
 /// Belief intervals `[from, to)` of one lease.
 fn intervals(facts: &Facts, key: &LeaseKey) -> Vec<(u64, u64)> {
     let Some(steps) = facts.beliefs.get(key) else {
@@ -65,12 +68,28 @@ fn intervals(facts: &Facts, key: &LeaseKey) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The worker's local time at true time `t`, from its nearest belief record
+/// at or before `t` (its clock runs at 1 ± drift, so this is close).
+fn local_at(facts: &Facts, key: &LeaseKey, t: u64) -> (String, u64) {
+    let steps = facts
+        .beliefs
+        .get(key)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let local = steps
+        .iter()
+        .take_while(|s| s.t <= t)
+        .last()
+        .map_or(0, |s| s.local + (t - s.t));
+    (key.0.to_string(), local)
+}
+
 /// Checks exclusive belief and that handlers finish inside their belief.
 pub fn check(facts: &Facts) -> Vec<Violation> {
     if facts.timing_broken {
         return Vec::new();
     }
-    let mut by_job: BTreeMap<JobId, Vec<(LeaseKey, (u64, u64))>> = BTreeMap::new();
+    let mut by_job: BTreeMap<JobId, Vec<Held>> = BTreeMap::new();
     let mut out = Vec::new();
     for key in facts.beliefs.keys() {
         let ivs = intervals(facts, key);
@@ -125,7 +144,8 @@ pub fn check(facts: &Facts) -> Vec<Violation> {
                     .job(job)
                     .tokens([ka.2, kb.2])
                     .hosts([ka.0.as_str(), kb.0.as_str()])
-                    .at(*b0),
+                    .at(*b0)
+                    .locals([local_at(facts, ka, *b0), local_at(facts, kb, *b0)]),
                 );
             }
         }

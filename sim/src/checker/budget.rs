@@ -83,19 +83,19 @@ pub fn check_events(steps: &[Step<'_>]) -> Vec<Violation> {
                     );
                 }
             }
-            EventKind::Swept { .. } if s.event.to == JobState::Dead => {
-                if b.attempt < b.max_attempts {
-                    out.push(
-                        Violation::new(
-                            I8,
-                            format!(
-                                "dead after a reclaim on attempt {} of {}",
-                                b.attempt, b.max_attempts
-                            ),
-                        )
-                        .on_step(s),
-                    );
-                }
+            EventKind::Swept { .. }
+                if s.event.to == JobState::Dead && b.attempt < b.max_attempts =>
+            {
+                out.push(
+                    Violation::new(
+                        I8,
+                        format!(
+                            "dead after a reclaim on attempt {} of {}",
+                            b.attempt, b.max_attempts
+                        ),
+                    )
+                    .on_step(s),
+                );
             }
             _ => {}
         }

@@ -33,6 +33,8 @@ impl ReqInfo {
 pub struct BeliefStep {
     /// True time.
     pub t: u64,
+    /// The worker's local time.
+    pub local: u64,
     /// Host.
     pub host: String,
     /// What happened.
@@ -186,18 +188,19 @@ impl Facts {
                 }
                 Record::Belief {
                     t,
+                    local,
                     host,
                     worker,
                     job,
                     token,
                     what,
-                    ..
                 } => f
                     .beliefs
                     .entry((worker.clone(), *job, *token))
                     .or_default()
                     .push(BeliefStep {
                         t: *t,
+                        local: *local,
                         host: host.clone(),
                         what: what.clone(),
                     }),

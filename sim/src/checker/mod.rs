@@ -95,6 +95,12 @@ impl Violation {
         self
     }
 
+    /// Adds local times of hosts.
+    pub fn locals(mut self, l: impl IntoIterator<Item = (String, u64)>) -> Self {
+        self.local_ms.extend(l);
+        self
+    }
+
     /// Sets the store time.
     pub fn store_at(mut self, t: StoreTime) -> Self {
         self.store_time = Some(t);

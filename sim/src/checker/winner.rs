@@ -130,7 +130,7 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
             continue;
         };
         let same_token = accepted.get(&(*job, *token));
-        let ok = same_token.is_some_and(|v| v.iter().any(|o| *o == outcome));
+        let ok = same_token.is_some_and(|v| v.contains(&outcome));
         if !ok && same_token.is_some() {
             out.push(
                 Violation::new(

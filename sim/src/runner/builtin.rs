@@ -77,7 +77,44 @@ pub fn standard() -> SimConfig {
     c
 }
 
+/// Short leases and heavy faults of every kind: a bug hunter.
+pub fn harsh() -> SimConfig {
+    let mut c = standard();
+    c.name = "harsh".into();
+    c.topology.workers = 5;
+    c.topology.sweepers = 2;
+    c.workload.jobs = 60;
+    c.workload.enqueue_over = Dur::secs(60);
+    c.workload.run_time = Range::new(Dur::ms(50), Dur::secs(12));
+    c.workload.cancel_rate = 0.15;
+    c.protocol.lease = Dur::secs(5);
+    c.protocol.renew_interval = Dur::ms(1500);
+    c.protocol.sweep_interval = Dur::ms(700);
+    c.protocol.request_timeout = Dur::secs(1);
+    c.protocol.concurrency = 3;
+    c.protocol.parallelism = Some(6);
+    c.duration = Dur::secs(400);
+    let f = &mut c.faults;
+    f.window = Dur::secs(180);
+    f.worker_crash_rate = Range::new(0.2, 1.0);
+    f.sweeper_crash_rate = Range::new(0.2, 1.0);
+    f.store_crash_rate = Range::new(0.1, 0.6);
+    f.restart_after = Range::new(Dur::ms(200), Dur::secs(15));
+    f.partition_rate = Range::new(0.3, 1.5);
+    f.partition_len = Range::new(Dur::ms(200), Dur::secs(20));
+    f.oneway_share = 0.5;
+    f.pause_rate = Range::new(0.3, 1.5);
+    f.pause_len = Range::new(Dur::ms(100), Dur::secs(12));
+    f.message_loss = Range::new(0.02, 0.2);
+    f.answer_loss = Range::new(0.02, 0.2);
+    f.hold_rate = Range::new(0.3, 1.5);
+    f.hold_len = Range::new(Dur::ms(100), Dur::secs(8));
+    f.clock_drift_ppm = Range::new(-10_000, 10_000);
+    f.clock_step_rate = Range::new(0.0, 0.5);
+    c
+}
+
 /// Every built-in scenario.
 pub fn all() -> Vec<SimConfig> {
-    vec![calm(), small_swarm(), standard()]
+    vec![calm(), small_swarm(), standard(), harsh()]
 }

@@ -20,11 +20,16 @@
 //! record. This skips the idle tail of long scenarios.
 
 pub mod builtin;
+mod collect;
+mod world;
+
+use collect::collect;
+use world::World;
 
 use crate::checker::{self, Violation};
 use crate::clock::{ClockModel, EPOCH_MS};
 use crate::config::{ScriptedFault, SimConfig};
-use crate::faults::{self, FaultPlan, LinkView, ProcessAction, SwarmDraw};
+use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
 use crate::hosts::{client, store, worker, Shared};
@@ -114,108 +119,7 @@ fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
 
-/// Applies a link's new state through turmoil. turmoil keeps one state per
-/// direction, and `hold`/`release`/`repair` reset both, so the link is first
-/// brought back to healthy (delivering held messages only when the hold
-/// ends) and the new state is laid on top.
-fn apply_link(sim: &mut turmoil::Sim<'_>, a: &str, b: &str, old: LinkView, new: LinkView) {
-    if old.held && new.held {
-        sim.hold(a, b);
-    } else if old.held {
-        sim.release(a, b);
-    } else {
-        sim.repair(a, b);
-        if new.held {
-            sim.hold(a, b);
-        }
-    }
-    if new.drop_ab {
-        sim.partition_oneway(a, b);
-    }
-    if new.drop_ba {
-        sim.partition_oneway(b, a);
-    }
-}
-
-struct World {
-    shared: Arc<Shared>,
-    plan: FaultPlan,
-    next_process: usize,
-    next_link_time: usize,
-    links: BTreeMap<(String, String), LinkView>,
-}
-
-impl World {
-    fn apply_due(&mut self, sim: &mut turmoil::Sim<'_>, now: u64) {
-        while let Some((at, action)) = self.plan.process.get(self.next_process).cloned() {
-            if at > now {
-                break;
-            }
-            self.next_process += 1;
-            self.shared.set_crashing(true);
-            match &action {
-                ProcessAction::Crash(h) => {
-                    if sim.is_host_running(h.as_str()) {
-                        sim.crash(h.as_str());
-                        self.shared.set_crashing(false);
-                        self.shared.record_runner(Record::HostCrashed {
-                            t: now,
-                            host: h.clone(),
-                        });
-                    }
-                }
-                ProcessAction::Restart(h) => {
-                    if sim.is_host_running(h.as_str()) {
-                        sim.crash(h.as_str());
-                        self.shared.set_crashing(false);
-                        self.shared.record_runner(Record::HostCrashed {
-                            t: now,
-                            host: h.clone(),
-                        });
-                        self.shared.set_crashing(true);
-                    }
-                    sim.bounce(h.as_str());
-                }
-            }
-            self.shared.set_crashing(false);
-        }
-        let mut changed = false;
-        while self
-            .plan
-            .link_times
-            .get(self.next_link_time)
-            .is_some_and(|&t| t <= now)
-        {
-            self.next_link_time += 1;
-            changed = true;
-        }
-        if changed {
-            for (a, b) in self.plan.link_pairs() {
-                let new = self.plan.link_at(&a, &b, now);
-                let key = (a.clone(), b.clone());
-                let old = self.links.get(&key).copied().unwrap_or_default();
-                if new != old {
-                    apply_link(sim, &a, &b, old, new);
-                    self.shared.record_runner(Record::Link {
-                        t: now,
-                        a: a.clone(),
-                        b: b.clone(),
-                        drop_ab: new.drop_ab,
-                        drop_ba: new.drop_ba,
-                        held: new.held,
-                    });
-                    self.links.insert(key, new);
-                }
-            }
-        }
-    }
-
-    fn faults_done(&self) -> bool {
-        self.next_process >= self.plan.process.len()
-            && self.next_link_time >= self.plan.link_times.len()
-    }
-}
-
+/// A read-only view of the durable store state.
 fn store_view(shared: &Shared) -> MemoryStore {
     MemoryStore::with_state(
         Policy::default(),
@@ -393,35 +297,4 @@ where
             Some(Err(e)) => Err(e.into()),
         }
     }
-}
-
-/// Builds the final history: the recorded records in true-time order, the
-/// store's events placed at the true time of the request that committed
-/// them, the final rows, and the end marker.
-fn collect(shared: &Shared, now: u64, quiet: bool) -> History {
-    let mut records = shared.take_records();
-    let anchors = shared.take_anchors();
-    let view = store_view(shared);
-    let mut last = (0u64, None);
-    for (seq, event) in view.events().into_iter().enumerate() {
-        let (t, req) = match anchors.get(&(event.job, event.version)) {
-            Some(&(t, req)) => (t, Some(req)),
-            None => last,
-        };
-        last = (t, req);
-        records.push(Record::StoreEvent {
-            t,
-            seq: seq as u64,
-            req,
-            event,
-        });
-    }
-    let (head, mut timed): (Vec<Record>, Vec<Record>) =
-        records.into_iter().partition(|r| r.time().is_none());
-    timed.sort_by_key(|r| r.time().unwrap_or(0));
-    let mut out = head;
-    out.extend(timed);
-    out.extend(view.rows().into_iter().map(|row| Record::Final { row }));
-    out.push(Record::End { t: now, quiet });
-    History { records: out }
 }

@@ -1,0 +1,441 @@
+//! The record types of a history.
+
+use crate::config::ScriptedFault;
+use leasehold_core::{
+    CancelOutcome, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome, StoreTime,
+    Token, WorkerId,
+};
+use serde::{Deserialize, Serialize};
+
+/// A request as the history shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// Read the store clock.
+    Now,
+    /// Enqueue a job.
+    Enqueue {
+        /// Idempotency key.
+        key: Option<String>,
+        /// Queue.
+        queue: String,
+    },
+    /// Claim leases.
+    Claim {
+        /// Claimer.
+        worker: WorkerId,
+        /// Queue.
+        queue: String,
+        /// Lease length.
+        lease: Millis,
+        /// Most leases.
+        max: u32,
+    },
+    /// Renew a lease.
+    Renew {
+        /// Job.
+        job: JobId,
+        /// Token.
+        token: Token,
+        /// Lease length.
+        lease: Millis,
+    },
+    /// Release a lease.
+    Release {
+        /// Job.
+        job: JobId,
+        /// Token.
+        token: Token,
+        /// Outcome.
+        outcome: Outcome,
+    },
+    /// Sweep expired leases.
+    Sweep {
+        /// Most reclaims.
+        limit: u32,
+        /// The sweeper's own wall clock (sent only under `sweeper-own-clock`).
+        wall: Option<StoreTime>,
+    },
+    /// Cancel a job.
+    Cancel {
+        /// Job.
+        job: JobId,
+    },
+    /// Read one job.
+    Get {
+        /// Job.
+        job: JobId,
+    },
+    /// List jobs.
+    List {
+        /// After this id.
+        after: Option<JobId>,
+        /// At most.
+        limit: u32,
+    },
+}
+
+/// What a reader saw of one job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadRow {
+    /// Job.
+    pub job: JobId,
+    /// State.
+    pub state: JobState,
+    /// Current token.
+    pub token: Token,
+    /// Token of the last accepted release, if any.
+    pub released_token: Option<Token>,
+    /// The result bytes, if any.
+    pub result: Option<Vec<u8>>,
+}
+
+impl ReadRow {
+    /// The reader's view of a row.
+    pub fn of(r: &JobRecord) -> Self {
+        ReadRow {
+            job: r.id,
+            state: r.state,
+            token: r.token,
+            released_token: r.released.map(|m| m.token),
+            result: r.result.clone(),
+        }
+    }
+}
+
+/// A lease as the history shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseRef {
+    /// Job.
+    pub job: JobId,
+    /// Token.
+    pub token: Token,
+    /// Attempt.
+    pub attempt: u32,
+    /// Expiry (store time).
+    pub expires_at: StoreTime,
+}
+
+/// An answer as the history shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", content = "value", rename_all = "snake_case")]
+pub enum Reply {
+    /// Store clock.
+    Time(StoreTime),
+    /// A job id.
+    Job(JobId),
+    /// Granted leases.
+    Leases(Vec<LeaseRef>),
+    /// Renewed.
+    Renewed {
+        /// New expiry.
+        expires_at: StoreTime,
+        /// Cancel requested.
+        cancel_requested: bool,
+    },
+    /// Renew answered lost.
+    RenewLost,
+    /// Release committed.
+    Committed,
+    /// Release answered lost.
+    ReleaseLost,
+    /// Crash reports of a sweep.
+    Swept(Vec<CrashReport>),
+    /// Cancel answer.
+    Cancel(CancelOutcome),
+    /// One row read.
+    Row(Option<ReadRow>),
+    /// Rows read.
+    Rows(Vec<ReadRow>),
+    /// A definite rejection (nothing changed).
+    Rejected(String),
+    /// Unknown outcome: the network or the store failed.
+    Unavailable(String),
+}
+
+impl Reply {
+    /// Whether the request's outcome is known (an answer arrived).
+    pub fn is_known(&self) -> bool {
+        !matches!(self, Reply::Unavailable(_))
+    }
+}
+
+/// What the store did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fate {
+    /// Executed and answered.
+    Answered,
+    /// Lost on the way in: never executed (message loss).
+    RequestLost,
+    /// Executed, then the answer was lost (ambiguous outcome).
+    AnswerLost,
+}
+
+/// A worker's belief or lease-task milestone (from its runtime observer).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum BeliefWhat {
+    /// A lease was granted; belief until `until_local` (`until_true` in true time, `None` = never fences).
+    Claimed {
+        /// Local deadline.
+        until_local: u64,
+        /// The same deadline in true time.
+        until_true: Option<u64>,
+    },
+    /// A renew succeeded; belief extended.
+    Renewed {
+        /// Local deadline.
+        until_local: u64,
+        /// The same deadline in true time.
+        until_true: Option<u64>,
+    },
+    /// A renew's outcome was unknown.
+    RenewUnavailable,
+    /// Belief ended.
+    Ended {
+        /// Why (`HandlerDone`, `Lost`, `Fenced`, ...).
+        why: String,
+    },
+    /// The release finished (`answer` is `None` when every try was unknown).
+    Released {
+        /// Outcome kind.
+        outcome: String,
+        /// `Committed`, `Lost` or none.
+        answer: Option<String>,
+    },
+}
+
+/// A handler execution milestone (ground truth, in true time).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum HandlerPhase {
+    /// The handler started.
+    Start,
+    /// The handler returned (its side effect happened now if `ok`).
+    Done {
+        /// Whether it succeeded.
+        ok: bool,
+    },
+    /// The handler was dropped before returning (hard stop).
+    Dropped,
+}
+
+/// Serializes a [`ScriptedFault`] as its sentence form.
+mod fault_text {
+    use crate::config::ScriptedFault;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(f: &ScriptedFault, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&f.to_string())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ScriptedFault, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// One history record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The run's parameters (first record).
+    Run {
+        /// Scenario name.
+        scenario: String,
+        /// Seed.
+        seed: u64,
+        /// Buggy variant in force.
+        variant: Option<String>,
+        /// Faults heal at this true time.
+        heal_ms: u64,
+        /// Configured duration.
+        duration_ms: u64,
+        /// Tick.
+        tick_ms: u64,
+        /// Message loss probability drawn for this seed (inside the window).
+        message_loss: f64,
+        /// Answer loss probability drawn for this seed (inside the window).
+        answer_loss: f64,
+        /// A drift beyond ρ or a store clock step: I3 is not asserted.
+        timing_assumption_broken: bool,
+    },
+    /// One fault of the resolved schedule (ground truth).
+    Fault {
+        /// Scheduled start.
+        t: u64,
+        /// The fault.
+        #[serde(with = "fault_text")]
+        fault: ScriptedFault,
+    },
+    /// A host's process started (first start or restart).
+    HostStarted {
+        /// True time.
+        t: u64,
+        /// Host.
+        host: String,
+        /// Incarnation (0 = first start).
+        incarnation: u32,
+        /// The worker identity it runs under, for worker hosts.
+        worker: Option<WorkerId>,
+    },
+    /// A host's process was killed (applied at a tick boundary).
+    HostCrashed {
+        /// True time.
+        t: u64,
+        /// Host.
+        host: String,
+    },
+    /// A link changed state (applied at a tick boundary).
+    Link {
+        /// True time.
+        t: u64,
+        /// One end.
+        a: String,
+        /// Other end.
+        b: String,
+        /// Messages from `a` to `b` are dropped.
+        drop_ab: bool,
+        /// Messages from `b` to `a` are dropped.
+        drop_ba: bool,
+        /// Messages that are not dropped are held until the hold ends.
+        held: bool,
+    },
+    /// A request was sent.
+    Request {
+        /// True time.
+        t: u64,
+        /// Sender's local time.
+        local: u64,
+        /// Sender.
+        host: String,
+        /// Request id.
+        id: u64,
+        /// The request.
+        op: Op,
+    },
+    /// The store handled a request.
+    Served {
+        /// True time.
+        t: u64,
+        /// Store time.
+        store_time: StoreTime,
+        /// Request id.
+        id: u64,
+        /// Sender.
+        host: String,
+        /// What happened to it.
+        fate: Fate,
+        /// The answer computed (sent only if `fate` is `answered`).
+        reply: Option<Reply>,
+        /// Jobs the request touched, with their row version afterwards.
+        touched: Vec<(JobId, u64)>,
+    },
+    /// An answer (or a network failure) reached the sender.
+    Answer {
+        /// True time.
+        t: u64,
+        /// Sender's local time.
+        local: u64,
+        /// Sender.
+        host: String,
+        /// Request id.
+        id: u64,
+        /// The answer.
+        reply: Reply,
+    },
+    /// A worker's lease milestone.
+    Belief {
+        /// True time.
+        t: u64,
+        /// Local time.
+        local: u64,
+        /// Host.
+        host: String,
+        /// Worker identity.
+        worker: WorkerId,
+        /// Job.
+        job: JobId,
+        /// Token.
+        token: Token,
+        /// What happened.
+        #[serde(flatten)]
+        what: BeliefWhat,
+    },
+    /// A sweeper reported a crash (reclaim).
+    CrashReported {
+        /// True time.
+        t: u64,
+        /// Local time.
+        local: u64,
+        /// Sweeper host.
+        host: String,
+        /// The report.
+        report: CrashReport,
+    },
+    /// A handler execution milestone.
+    Handler {
+        /// True time.
+        t: u64,
+        /// Host.
+        host: String,
+        /// Worker identity.
+        worker: WorkerId,
+        /// Job.
+        job: JobId,
+        /// Token.
+        token: Token,
+        /// Milestone.
+        #[serde(flatten)]
+        phase: HandlerPhase,
+    },
+    /// The client finished its enqueue/cancel schedule.
+    ClientDone {
+        /// True time.
+        t: u64,
+    },
+    /// A committed store transition, in commit order.
+    StoreEvent {
+        /// True time of the request that committed it.
+        t: u64,
+        /// Commit index.
+        seq: u64,
+        /// The request that committed it.
+        req: Option<u64>,
+        /// The event.
+        event: Event,
+    },
+    /// A row of the final store state.
+    Final {
+        /// The row.
+        row: JobRecord,
+    },
+    /// The run ended.
+    End {
+        /// True time covered.
+        t: u64,
+        /// Whether the run stopped early because nothing could change any more.
+        quiet: bool,
+    },
+}
+
+impl Record {
+    /// The record's true time, if it has one.
+    pub fn time(&self) -> Option<u64> {
+        match self {
+            Record::Run { .. } | Record::Final { .. } => None,
+            Record::Fault { t, .. }
+            | Record::HostStarted { t, .. }
+            | Record::HostCrashed { t, .. }
+            | Record::Link { t, .. }
+            | Record::Request { t, .. }
+            | Record::Served { t, .. }
+            | Record::Answer { t, .. }
+            | Record::Belief { t, .. }
+            | Record::CrashReported { t, .. }
+            | Record::Handler { t, .. }
+            | Record::ClientDone { t }
+            | Record::StoreEvent { t, .. }
+            | Record::End { t, .. } => Some(*t),
+        }
+    }
+}

@@ -10,7 +10,28 @@
 //! scheduled time, and the history records when they were applied. The
 //! cost of a run is dominated by the number of steps (every host's runtime
 //! is polled each tick), so the tick is the speed/resolution trade-off:
-//! 10 ms keeps a request/answer round trip near 20–30 ms.
+//! 10 ms keeps a request/answer round trip near 20–30 ms. Message latency
+//! is turmoil's own (an exponential draw within `network.latency`), also
+//! rounded up to ticks.
+//!
+//! ## Speed
+//! Nearly all the time of a run is turmoil's per-step cost: every step
+//! polls every host's tokio runtime and scans every link (about 1.8 µs per
+//! host per step, quadratic in hosts through the links), whether or not
+//! anything happens. The simulator's own work (requests, store, history,
+//! checks) is a small share. Measured with `examples/sim_speed` on the
+//! standard scenario (13 runtimes; quiet end after about 5.2 simulated
+//! minutes), 2 threads on this 2-core machine:
+//!
+//! | tick | steps/seed | seeds/s | simulated/wall |
+//! |---|---|---|---|
+//! | 10 ms (default) | 31,000 | 2.9 | 920x |
+//! | 20 ms | 15,600 | 5.2 | 1,640x |
+//! | 50 ms | 6,300 | 10 | 3,120x |
+//! | 100 ms | 3,100 | 15 | 4,720x |
+//!
+//! A coarser tick only coarsens network delivery (a hop takes one to two
+//! ticks); leases, renewals, fencing and pauses stay exact.
 //!
 //! ## Quiet end
 //! Once every fault has healed, the client has finished its schedule and

@@ -210,7 +210,7 @@ mod tests {
         assert_eq!(p.link_pairs(), vec![("store".into(), "worker-1".into())]);
         let v = p.link_at("store", "worker-1", 3500);
         assert!(v.drop_ba && !v.drop_ab && v.held);
-        assert_eq!(p.link_at("store", "worker-1", 6000).drop_ba, false);
+        assert!(!p.link_at("store", "worker-1", 6000).drop_ba);
         assert_eq!(p.link_times, vec![1000, 3000, 5000, 8000]);
         assert_eq!(*p.pauses_of("worker-1"), vec![(1000, 4000)]);
         assert_eq!(paused_until(&p.pauses_of("worker-1"), 3999), Some(4000));

@@ -68,6 +68,7 @@ pub enum WireError {
 
 /// An answer with its full data.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[allow(clippy::large_enum_variant)] // built once per request, never stored
 pub enum WireReply {
     /// Store clock.
     Time(StoreTime),

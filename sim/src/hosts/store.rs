@@ -21,6 +21,9 @@ use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use turmoil::net::{TcpListener, TcpStream};
 
+/// Most connections one store incarnation accepts (a bound far above any
+/// scenario: one connection per request).
+const MAX_CONNECTIONS: u64 = 100_000_000;
 /// How long a connection whose reply was lost is held before it is dropped.
 const HOLD_LOST_MS: u64 = 30_000;
 
@@ -61,13 +64,14 @@ pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
     store.set_variant(shared.variant);
     let store = Arc::new(store);
     let listener = TcpListener::bind(("0.0.0.0", STORE_PORT)).await?;
-    loop {
+    for _ in 0..MAX_CONNECTIONS {
         let (stream, _) = listener.accept().await?;
         let (store, rt2) = (store.clone(), rt.clone());
         rt.spawn(Box::pin(async move {
             serve(stream, store, rt2).await;
         }));
     }
+    Err(format!("store served {MAX_CONNECTIONS} connections in one incarnation").into())
 }
 
 async fn hold_without_reply(mut s: TcpStream) {

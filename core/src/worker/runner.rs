@@ -132,6 +132,14 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 Some(end) = done_rx.recv() => { running -= 1; count(&mut stats, end); }
                 _ = rt.sleep(cfg.poll_interval), if idle => {}
             }
+            // Collect every lease that already ended, so the next claim asks
+            // for all free slots in one request instead of one at a time.
+            // Bounded: at most `concurrency` leases can be waiting here.
+            for _ in 0..cfg.concurrency {
+                let Ok(end) = done_rx.try_recv() else { break };
+                running -= 1;
+                count(&mut stats, end);
+            }
         }
 
         // Drain: lease tasks see the shutdown and return their leases within

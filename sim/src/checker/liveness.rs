@@ -8,9 +8,14 @@
 //! retry after that point (a retryable failure, a return, a reclaim) earns
 //! it one more bound: failures are part of the workload, not faults. A job
 //! whose deadline falls after the end of the run is not judged. A backlog
-//! is not a wedge: when more jobs of a queue are unfinished at healing than
-//! the queue has slots (workers × concurrency, capped by its parallelism),
-//! each further round of slots adds one bound.
+//! is not a wedge: when more jobs of a queue are unfinished at the moment a
+//! job's clock starts (healing, or its enqueue if later) than the queue has
+//! slots (workers × concurrency, capped by its parallelism), each further
+//! round of slots adds one bound to that job. Only the jobs ahead of it
+//! count: enqueued before it and still unfinished at that moment. Work
+//! arriving later never stretches an older job's deadline, and a stuck job
+//! never stretches its own, so neither a steady stream nor a pile of stuck
+//! leases can hide a wedge.
 
 use super::facts::Facts;
 use super::Violation;
@@ -54,32 +59,41 @@ fn deadlines(facts: &Facts) -> BTreeMap<JobId, (u64, u64)> {
     m
 }
 
-/// Extra time per queue for the backlog unfinished at healing.
-fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<String, u64> {
+/// Extra time per job for the backlog in its queue when its clock starts:
+/// the jobs of that queue enqueued by then and not yet terminal.
+fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<JobId, u64> {
     let queues = &cfg.workload.queues;
-    let mut queue_of: BTreeMap<JobId, &str> = BTreeMap::new();
-    let mut open: BTreeMap<&str, BTreeSet<JobId>> = BTreeMap::new();
+    // Per job: queue, enqueue time, first terminal time.
+    let mut jobs: BTreeMap<JobId, (&str, u64, Option<u64>)> = BTreeMap::new();
     for (t, _, e) in &facts.events {
+        let t = t.unwrap_or(0);
         if let EventKind::Enqueued { queue, .. } = &e.kind {
-            queue_of.insert(e.job, queue.as_str());
-            open.entry(queue.as_str()).or_default().insert(e.job);
-        } else if e.to.is_terminal() && t.unwrap_or(0) <= facts.heal_ms {
-            if let Some(q) = queue_of.get(&e.job) {
-                open.entry(q).or_default().remove(&e.job);
+            jobs.insert(e.job, (queue.as_str(), t, None));
+        } else if e.to.is_terminal() {
+            if let Some(j) = jobs.get_mut(&e.job) {
+                j.2.get_or_insert(t);
             }
         }
     }
     let per_worker = u64::from(cfg.protocol.concurrency);
-    open.into_iter()
-        .map(|(q, jobs)| {
-            let workers = (0..cfg.topology.workers as usize)
-                .filter(|i| queues.get(i % queues.len().max(1)).map(String::as_str) == Some(q))
+    let slots_of = |q: &str| {
+        let workers = (0..cfg.topology.workers as usize)
+            .filter(|i| queues.get(i % queues.len().max(1)).map(String::as_str) == Some(q))
+            .count() as u64;
+        (workers * per_worker)
+            .min(cfg.protocol.parallelism.map_or(u64::MAX, u64::from))
+            .max(1)
+    };
+    // Enqueue order is id order (the store assigns ids at enqueue).
+    jobs.iter()
+        .map(|(id, (q, enq, _))| {
+            let start = facts.heal_ms.max(*enq);
+            let ahead = jobs
+                .range(..id)
+                .filter(|(_, (q2, _, end))| q2 == q && end.is_none_or(|x| x > start))
                 .count() as u64;
-            let slots = (workers * per_worker)
-                .min(cfg.protocol.parallelism.map_or(u64::MAX, u64::from))
-                .max(1);
-            let rounds = (jobs.len() as u64).div_ceil(slots).saturating_sub(1);
-            (q.to_string(), rounds * bound)
+            let rounds = (ahead + 1).div_ceil(slots_of(q)).saturating_sub(1);
+            (*id, rounds * bound)
         })
         .collect()
 }
@@ -121,7 +135,7 @@ pub fn check(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     }
     for row in facts.finals.values() {
         let (base, retries) = jobs.get(&row.id).copied().unwrap_or((facts.heal_ms, 0));
-        let deadline = due(base, retries) + backlog.get(&row.queue).copied().unwrap_or(0);
+        let deadline = due(base, retries) + backlog.get(&row.id).copied().unwrap_or(0);
         if !row.state.is_terminal() && judged(deadline) {
             out.push(
                 Violation::new(

@@ -32,6 +32,7 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod columns;
 mod error;
 mod history;
 mod ids;

@@ -139,7 +139,8 @@ mod tests {
 
     #[test]
     fn corrupt_rows_are_reported_not_used() {
-        let cases: Vec<(fn(&mut JobColumns), &str)> = vec![
+        type Breaker = fn(&mut JobColumns);
+        let cases: Vec<(Breaker, &str)> = vec![
             (|c| c.state = "paused".into(), "state"),
             (|c| c.id = -1, "negative id"),
             (|c| c.attempt = 1 << 40, "attempt out of range"),

@@ -33,6 +33,21 @@
 //! A coarser tick only coarsens network delivery (a hop takes one to two
 //! ticks); leases, renewals, fencing and pauses stay exact.
 //!
+//! Where the instructions go (callgrind, standard scenario, seed 1, 31,001
+//! steps, 5.36 G instructions): turmoil's `Sim::step` 98%, of which
+//! `Topology::deliver_messages` 39% (for every host it walks all 66 links
+//! and, on each of its 11, does a SipHash `IndexMap::entry` and collects a
+//! `Vec` even when nothing is queued), the per-host tokio `block_on` 40%,
+//! `Topology::tick_by` 12% (it ticks the topology's own runtime and calls
+//! `Rt::now` once per link). The simulator's own code is small: every host's
+//! software together (core worker loops, store, wire, history) about 6%,
+//! and apply-faults, quiet-end checks, collection and the checker about 1%.
+//! Three behaviour-preserving changes inside turmoil 0.7.2 (skip links with
+//! nothing deliverable, a fast hasher for its `IndexMap`s, one `Rt::now` per
+//! `tick_by`) cut a seed to 2.76 G instructions with identical history
+//! hashes; what remains is mostly tokio's fixed cost of driving each host's
+//! runtime once per step.
+//!
 //! ## Quiet end
 //! Once every fault has healed, the client has finished its schedule and
 //! every job has been terminal for [`QUIET_GRACE_MS`], nothing can change

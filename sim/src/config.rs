@@ -780,7 +780,7 @@ impl SimConfig {
     }
 }
 
-fn check_range<T: PartialOrd + fmt::Debug>(
+fn check_range<T: PartialOrd + fmt::Display>(
     bad: &mut impl FnMut(&str, String),
     path: &str,
     r: &Range<T>,
@@ -788,7 +788,7 @@ fn check_range<T: PartialOrd + fmt::Debug>(
     if r.lo > r.hi {
         bad(
             path,
-            format!("min {:?} is greater than max {:?}", r.lo, r.hi),
+            format!("min {} is greater than max {}", r.lo, r.hi),
         );
     }
 }

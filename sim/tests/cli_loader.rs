@@ -86,7 +86,7 @@ fn min_greater_than_max_is_located_at_the_key() {
         "[workload]\njobs = 3\n  run_time = [\"5s\", \"1s\"]\n",
         3,
         3,
-        "workload.run_time: min",
+        "workload.run_time: min 5s is greater than max 1s",
     );
 }
 

@@ -786,9 +786,6 @@ fn check_range<T: PartialOrd + fmt::Display>(
     r: &Range<T>,
 ) {
     if r.lo > r.hi {
-        bad(
-            path,
-            format!("min {} is greater than max {}", r.lo, r.hi),
-        );
+        bad(path, format!("min {} is greater than max {}", r.lo, r.hi));
     }
 }

@@ -384,6 +384,16 @@ impl std::str::FromStr for ScriptedFault {
             Ok((from, to))
         };
         let h = |w: &str| w.to_string();
+        let partition = |a: &str, b: &str, w: &str, oneway: bool| {
+            let (from, to) = span(w)?;
+            Ok(ScriptedFault::Partition {
+                a: h(a),
+                b: h(b),
+                from,
+                to,
+                oneway,
+            })
+        };
         let usage = || {
             format!(
                 "cannot read fault {s:?}; expected one of: `crash HOST at T`, `restart HOST at T`, \
@@ -400,26 +410,8 @@ impl std::str::FromStr for ScriptedFault {
                 host: h(host),
                 at: dur(t)?,
             }),
-            ["partition", a, "->", b, w] => {
-                let (from, to) = span(w)?;
-                Ok(ScriptedFault::Partition {
-                    a: h(a),
-                    b: h(b),
-                    from,
-                    to,
-                    oneway: true,
-                })
-            }
-            ["partition", a, b, w] => {
-                let (from, to) = span(w)?;
-                Ok(ScriptedFault::Partition {
-                    a: h(a),
-                    b: h(b),
-                    from,
-                    to,
-                    oneway: false,
-                })
-            }
+            ["partition", a, "->", b, w] => partition(a, b, w, true),
+            ["partition", a, b, w] => partition(a, b, w, false),
             ["hold", a, b, w] => {
                 let (from, to) = span(w)?;
                 Ok(ScriptedFault::Hold {

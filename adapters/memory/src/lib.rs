@@ -293,7 +293,18 @@ impl MemoryStore {
         {
             return answer;
         }
-        match transition::release(&row, req.token, &req.outcome, &self.policy, now)? {
+        let plan = transition::release(&row, req.token, &req.outcome, &self.policy, now);
+        self.apply_release(&mut st, &row, plan)
+    }
+
+    /// Persists a release plan for `row` (as loaded) and answers it.
+    fn apply_release(
+        &self,
+        st: &mut MemoryState,
+        row: &JobRecord,
+        plan: Result<ReleasePlan, InputError>,
+    ) -> Result<Release, StoreError> {
+        match plan? {
             ReleasePlan::Apply(applied) => {
                 st.put(applied, Some(row.version), self.history_cap);
                 Ok(Release::Committed)

@@ -97,22 +97,6 @@ impl MemoryStore {
         }
     }
 
-    fn apply_release(
-        &self,
-        st: &mut MemoryState,
-        row: &JobRecord,
-        plan: Result<ReleasePlan, leasehold_core::InputError>,
-    ) -> Result<Release, StoreError> {
-        match plan? {
-            ReleasePlan::Apply(a) => {
-                st.put(a, Some(row.version), self.history_cap);
-                Ok(Release::Committed)
-            }
-            ReleasePlan::Repeat => Ok(Release::Committed),
-            ReleasePlan::Lost => Ok(Release::Lost),
-        }
-    }
-
     pub(crate) fn buggy_renew(
         &self,
         v: Variant,

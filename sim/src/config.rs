@@ -42,6 +42,9 @@ pub const DEFAULT_BACKOFF_BASE: Dur = Dur::ms(500);
 pub const DEFAULT_BACKOFF_CAP: Dur = Dur::secs(10);
 /// Default number of jobs.
 pub const DEFAULT_JOBS: u32 = 50;
+/// Largest size limit a scenario may configure for payloads, results and
+/// errors (the simulated network carries each value in one frame).
+pub const MAX_VALUE_BYTES: u64 = 2 << 20;
 /// Default queue name.
 pub const DEFAULT_QUEUE: &str = "default";
 
@@ -128,6 +131,12 @@ pub struct Protocol {
     pub request_timeout: Dur,
     /// Idle poll interval of workers.
     pub poll_interval: Dur,
+    /// Largest payload the store accepts, in bytes.
+    pub max_payload_bytes: u64,
+    /// Largest result the store accepts, in bytes.
+    pub max_result_bytes: u64,
+    /// Error messages are truncated to this many bytes.
+    pub max_error_bytes: u64,
 }
 
 impl Default for Protocol {
@@ -145,6 +154,9 @@ impl Default for Protocol {
             parallelism: None,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             poll_interval: DEFAULT_POLL,
+            max_payload_bytes: leasehold_core::DEFAULT_MAX_PAYLOAD_BYTES as u64,
+            max_result_bytes: leasehold_core::DEFAULT_MAX_RESULT_BYTES as u64,
+            max_error_bytes: leasehold_core::DEFAULT_MAX_ERROR_BYTES as u64,
         }
     }
 }
@@ -479,11 +491,13 @@ pub enum InvariantId {
     I9,
     /// Determinism.
     I10,
+    /// Answers: every store answer equals the reference model's.
+    I11,
 }
 
 impl InvariantId {
     /// Every invariant, in order.
-    pub const ALL: [InvariantId; 10] = [
+    pub const ALL: [InvariantId; 11] = [
         InvariantId::I1,
         InvariantId::I2,
         InvariantId::I3,
@@ -494,6 +508,7 @@ impl InvariantId {
         InvariantId::I8,
         InvariantId::I9,
         InvariantId::I10,
+        InvariantId::I11,
     ];
 
     /// The spec's name for it.
@@ -509,6 +524,7 @@ impl InvariantId {
             InvariantId::I8 => "retry budget",
             InvariantId::I9 => "parallelism",
             InvariantId::I10 => "determinism",
+            InvariantId::I11 => "answers",
         }
     }
 }
@@ -670,6 +686,18 @@ impl SimConfig {
         }
         if p.parallelism == Some(0) {
             bad("protocol.parallelism", "must be at least 1 when set".into());
+        }
+        for (path, v) in [
+            ("protocol.max_payload_bytes", p.max_payload_bytes),
+            ("protocol.max_result_bytes", p.max_result_bytes),
+            ("protocol.max_error_bytes", p.max_error_bytes),
+        ] {
+            if v == 0 || v > MAX_VALUE_BYTES {
+                bad(
+                    path,
+                    format!("{v} must be between 1 and {MAX_VALUE_BYTES} bytes"),
+                );
+            }
         }
         if p.max_drift_ppm >= 1_000_000 {
             bad(

@@ -599,11 +599,8 @@ fn i4_a_reader_sees_a_succeeded_job_without_its_result() {
                 host: "client".into(),
                 id: 8,
                 reply: Reply::Rows(vec![ReadRow {
-                    job: JobId(1),
-                    state: JobState::Succeeded,
-                    token: Token(1),
-                    released_token: Some(Token(1)),
                     result: None,
+                    ..ReadRow::of(&row(1, JobState::Succeeded, Some(b"r")))
                 }]),
             },
             Record::ClientDone { t: 45 },

@@ -6,7 +6,7 @@ use super::facts::Facts;
 use super::replay::{JobView, Step};
 use super::Violation;
 use crate::config::InvariantId::I4;
-use crate::history::{Op, Reply};
+use crate::history::{Blob, Op, Reply};
 use leasehold_core::{EventKind, JobId, JobState, Outcome, Token};
 use std::collections::BTreeMap;
 
@@ -92,7 +92,7 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                             format!(
                                 "release #{id} of token {token} was answered Committed with a result, but the final row is {} with result {:?}",
                                 row.map_or("missing", |r| r.state.as_str()),
-                                row.and_then(|r| r.result.as_ref()).map(|b| String::from_utf8_lossy(b).into_owned())
+                                row.and_then(|r| r.result.as_deref()).map(show)
                             ),
                         )
                         .job(*job)
@@ -122,8 +122,8 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                         I4,
                         format!(
                             "final row is succeeded with result {:?}, but the accepted release carried {:?}",
-                            row.result.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()),
-                            expect.map(|e| String::from_utf8_lossy(e.1).into_owned())
+                            row.result.as_deref().map(show),
+                            expect.map(|e| show(e.1))
                         ),
                     )
                     .job(*job)
@@ -147,17 +147,15 @@ fn check_read(
         return;
     }
     let expect = ok.get(&r.job).map(|e| e.1);
-    if r.result.as_deref() != expect || expect.is_none() {
+    if r.result != expect.map(Blob::of) || expect.is_none() {
         out.push(
             Violation::new(
                 I4,
                 format!(
                     "a reader saw {} succeeded with result {:?}; the accepted release carried {:?}",
                     r.job,
-                    r.result
-                        .as_ref()
-                        .map(|b| String::from_utf8_lossy(b).into_owned()),
-                    expect.map(|e| String::from_utf8_lossy(e).into_owned())
+                    r.result.map(|b| b.to_string()),
+                    expect.map(show)
                 ),
             )
             .job(r.job)
@@ -165,5 +163,14 @@ fn check_read(
             .hosts([host])
             .at(t),
         );
+    }
+}
+
+/// Short, readable bytes for a report: the text when it is short UTF-8,
+/// else length and digest (results can be megabytes of binary).
+fn show(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) if s.len() <= 64 => s.to_string(),
+        _ => Blob::of(bytes).to_string(),
     }
 }

@@ -10,8 +10,10 @@
 //! ([`History::to_jsonl`]); [`History::hash`] is FNV-1a over those bytes, so
 //! two runs of the same scenario and seed must give the same hash (I10).
 
+mod blob;
 mod record;
 
+pub use blob::Blob;
 pub use record::{BeliefWhat, Fate, HandlerPhase, LeaseRef, Op, ReadRow, Record, Reply};
 
 use leasehold_core::Event;

@@ -1,5 +1,6 @@
 //! The record types of a history.
 
+use super::blob::Blob;
 use crate::config::ScriptedFault;
 use leasehold_core::{
     CancelOutcome, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome, StoreTime,
@@ -13,12 +14,20 @@ use serde::{Deserialize, Serialize};
 pub enum Op {
     /// Read the store clock.
     Now,
-    /// Enqueue a job.
+    /// Enqueue a job (every field of the spec, the payload as a blob).
     Enqueue {
         /// Idempotency key.
         key: Option<String>,
         /// Queue.
         queue: String,
+        /// Payload.
+        payload: Blob,
+        /// Priority (higher first).
+        priority: i32,
+        /// Delay before the first claim.
+        delay: Millis,
+        /// Attempt budget.
+        max_attempts: u32,
     },
     /// Claim leases.
     Claim {
@@ -75,19 +84,44 @@ pub enum Op {
     },
 }
 
-/// What a reader saw of one job.
+/// What a reader saw of one job: every protocol field of the row (spec §1),
+/// bytes as blobs. Also the image of a row right after a request touched it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadRow {
     /// Job.
     pub job: JobId,
+    /// Queue.
+    pub queue: String,
+    /// Payload.
+    pub payload: Blob,
+    /// Priority.
+    pub priority: i32,
+    /// Earliest claim time.
+    pub run_at: StoreTime,
     /// State.
     pub state: JobState,
+    /// Attempts started.
+    pub attempt: u32,
+    /// Attempt budget.
+    pub max_attempts: u32,
     /// Current token.
     pub token: Token,
+    /// Holder of the live lease.
+    pub holder: Option<WorkerId>,
+    /// Expiry of the live lease.
+    pub expires_at: Option<StoreTime>,
+    /// A cancel was requested while running.
+    pub cancel_requested: bool,
     /// Token of the last accepted release, if any.
     pub released_token: Option<Token>,
-    /// The result bytes, if any.
-    pub result: Option<Vec<u8>>,
+    /// The result, if any.
+    pub result: Option<Blob>,
+    /// The stored error message, if any.
+    pub error: Option<String>,
+    /// Idempotency key.
+    pub key: Option<String>,
+    /// Row version.
+    pub version: u64,
 }
 
 impl ReadRow {
@@ -95,10 +129,22 @@ impl ReadRow {
     pub fn of(r: &JobRecord) -> Self {
         ReadRow {
             job: r.id,
+            queue: r.queue.clone(),
+            payload: Blob::of(&r.payload),
+            priority: r.priority,
+            run_at: r.run_at,
             state: r.state,
+            attempt: r.attempt,
+            max_attempts: r.max_attempts,
             token: r.token,
+            holder: r.holder.clone(),
+            expires_at: r.expires_at,
+            cancel_requested: r.cancel_requested,
             released_token: r.released.map(|m| m.token),
-            result: r.result.clone(),
+            result: r.result.as_deref().map(Blob::of),
+            error: r.error.clone(),
+            key: r.idempotency_key.clone(),
+            version: r.version,
         }
     }
 }
@@ -114,6 +160,10 @@ pub struct LeaseRef {
     pub attempt: u32,
     /// Expiry (store time).
     pub expires_at: StoreTime,
+    /// Queue.
+    pub queue: String,
+    /// Payload handed to the handler.
+    pub payload: Blob,
 }
 
 /// An answer as the history shows it.
@@ -327,8 +377,8 @@ pub enum Record {
         fate: Fate,
         /// The answer computed (sent only if `fate` is `answered`).
         reply: Option<Reply>,
-        /// Jobs the request touched, with their row version afterwards.
-        touched: Vec<(JobId, u64)>,
+        /// The rows the request touched, as read right after it.
+        after: Vec<ReadRow>,
     },
     /// An answer (or a network failure) reached the sender.
     Answer {

@@ -12,10 +12,10 @@
 
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
-use crate::history::{Fate, Record};
+use crate::history::{Fate, ReadRow, Record};
 use crate::net::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};
 use leasehold_core::variants::Variant;
-use leasehold_core::{Backoff, JobId, Policy, Runtime, Store, StoreError, DEFAULT_JITTER_PERMILLE};
+use leasehold_core::{Backoff, JobId, Limits, Policy, Runtime, Store, StoreError, DEFAULT_JITTER_PERMILLE};
 use leasehold_memory::MemoryStore;
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
@@ -30,7 +30,13 @@ const HOLD_LOST_MS: u64 = 30_000;
 /// The store policy of a scenario.
 pub fn policy(shared: &Shared) -> Result<Policy, String> {
     let p = &shared.cfg.protocol;
-    let mut b = Policy::builder().backoff(Backoff {
+    let limits = Limits {
+        max_payload_bytes: p.max_payload_bytes as usize,
+        max_result_bytes: p.max_result_bytes as usize,
+        max_error_bytes: p.max_error_bytes as usize,
+        ..Limits::default()
+    };
+    let mut b = Policy::builder().limits(limits).backoff(Backoff {
         base: p.backoff_base.0,
         cap: p.backoff_cap.0,
         jitter_permille: DEFAULT_JITTER_PERMILLE,
@@ -104,16 +110,16 @@ async fn serve(mut s: TcpStream, store: Arc<MemoryStore>, rt: HostRuntime) {
             host: req.host,
             fate: Fate::RequestLost,
             reply: None,
-            touched: Vec::new(),
+            after: Vec::new(),
         });
         hold_without_reply(s).await;
         return;
     }
     let store_time = rt.wall();
     let reply = execute(&store, &req.op, shared.variant).await;
-    let touched = touched(&store, &req.op, &reply).await;
-    for (job, version) in &touched {
-        shared.anchor(*job, *version, t, req.id);
+    let after = touched(&store, &req.op, &reply).await;
+    for row in &after {
+        shared.anchor(row.job, row.version, t, req.id);
     }
     let answer_lost =
         in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
@@ -129,7 +135,7 @@ async fn serve(mut s: TcpStream, store: Arc<MemoryStore>, rt: HostRuntime) {
         host: req.host,
         fate,
         reply: Some(reply.summary()),
-        touched,
+        after,
     });
     if answer_lost {
         hold_without_reply(s).await;
@@ -164,9 +170,10 @@ async fn execute(store: &MemoryStore, op: &WireOp, variant: Option<Variant>) -> 
     }
 }
 
-/// The jobs a request touched with their versions now, so each store event
-/// can be given the true time of the request that committed it.
-async fn touched(store: &MemoryStore, op: &WireOp, reply: &WireReply) -> Vec<(JobId, u64)> {
+/// The rows a request touched, read right after it: the answer checks
+/// compare them with the reference model, and each store event is given the
+/// true time of the request after which its row had that version.
+async fn touched(store: &MemoryStore, op: &WireOp, reply: &WireReply) -> Vec<ReadRow> {
     let mut jobs: Vec<JobId> = match (op, reply) {
         (WireOp::Renew(r), _) => vec![r.job],
         (WireOp::Release(r), _) => vec![r.job],
@@ -180,7 +187,7 @@ async fn touched(store: &MemoryStore, op: &WireOp, reply: &WireReply) -> Vec<(Jo
     let mut out = Vec::with_capacity(jobs.len());
     for j in jobs {
         if let Ok(Some(row)) = store.get(j).await {
-            out.push((j, row.version));
+            out.push(ReadRow::of(&row));
         }
     }
     out

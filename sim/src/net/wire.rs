@@ -1,8 +1,8 @@
 //! Wire types and framing.
 
-use crate::history::{LeaseRef, Op, ReadRow, Reply};
+use crate::history::{Blob, LeaseRef, Op, ReadRow, Reply};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, InputError, JobId, JobRecord, JobState, Lease,
+    CancelOutcome, ClaimRequest, CrashReport, InputError, JobId, JobRecord, Lease,
     ListRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime,
     SweepRequest, Token,
 };
@@ -135,6 +135,10 @@ impl WireOp {
             WireOp::Enqueue(j) => Op::Enqueue {
                 key: j.idempotency_key.clone(),
                 queue: j.queue.clone(),
+                payload: Blob::of(&j.payload),
+                priority: j.priority,
+                delay: j.delay,
+                max_attempts: j.max_attempts,
             },
             WireOp::Claim(c) => Op::Claim {
                 worker: c.worker.clone(),
@@ -167,10 +171,8 @@ impl WireOp {
 }
 
 impl WireReply {
-    /// The history's view of this answer. Row reads keep only rows that
-    /// hold a result or are succeeded (what I4 checks), to keep the history small.
+    /// The history's view of this answer: every field, bytes as blobs.
     pub fn summary(&self) -> Reply {
-        let shows = |r: &JobRecord| r.state == JobState::Succeeded || r.result.is_some();
         match self {
             WireReply::Time(t) => Reply::Time(*t),
             WireReply::Job(j) => Reply::Job(*j),
@@ -181,6 +183,8 @@ impl WireReply {
                         token: l.token,
                         attempt: l.attempt,
                         expires_at: l.expires_at,
+                        queue: l.queue.clone(),
+                        payload: Blob::of(&l.payload),
                     })
                     .collect(),
             ),
@@ -198,7 +202,7 @@ impl WireReply {
             WireReply::Cancel(c) => Reply::Cancel(*c),
             WireReply::Row(r) => Reply::Row(r.as_ref().map(ReadRow::of)),
             WireReply::Rows(rs) => {
-                Reply::Rows(rs.iter().filter(|r| shows(r)).map(ReadRow::of).collect())
+                Reply::Rows(rs.iter().map(ReadRow::of).collect())
             }
             WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
             WireReply::Error(e) => Reply::Rejected(e.text()),

@@ -560,6 +560,9 @@ pub struct SimConfig {
     pub tick: Dur,
     /// A deliberately buggy protocol variant (bug catalogue), by name.
     pub variant: Option<String>,
+    /// The store this scenario runs on unless `--store` says otherwise
+    /// (default: memory).
+    pub store: Option<crate::stores::StoreKind>,
     /// Hosts.
     pub topology: Topology,
     /// Protocol settings.
@@ -585,6 +588,7 @@ impl Default for SimConfig {
             duration: DEFAULT_DURATION,
             tick: DEFAULT_TICK,
             variant: None,
+            store: None,
             topology: Topology::default(),
             protocol: Protocol::default(),
             workload: Workload::default(),

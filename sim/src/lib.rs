@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+pub mod catalogue;
 pub mod cli;
 pub mod config;
 pub mod duration;
@@ -24,3 +25,4 @@ pub mod net;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod stores;

@@ -1,6 +1,5 @@
 //! State shared by every host of one run and by the runner: the history
-//! being recorded, the durable store state, clocks, pauses and the network
-//! drop generator.
+//! being recorded, clocks, pauses and the network drop generator.
 //!
 //! Everything runs on one thread (turmoil steps hosts one after another), so
 //! the locks are never contended; they exist because the core's `Runtime`
@@ -12,9 +11,8 @@ use crate::faults::{FaultPlan, SwarmDraw};
 use crate::history::Record;
 use crate::hosts::workload::WorkloadPlan;
 use crate::rng::SimRng;
-use leasehold_core::variants::Variant;
+use crate::catalogue::Variant;
 use leasehold_core::JobId;
-use leasehold_memory::MemoryState;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -43,8 +41,6 @@ pub struct Shared {
     pub plan: FaultPlan,
     /// The workload.
     pub workload: WorkloadPlan,
-    /// The store's durable rows and events (survive store crashes).
-    pub store_state: Arc<Mutex<MemoryState>>,
     records: Mutex<Vec<Record>>,
     anchors: Mutex<Anchors>,
     net_rng: Mutex<SimRng>,
@@ -82,7 +78,6 @@ impl Shared {
             clocks,
             plan,
             workload,
-            store_state: Arc::default(),
             records: Mutex::new(Vec::with_capacity(1 << 14)),
             anchors: Mutex::default(),
             net_rng: Mutex::new(SimRng::derive(seed, "network", &[])),

@@ -1,8 +1,9 @@
-//! The store host: the memory adapter served over simulated TCP.
+//! The store host: the seed's store (memory, SQLite, PostgreSQL or a user's
+//! own, see [`crate::stores`]) served over simulated TCP.
 //!
-//! The rows and events live in [`Shared::store_state`], outside the host,
-//! so a store crash keeps everything committed (committed = durable) and
-//! loses only what was in flight. The lease clock is this host's wall clock.
+//! The database outlives the host, so a store crash keeps everything
+//! committed and loses only what was in flight. The lease clock is this
+//! host's wall clock, handed to the store before every operation.
 //!
 //! Message loss and answer loss are decided here, per request, inside the
 //! fault window: a lost request is never executed; a lost answer is
@@ -14,9 +15,11 @@ use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::history::{Fate, ReadRow, Record};
 use crate::net::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};
-use leasehold_core::variants::Variant;
-use leasehold_core::{Backoff, JobId, Limits, Policy, Runtime, Store, StoreError, DEFAULT_JITTER_PERMILLE};
-use leasehold_memory::MemoryStore;
+use crate::runner::Backend;
+use crate::stores::{SimStore, StoreFactory};
+use leasehold_core::{
+    Backoff, JobId, Limits, Policy, Runtime, Store, StoreError, DEFAULT_JITTER_PERMILLE,
+};
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 use turmoil::net::{TcpListener, TcpStream};
@@ -27,9 +30,9 @@ const MAX_CONNECTIONS: u64 = 100_000_000;
 /// How long a connection whose reply was lost is held before it is dropped.
 const HOLD_LOST_MS: u64 = 30_000;
 
-/// The store policy of a scenario.
-pub fn policy(shared: &Shared) -> Result<Policy, String> {
-    let p = &shared.cfg.protocol;
+/// The store policy of a scenario and seed.
+pub fn policy_of(cfg: &crate::config::SimConfig, seed: u64) -> Result<Policy, String> {
+    let p = &cfg.protocol;
     let limits = Limits {
         max_payload_bytes: p.max_payload_bytes as usize,
         max_result_bytes: p.max_result_bytes as usize,
@@ -40,18 +43,18 @@ pub fn policy(shared: &Shared) -> Result<Policy, String> {
         base: p.backoff_base.0,
         cap: p.backoff_cap.0,
         jitter_permille: DEFAULT_JITTER_PERMILLE,
-        seed: crate::rng::SimRng::derive(shared.seed, "backoff", &[]).next_u64(),
+        seed: crate::rng::SimRng::derive(seed, "backoff", &[]).next_u64(),
     });
     if let Some(limit) = p.parallelism {
-        for q in &shared.cfg.workload.queues {
+        for q in &cfg.workload.queues {
             b = b.parallelism(q.clone(), limit);
         }
     }
     b.build().map_err(|e| e.to_string())
 }
 
-/// The store host's software: one incarnation.
-pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
+/// The store host's software: one incarnation, serving the seed's store.
+pub async fn run<F: StoreFactory>(shared: Arc<Shared>, backend: Arc<Backend<F>>) -> turmoil::Result {
     let rt = HostRuntime::new(shared.clone(), "store");
     let incarnation = shared.next_incarnation("store");
     let (t, _) = rt.times();
@@ -61,20 +64,14 @@ pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
         incarnation,
         worker: None,
     });
-    let clock_rt = rt.clone();
-    let mut store = MemoryStore::with_state(
-        policy(&shared)?,
-        move || clock_rt.wall(),
-        shared.store_state.clone(),
-    );
-    store.set_variant(shared.variant);
-    let store = Arc::new(store);
+    backend.clock.set(rt.wall());
+    let store = backend.open().await.map_err(|e| e.to_string())?;
     let listener = TcpListener::bind(("0.0.0.0", STORE_PORT)).await?;
     for _ in 0..MAX_CONNECTIONS {
         let (stream, _) = listener.accept().await?;
-        let (store, rt2) = (store.clone(), rt.clone());
+        let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
         rt.spawn(Box::pin(async move {
-            serve(stream, store, rt2).await;
+            serve(stream, store, backend, rt2).await;
         }));
     }
     Err(format!("store served {MAX_CONNECTIONS} connections in one incarnation").into())
@@ -90,7 +87,12 @@ async fn hold_without_reply(mut s: TcpStream) {
     }
 }
 
-async fn serve(mut s: TcpStream, store: Arc<MemoryStore>, rt: HostRuntime) {
+async fn serve<F: StoreFactory>(
+    mut s: TcpStream,
+    store: Arc<F::Store>,
+    backend: Arc<Backend<F>>,
+    rt: HostRuntime,
+) {
     let Ok(req) = read_frame::<_, WireRequest>(&mut s).await else {
         return;
     };
@@ -116,8 +118,14 @@ async fn serve(mut s: TcpStream, store: Arc<MemoryStore>, rt: HostRuntime) {
         return;
     }
     let store_time = rt.wall();
-    let reply = execute(&store, &req.op, shared.variant).await;
-    let after = touched(&store, &req.op, &reply).await;
+    backend.clock.set(store_time);
+    let (reply, after) = match backend.call(execute(store, req.op.clone())).await {
+        Ok(done) => done,
+        Err(e) => {
+            shared.report_panic(format!("store call failed: {e}"));
+            return;
+        }
+    };
     for row in &after {
         shared.anchor(row.job, row.version, t, req.id);
     }
@@ -151,29 +159,27 @@ fn wire<T>(r: Result<T, StoreError>, ok: impl FnOnce(T) -> WireReply) -> WireRep
     }
 }
 
-async fn execute(store: &MemoryStore, op: &WireOp, variant: Option<Variant>) -> WireReply {
-    match op.clone() {
+/// Executes one request and reads back the rows it touched.
+async fn execute<S: SimStore>(store: Arc<S>, op: WireOp) -> (WireReply, Vec<ReadRow>) {
+    let reply = match op.clone() {
         WireOp::Now => wire(store.now().await, WireReply::Time),
         WireOp::Enqueue(j) => wire(store.enqueue(j).await, WireReply::Job),
         WireOp::Claim(c) => wire(store.claim(c).await, WireReply::Leases),
         WireOp::Renew(r) => wire(store.renew(r).await, WireReply::Renewal),
         WireOp::Release(r) => wire(store.release(r).await, WireReply::Release),
-        WireOp::Sweep(req, wall) => match (variant, wall) {
-            (Some(Variant::SweeperOwnClock), Some(w)) => {
-                wire(store.sweep_at(req, w), WireReply::Swept)
-            }
-            _ => wire(store.sweep(req).await, WireReply::Swept),
-        },
+        WireOp::Sweep(req, wall) => wire(store.sweep_with_wall(req, wall).await, WireReply::Swept),
         WireOp::Cancel(j) => wire(store.cancel(j).await, WireReply::Cancel),
         WireOp::Get(j) => wire(store.get(j).await, WireReply::Row),
         WireOp::List(l) => wire(store.list(l).await, WireReply::Rows),
-    }
+    };
+    let after = touched(&*store, &op, &reply).await;
+    (reply, after)
 }
 
 /// The rows a request touched, read right after it: the answer checks
 /// compare them with the reference model, and each store event is given the
 /// true time of the request after which its row had that version.
-async fn touched(store: &MemoryStore, op: &WireOp, reply: &WireReply) -> Vec<ReadRow> {
+async fn touched<S: SimStore>(store: &S, op: &WireOp, reply: &WireReply) -> Vec<ReadRow> {
     let mut jobs: Vec<JobId> = match (op, reply) {
         (WireOp::Renew(r), _) => vec![r.job],
         (WireOp::Release(r), _) => vec![r.job],

@@ -6,7 +6,7 @@ use super::runtime::HostRuntime;
 use super::shared::Shared;
 use crate::history::{BeliefWhat, Record};
 use crate::net::RemoteStore;
-use leasehold_core::variants::Variant;
+use crate::catalogue::{self, Variant};
 use leasehold_core::worker::{BeliefEnd, RuntimeEvent};
 use leasehold_core::{shutdown_channel, Release, Sweeper, SweeperConfig, Worker, WorkerConfig};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ pub const SWEEP_BATCH: u32 = 100;
 /// `worker-2#1`, ... (the same name every time under
 /// `restart-reuses-identity`).
 pub fn worker_identity(host: &str, incarnation: u32, variant: Option<Variant>) -> String {
-    if incarnation == 0 || variant == Some(Variant::RestartReusesIdentity) {
+    if incarnation == 0 || catalogue::reuses_identity(variant) {
         host.to_string()
     } else {
         format!("{host}#{incarnation}")
@@ -150,9 +150,7 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoi
         .fence_margin(p.fence_margin.0)
         .poll_interval(p.poll_interval.0)
         .request_timeout(p.request_timeout.0);
-    if let Some(v) = shared.variant {
-        b = b.variant(v);
-    }
+    b = catalogue::configure_worker(b, shared.variant);
     let cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
     let store = Arc::new(RemoteStore::new(rt.clone(), false));
     let handler = SimHandler::new(rt.clone(), leasehold_core::WorkerId::new(id));
@@ -175,7 +173,7 @@ pub async fn run_sweeper(shared: Arc<Shared>, host: String) -> turmoil::Result {
         incarnation,
         worker: None,
     });
-    let own_clock = shared.variant == Some(Variant::SweeperOwnClock);
+    let own_clock = catalogue::sweeper_sends_wall(shared.variant);
     let store = Arc::new(RemoteStore::new(rt.clone(), own_clock));
     let cfg = SweeperConfig::new(shared.cfg.protocol.sweep_interval.0, SWEEP_BATCH)
         .map_err(|e| format!("{host}: {e}"))?;

@@ -58,10 +58,12 @@
 //! one is left to send), so the run stops early and says so in its `End`
 //! record. This skips the idle tail of long scenarios.
 
+mod backend;
 pub mod builtin;
 mod collect;
 mod world;
 
+pub use backend::Backend;
 use collect::collect;
 use world::World;
 
@@ -71,10 +73,10 @@ use crate::config::{ScriptedFault, SimConfig};
 use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
+use crate::catalogue::{self, Variant};
 use crate::hosts::{client, store, worker, Shared};
-use leasehold_core::variants::Variant;
-use leasehold_core::{ManualStoreClock, Policy};
-use leasehold_memory::MemoryStore;
+use crate::stores::{MemoryFactory, SeedContext, StoreFactory};
+use leasehold_core::{list_all, Event, JobRecord};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -134,6 +136,10 @@ pub enum HarnessError {
     /// Simulated code panicked.
     #[error("simulated code panicked: {0}")]
     Panic(String),
+    /// The store could not be set up or read (bad URL, unreachable database,
+    /// a schema that holds data, a variant the store does not carry).
+    #[error("store: {0}")]
+    Store(String),
 }
 
 /// The concrete fault schedule `seed` draws for `cfg`.
@@ -158,24 +164,76 @@ fn ms(d: Duration) -> u64 {
     d.as_millis() as u64
 }
 
-/// A read-only view of the durable store state.
-fn store_view(shared: &Shared) -> MemoryStore {
-    MemoryStore::with_state(
-        Policy::default(),
-        ManualStoreClock::default(),
-        shared.store_state.clone(),
-    )
+/// Whether every planned job exists and is terminal (read through the
+/// open store; `false` while the store is down).
+fn all_terminal<F: StoreFactory>(backend: &Backend<F>, shared: &Shared) -> bool {
+    let Some(store) = backend.current() else {
+        return false;
+    };
+    let want = shared.workload.jobs.len();
+    match backend.block_on(async move { list_all(&*store).await }) {
+        Ok(Ok(rows)) => rows.len() >= want && rows.iter().all(|r| r.state.is_terminal()),
+        _ => false,
+    }
 }
 
-fn all_terminal(shared: &Shared) -> bool {
-    let rows = store_view(shared).rows();
-    rows.len() >= shared.workload.jobs.len() && rows.iter().all(|r| r.state.is_terminal())
+/// The final rows and the audit log (if the store keeps one).
+type FinalState = (Vec<JobRecord>, Option<Vec<Event>>);
+
+fn read_final<F: StoreFactory>(backend: &Backend<F>) -> Result<FinalState, HarnessError> {
+    use crate::stores::SimStore;
+    let read = backend
+        .read_final(|store| async move {
+            let rows = list_all(&*store).await?;
+            let events = store.audit_log().await?;
+            Ok::<_, leasehold_core::StoreError>((rows, events))
+        })
+        .map_err(|e| HarnessError::Store(e.to_string()))?;
+    read.map_err(|e| HarnessError::Store(format!("reading the final state: {e}")))
 }
 
-/// Runs `cfg` with `seed` and checks every invariant.
+/// Runs `cfg` with `seed` on the memory store and checks every invariant.
 pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
+    run_seed_on(cfg, seed, &Arc::new(MemoryFactory))
+}
+
+/// Runs `cfg` with `seed` on a fresh store from `factory` and checks every
+/// invariant.
+pub fn run_seed_on<F: StoreFactory>(
+    cfg: &SimConfig,
+    seed: u64,
+    factory: &Arc<F>,
+) -> Result<RunOutcome, HarnessError> {
     cfg.validate().map_err(HarnessError::Config)?;
     let variant = variant_of(cfg)?;
+    if let Some(v) = variant {
+        if catalogue::is_store_side(v) && !factory.carries_store_variants() {
+            return Err(HarnessError::Store(format!(
+                "variant {v} is a bug of the memory store; the {} store does not carry it",
+                factory.name()
+            )));
+        }
+    }
+    let ctx = SeedContext {
+        scenario: cfg.name.clone(),
+        seed,
+        policy: store::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
+        variant,
+    };
+    let backend = Arc::new(
+        Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
+    );
+    let out = run_world(cfg, seed, variant, &backend);
+    backend.destroy();
+    out
+}
+
+fn run_world<F: StoreFactory>(
+    cfg: &SimConfig,
+    seed: u64,
+    variant: Option<Variant>,
+    backend: &Arc<Backend<F>>,
+) -> Result<RunOutcome, HarnessError> {
     let schedule = fault_schedule(cfg, seed);
     let plan = FaultPlan::new(&schedule);
     let swarm = faults::draw_swarm(cfg, seed);
@@ -227,9 +285,9 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> 
 
     // Registration order is also the order hosts run in each step.
     {
-        let s = shared.clone();
+        let (s, b) = (shared.clone(), backend.clone());
         sim.host("store", move || {
-            gated(s.clone(), "store", store::run(s.clone()))
+            gated(s.clone(), "store", store::run(s.clone(), b.clone()))
         });
     }
     for i in 1..=cfg.topology.workers {
@@ -255,12 +313,14 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> 
         });
     }
 
+    let b = backend.clone();
     let mut world = World {
         shared: shared.clone(),
         plan,
         next_process: 0,
         next_link_time: 0,
         links: BTreeMap::new(),
+        on_store_down: Box::new(move || b.close()),
     };
     let end = cfg.duration.as_ms();
     let max_steps = end / cfg.tick.as_ms().max(1) + 2;
@@ -282,8 +342,10 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> 
         }
         if now >= next_quiet_check {
             next_quiet_check = now + QUIET_CHECK_EVERY_MS;
-            let quiet =
-                now >= heal && world.faults_done() && shared.client_done() && all_terminal(&shared);
+            let quiet = now >= heal
+                && world.faults_done()
+                && shared.client_done()
+                && all_terminal(backend, &shared);
             match (quiet, quiet_since) {
                 (false, _) => quiet_since = None,
                 (true, None) => quiet_since = Some(now),
@@ -302,7 +364,8 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> 
     // Tearing the world down drops every task; their guards must not record.
     shared.set_crashing(true);
     drop(sim);
-    let history = collect(&shared, now, quiet_end);
+    let (rows, events) = read_final(backend)?;
+    let history = collect(&shared, now, quiet_end, rows, events);
     let violations = checker::check(&history, cfg);
     Ok(RunOutcome {
         scenario: cfg.name.clone(),

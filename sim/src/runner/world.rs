@@ -36,6 +36,8 @@ pub(super) struct World {
     pub(super) next_process: usize,
     pub(super) next_link_time: usize,
     pub(super) links: BTreeMap<(String, String), LinkView>,
+    /// Closes the store once its host is down (its connections die with it).
+    pub(super) on_store_down: Box<dyn Fn()>,
 }
 
 impl World {
@@ -51,6 +53,7 @@ impl World {
                 ProcessAction::Crash(h) => {
                     if sim.is_host_running(h.as_str()) {
                         sim.crash(h.as_str());
+                        self.store_down(h);
                         self.shared.set_crashing(false);
                         self.shared.record_runner(Record::HostCrashed {
                             t: now,
@@ -61,6 +64,7 @@ impl World {
                 ProcessAction::Restart(h) => {
                     if sim.is_host_running(h.as_str()) {
                         sim.crash(h.as_str());
+                        self.store_down(h);
                         self.shared.set_crashing(false);
                         self.shared.record_runner(Record::HostCrashed {
                             t: now,
@@ -101,6 +105,12 @@ impl World {
                     self.links.insert(key, new);
                 }
             }
+        }
+    }
+
+    fn store_down(&self, host: &str) {
+        if host == "store" {
+            (self.on_store_down)();
         }
     }
 

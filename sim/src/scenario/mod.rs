@@ -16,7 +16,7 @@ pub use locate::{line_col, LineCol, SpanTree};
 pub use write::to_toml;
 
 use crate::config::SimConfig;
-use leasehold_core::variants::Variant;
+use crate::catalogue::Variant;
 use std::path::{Path, PathBuf};
 
 /// Most scenario files one directory walk reads.

@@ -2,7 +2,7 @@
 //! JUnit, shards), replay (hash, trace, timeline), shrink (the written
 //! file reloads and still fails on replay), check (line-numbered errors).
 
-#[path = "support/xml.rs"]
+#[path = "../../tests/support/xml.rs"]
 mod xml;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ fn bin() -> Command {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// A fresh scratch directory for one test.

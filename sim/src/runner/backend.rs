@@ -1,0 +1,141 @@
+//! One seed's store: the factory, the seed's database, the store currently
+//! open on it (none while the store host is down), its clock, and the
+//! driver its calls run on (see [`crate::stores`] for why).
+
+use crate::stores::driver::{ready_now, Driver};
+use crate::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A seed's store, shared by the runner and the store host.
+pub struct Backend<F: StoreFactory> {
+    factory: Arc<F>,
+    ctx: SeedContext,
+    db: Mutex<Option<Arc<F::Database>>>,
+    open: Mutex<Option<Arc<F::Store>>>,
+    /// The clock every store of this seed reads.
+    pub clock: SimStoreClock,
+    driver: Option<Driver>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<F: StoreFactory> Backend<F> {
+    /// Makes the seed's database (from outside the simulation).
+    pub fn create(factory: Arc<F>, ctx: SeedContext) -> Result<Self, SetupError> {
+        let driver = if factory.uses_driver() {
+            Some(Driver::new().map_err(|e| SetupError::new(e.to_string()))?)
+        } else {
+            None
+        };
+        let mut b = Backend {
+            factory,
+            ctx,
+            db: Mutex::new(None),
+            open: Mutex::new(None),
+            clock: SimStoreClock::default(),
+            driver,
+        };
+        let (f, ctx) = (b.factory.clone(), b.ctx.clone());
+        let db = b.block_on(async move { f.create(&ctx).await })??;
+        b.db = Mutex::new(Some(Arc::new(db)));
+        Ok(b)
+    }
+
+    /// Runs `fut` to completion from a synchronous caller.
+    pub fn block_on<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, SetupError> {
+        match &self.driver {
+            Some(d) => d.run(fut).map_err(|e| SetupError::new(e.to_string())),
+            None => match ready_now(fut) {
+                Some(v) => Ok(v),
+                None => Err(SetupError::new(format!(
+                    "the {} store's call did not finish at once; a store that waits on \
+                     anything must ask for a driver (StoreFactory::uses_driver)",
+                    self.factory.name()
+                ))),
+            },
+        }
+    }
+
+    /// Runs one store call from inside the store host: on the driver
+    /// (blocking the simulation until it is done) or in place.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, SetupError> {
+        match &self.driver {
+            Some(d) => d.run(fut).map_err(|e| SetupError::new(e.to_string())),
+            None => Ok(fut.await),
+        }
+    }
+
+    /// Opens a store on the seed's database (a start of the store host).
+    pub async fn open(&self) -> Result<Arc<F::Store>, SetupError> {
+        self.close();
+        let db = lock(&self.db)
+            .clone()
+            .ok_or_else(|| SetupError::new("the seed's database is gone"))?;
+        let (f, ctx, clock) = (self.factory.clone(), self.ctx.clone(), self.clock.clone());
+        let store = Arc::new(
+            self.call(async move { f.open(&db, &ctx, clock).await })
+                .await??,
+        );
+        *lock(&self.open) = Some(store.clone());
+        Ok(store)
+    }
+
+    /// The store open now, if the host is up.
+    pub fn current(&self) -> Option<Arc<F::Store>> {
+        lock(&self.open).clone()
+    }
+
+    /// Closes the open store, if any: the store host crashed. Called from
+    /// outside the simulation, after the host's tasks were dropped, so this
+    /// holds the last reference and the store goes away on its driver.
+    pub fn close(&self) {
+        let Some(store) = lock(&self.open).take() else {
+            return;
+        };
+        let _ = self.block_on(async move {
+            store.close().await;
+            drop(store);
+        });
+    }
+
+    /// Opens a store to read the final state with `read`, then closes it.
+    pub fn read_final<T: Send + 'static, Fut>(
+        &self,
+        read: impl FnOnce(Arc<F::Store>) -> Fut,
+    ) -> Result<T, SetupError>
+    where
+        Fut: Future<Output = T> + Send + 'static,
+    {
+        self.close();
+        let db = lock(&self.db)
+            .clone()
+            .ok_or_else(|| SetupError::new("the seed's database is gone"))?;
+        let (f, ctx, clock) = (self.factory.clone(), self.ctx.clone(), self.clock.clone());
+        let store = Arc::new(self.block_on(async move { f.open(&db, &ctx, clock).await })??);
+        let out = self.block_on(read(store.clone()));
+        let _ = self.block_on(async move { store.close().await });
+        out
+    }
+
+    /// Removes the seed's database.
+    pub fn destroy(&self) {
+        self.close();
+        let Some(db) = lock(&self.db).take() else {
+            return;
+        };
+        let Ok(db) = Arc::try_unwrap(db) else {
+            return;
+        };
+        let f = self.factory.clone();
+        let _ = self.block_on(async move { f.destroy(db).await });
+    }
+}

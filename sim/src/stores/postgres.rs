@@ -1,0 +1,220 @@
+//! `leasehold-postgres` under simulation: a fresh schema per seed in the
+//! database at the given URL, dropped at the end of the seed.
+//!
+//! Schema names are `<prefix>_<n>`, with a per-process counter `n`; the
+//! default prefix carries the process id, so concurrent runs on one server
+//! never meet. A schema that already exists and holds tables is refused
+//! rather than reused or dropped: it is somebody's data.
+
+use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_core::{Event, StoreError};
+use leasehold_postgres::PgStore;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Default schema prefix (the process id is appended).
+pub const DEFAULT_SCHEMA_PREFIX: &str = "leasehold_sim";
+/// Longest schema prefix (PostgreSQL identifiers have at most 63 bytes).
+const MAX_PREFIX_LEN: usize = 40;
+/// Pooled connections per seed: the store host runs one operation at a time.
+const POOL: u32 = 2;
+/// How long connecting may take before the database counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+static NEXT_SCHEMA: AtomicU64 = AtomicU64::new(0);
+
+/// Makes a [`PgStore`] per seed.
+#[derive(Clone, Debug)]
+pub struct PostgresFactory {
+    url: String,
+    prefix: String,
+}
+
+impl PostgresFactory {
+    /// A factory on the database at `url`; schemas are named
+    /// `<prefix>_<n>` (default prefix: `leasehold_sim_<pid>`).
+    pub fn new(url: impl Into<String>, prefix: Option<String>) -> Result<Self, SetupError> {
+        let url = url.into();
+        if url.trim().is_empty() {
+            return Err(SetupError::new(
+                "postgres: the database URL is empty (give --database-url or DATABASE_URL)",
+            ));
+        }
+        let prefix =
+            prefix.unwrap_or_else(|| format!("{DEFAULT_SCHEMA_PREFIX}_{}", std::process::id()));
+        let ok = !prefix.is_empty()
+            && prefix.len() <= MAX_PREFIX_LEN
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && !prefix.starts_with(|c: char| c.is_ascii_digit());
+        if !ok {
+            return Err(SetupError::new(format!(
+                "postgres: bad schema prefix {prefix:?}: 1 to {MAX_PREFIX_LEN} characters of a-z, 0-9 and _, not starting with a digit"
+            )));
+        }
+        Ok(PostgresFactory { url, prefix })
+    }
+
+    fn admin(&self) -> impl Future<Output = Result<PgStore, SetupError>> + Send {
+        let url = self.url.clone();
+        async move {
+            PgStore::builder(&url)
+                .max_connections(1)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .application_name("leasehold-sim")
+                .connect()
+                .await
+                .map_err(|e| {
+                    SetupError::new(format!(
+                        "postgres: cannot reach the database at {}: {e}",
+                        redact(&url)
+                    ))
+                })
+        }
+    }
+
+    /// Connects once and reports whether the server is reachable.
+    pub fn probe(&self) -> impl Future<Output = Result<(), SetupError>> + Send {
+        let admin = self.admin();
+        async move {
+            let a = admin.await?;
+            a.close().await;
+            Ok(())
+        }
+    }
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl SimStore for PgStore {
+    fn audit_log(&self) -> impl Future<Output = Result<Option<Vec<Event>>, StoreError>> + Send {
+        async { self.events().await.map(Some) }
+    }
+
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        PgStore::close(self)
+    }
+}
+
+impl StoreFactory for PostgresFactory {
+    type Store = PgStore;
+    type Database = String;
+
+    fn name(&self) -> String {
+        "postgres".into()
+    }
+
+    fn create(
+        &self,
+        ctx: &SeedContext,
+    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
+        let schema = format!(
+            "{}_{}",
+            self.prefix,
+            NEXT_SCHEMA.fetch_add(1, Ordering::Relaxed)
+        );
+        let admin = self.admin();
+        let (url, ctx) = (self.url.clone(), ctx.clone());
+        async move {
+            let a = admin.await?;
+            let tables: Result<i64, _> = sqlx::query_scalar(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = $1",
+            )
+            .bind(&schema)
+            .fetch_one(a.pool())
+            .await;
+            a.close().await;
+            let tables = tables.map_err(|e| SetupError::new(format!("postgres: {e}")))?;
+            if tables > 0 {
+                return Err(SetupError::new(format!(
+                    "postgres: schema {schema:?} already exists and holds {tables} table(s); \
+                     the simulator needs a fresh schema per seed and never reuses or drops \
+                     data it did not make: drop it (DROP SCHEMA {schema} CASCADE) or choose \
+                     another --pg-schema-prefix"
+                )));
+            }
+            let store = PgStore::builder(&url)
+                .schema(schema.clone())
+                .policy(ctx.policy.clone())
+                .max_connections(1)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .connect()
+                .await
+                .map_err(|e| SetupError::new(format!("postgres: {e}")))?;
+            let migrated = store.migrate().await;
+            store.close().await;
+            migrated.map_err(|e| SetupError::new(format!("postgres: schema {schema}: {e}")))?;
+            Ok(schema)
+        }
+    }
+
+    fn open(
+        &self,
+        db: &Self::Database,
+        ctx: &SeedContext,
+        clock: SimStoreClock,
+    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
+        let (url, schema, policy) = (self.url.clone(), db.clone(), ctx.policy.clone());
+        async move {
+            PgStore::builder(&url)
+                .schema(schema.clone())
+                .policy(policy)
+                .clock_override(clock)
+                .max_connections(POOL)
+                .acquire_timeout(CONNECT_TIMEOUT)
+                .application_name("leasehold-sim")
+                .connect()
+                .await
+                .map_err(|e| SetupError::new(format!("postgres: schema {schema}: {e}")))
+        }
+    }
+
+    fn destroy(&self, db: Self::Database) -> impl Future<Output = ()> + Send {
+        let admin = self.admin();
+        async move {
+            if let Ok(a) = admin.await {
+                // The name was made here from a checked prefix and a number.
+                let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS \"{db}\" CASCADE"))
+                    .execute(a.pool())
+                    .await;
+                a.close().await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_password_in_messages() {
+        assert_eq!(
+            redact("postgres://u:secret@h:5/db"),
+            "postgres://u:***@h:5/db"
+        );
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
+    }
+
+    #[test]
+    fn bad_prefixes_and_empty_urls_are_refused() {
+        assert!(PostgresFactory::new("", None).is_err());
+        assert!(PostgresFactory::new("postgres://h/db", Some("Bad-Name".into())).is_err());
+        assert!(PostgresFactory::new("postgres://h/db", Some("9x".into())).is_err());
+        assert!(PostgresFactory::new("postgres://h/db", Some("ok_prefix".into())).is_ok());
+    }
+}

@@ -1,0 +1,110 @@
+//! `leasehold-sqlite` under simulation: a fresh database file per seed, in
+//! its own temporary directory, removed at the end of the seed.
+//!
+//! Durability is `synchronous = NORMAL` (WAL): a commit survives a crash of
+//! the process, which is the crash the simulator injects (it does not cut
+//! the power), and the run does not wait for an `fsync` per operation.
+
+use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_core::{Event, StoreError};
+use leasehold_sqlite::{Durability, SqliteStore};
+use std::future::Future;
+use std::path::PathBuf;
+
+/// Pooled connections per seed: the store host runs one operation at a time.
+const POOL: u32 = 2;
+
+/// Makes a [`SqliteStore`] per seed.
+#[derive(Clone, Debug, Default)]
+pub struct SqliteFactory {
+    dir: Option<PathBuf>,
+}
+
+impl SqliteFactory {
+    /// Database files go into fresh directories under the system's
+    /// temporary directory, or under `dir` when given.
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        SqliteFactory { dir }
+    }
+}
+
+/// One seed's database file (its directory is removed on drop).
+pub struct SqliteDatabase {
+    dir: tempfile::TempDir,
+}
+
+impl SqliteDatabase {
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("leasehold.db")
+    }
+}
+
+impl SimStore for SqliteStore {
+    fn audit_log(&self) -> impl Future<Output = Result<Option<Vec<Event>>, StoreError>> + Send {
+        async { self.events().await.map(Some) }
+    }
+
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        SqliteStore::close(self)
+    }
+}
+
+fn setup(what: &str, e: impl std::fmt::Display) -> SetupError {
+    SetupError::new(format!("sqlite: {what}: {e}"))
+}
+
+impl SqliteFactory {
+    async fn open_at(
+        path: PathBuf,
+        ctx: &SeedContext,
+        clock: SimStoreClock,
+    ) -> Result<SqliteStore, SetupError> {
+        SqliteStore::builder(&path)
+            .policy(ctx.policy.clone())
+            .clock(clock)
+            .durability(Durability::Normal)
+            .max_connections(POOL)
+            .open()
+            .await
+            .map_err(|e| setup(&format!("cannot open {}", path.display()), e))
+    }
+}
+
+impl StoreFactory for SqliteFactory {
+    type Store = SqliteStore;
+    type Database = SqliteDatabase;
+
+    fn name(&self) -> String {
+        "sqlite".into()
+    }
+
+    fn create(
+        &self,
+        ctx: &SeedContext,
+    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
+        let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
+        let ctx = ctx.clone();
+        async move {
+            let tmp = tempfile::Builder::new()
+                .prefix("leasehold-sim-")
+                .tempdir_in(&dir)
+                .map_err(|e| setup(&format!("cannot make a directory in {}", dir.display()), e))?;
+            let db = SqliteDatabase { dir: tmp };
+            let store = Self::open_at(db.path(), &ctx, SimStoreClock::default()).await?;
+            let migrated = store.migrate().await;
+            store.close().await;
+            migrated.map_err(|e| setup("migration", e))?;
+            Ok(db)
+        }
+    }
+
+    fn open(
+        &self,
+        db: &Self::Database,
+        ctx: &SeedContext,
+        clock: SimStoreClock,
+    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
+        let (path, ctx) = (db.path(), ctx.clone());
+        async move { Self::open_at(path, &ctx, clock).await }
+    }
+}

@@ -64,6 +64,9 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::ResultSecondStep
                 | Variant::ClaimWithoutCas
                 | Variant::LateCancelOverwrites
+                // Its worker reuses its name, but the bug that keeps a dead
+                // lease alive is the store's liveness-by-name renewal.
+                | Variant::RestartReusesIdentity
         )
     }
     #[cfg(not(feature = "catalogue"))]

@@ -10,6 +10,7 @@ pub mod catalogue;
 pub mod cli;
 pub mod config;
 pub mod duration;
+pub mod harness;
 pub mod junit;
 pub mod scenario;
 pub mod shrink;

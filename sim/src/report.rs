@@ -10,6 +10,18 @@ pub fn replay_command(scenario_path: &str, seed: u64) -> String {
     format!("leasehold replay {scenario_path} --seed {seed}")
 }
 
+/// The replay command on a given store (memory needs no flag).
+pub fn replay_command_on(
+    scenario_path: &str,
+    seed: u64,
+    store: Option<crate::stores::StoreKind>,
+) -> String {
+    match store {
+        None | Some(crate::stores::StoreKind::Memory) => replay_command(scenario_path, seed),
+        Some(k) => format!("{} --store {k}", replay_command(scenario_path, seed)),
+    }
+}
+
 /// A multi-line report of one violation.
 pub fn violation_report(
     v: &Violation,
@@ -57,7 +69,7 @@ pub fn violation_report(
         }
     }
     let path = scenario_path.map_or_else(|| format!("<{}>", cfg.name), str::to_string);
-    let _ = writeln!(s, "  replay: {}", replay_command(&path, seed));
+    let _ = writeln!(s, "  replay: {}", replay_command_on(&path, seed, cfg.store));
     s
 }
 

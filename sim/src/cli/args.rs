@@ -1,6 +1,8 @@
 //! Command-line arguments (clap derive).
 
 use super::plan::Shard;
+use super::stores::StoreArgs;
+use crate::stores::StoreKind;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -52,6 +54,13 @@ pub struct RunArgs {
     /// Run only shard I of N (1-based), for CI fan-out.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
+    /// Differential mode: also run every seed on this store and fail on the
+    /// first answer in which the two stores differ.
+    #[arg(long, value_enum, value_name = "STORE")]
+    pub against: Option<StoreKind>,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
 }
 
 /// `leasehold replay`.
@@ -71,6 +80,9 @@ pub struct ReplayArgs {
     /// Print the history hash.
     #[arg(long)]
     pub hash: bool,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
 }
 
 /// `leasehold shrink`.
@@ -90,6 +102,9 @@ pub struct ShrinkArgs {
     /// Most wall seconds to spend.
     #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_WALL.as_secs())]
     pub max_secs: u64,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
 }
 
 /// `leasehold check`.

@@ -1,10 +1,13 @@
 //! The one place the CLI calls the simulator engine (`runner`, `checker`,
 //! `report`), reduced to what the commands print and judge.
 
+use super::stores::Stores;
 use crate::checker::{check_store_events, Violation};
 use crate::config::{InvariantId, ScriptedFault, SimConfig};
+use crate::history::{History, Record};
 use crate::report::violation_report;
-use crate::runner::{fault_schedule, run_seed};
+use crate::runner::fault_schedule;
+use crate::stores::StoreKind;
 
 /// One violation as the CLI shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,9 +33,9 @@ pub struct SeedRun {
     pub timing_broken: bool,
 }
 
-/// The replay command line for a scenario file and seed.
-pub fn replay_command(path: &str, seed: u64) -> String {
-    crate::report::replay_command(path, seed)
+/// The replay command line for a scenario file and seed on a store.
+pub fn replay_command(path: &str, seed: u64, store: StoreKind) -> String {
+    crate::report::replay_command_on(path, seed, Some(store))
 }
 
 fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found {
@@ -49,10 +52,24 @@ fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found
     }
 }
 
-/// Runs one seed and checks it.
-pub fn run(cfg: &SimConfig, seed: u64, path: &str) -> Result<SeedRun, String> {
-    let out = run_seed(cfg, seed).map_err(|e| e.to_string())?;
-    Ok(SeedRun {
+/// Runs one seed on the scenario's store and checks it.
+pub fn run(cfg: &SimConfig, seed: u64, path: &str, stores: &Stores) -> Result<SeedRun, String> {
+    run_keep(cfg, seed, path, stores).map(|(r, _)| r)
+}
+
+/// Runs one seed on the scenario's store, checks it, and keeps the history.
+pub fn run_keep(
+    cfg: &SimConfig,
+    seed: u64,
+    path: &str,
+    stores: &Stores,
+) -> Result<(SeedRun, History), String> {
+    let kind = stores.kind_for(cfg);
+    let mut cfg = cfg.clone();
+    cfg.store = Some(kind);
+    let cfg = &cfg;
+    let out = stores.run(kind, cfg, seed).map_err(|e| e.to_string())?;
+    let run = SeedRun {
         violations: out
             .violations
             .iter()
@@ -61,7 +78,96 @@ pub fn run(cfg: &SimConfig, seed: u64, path: &str) -> Result<SeedRun, String> {
         hash: out.history_hash,
         sim_ms: out.sim_time_ms,
         timing_broken: out.timing_assumption_broken,
+    };
+    Ok((run, out.history))
+}
+
+/// I10: the second run of a seed must give the same history hash.
+pub fn determinism(
+    first: u64,
+    second: u64,
+    cfg: &SimConfig,
+    seed: u64,
+    path: &str,
+) -> Option<Found> {
+    (first != second).then(|| {
+        let v = Violation::new(
+            InvariantId::I10,
+            format!(
+                "two runs of seed {seed} gave different histories: hash {first:016x}, then {second:016x}"
+            ),
+        );
+        found(&v, cfg, seed, Some(path))
     })
+}
+
+/// The store's answers in execution order: (request id, answer).
+fn answers(h: &History) -> Vec<(u64, String)> {
+    h.records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Served {
+                id,
+                reply: Some(reply),
+                ..
+            } => Some((*id, serde_json::to_string(reply).unwrap_or_default())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Differential mode: the first answer in which two stores' runs of the
+/// same seed differ, as an I11 finding naming both answers.
+pub fn first_difference(
+    a: (StoreKind, &History),
+    b: (StoreKind, &History),
+    cfg: &SimConfig,
+    seed: u64,
+    path: &str,
+) -> Option<Found> {
+    let (xa, xb) = (answers(a.1), answers(b.1));
+    let op_of = |h: &History, id: u64| {
+        h.records.iter().find_map(|r| match r {
+            Record::Request {
+                id: i, op, host, ..
+            } if *i == id => Some(format!(
+                "{host} {}",
+                serde_json::to_string(op).unwrap_or_default()
+            )),
+            _ => None,
+        })
+    };
+    let n = xa.len().max(xb.len());
+    let k = (0..n).find(|&k| xa.get(k) != xb.get(k))?;
+    let show = |x: Option<&(u64, String)>| {
+        x.map_or("no answer (the run ended)".to_string(), |(id, r)| {
+            format!("#{id} {r}")
+        })
+    };
+    let id = xa.get(k).or(xb.get(k)).map_or(0, |x| x.0);
+    let request = op_of(a.1, id)
+        .or_else(|| op_of(b.1, id))
+        .unwrap_or_else(|| "?".into());
+    let message = format!(
+        "the stores answered differently at answer {k} (request #{id}: {request}):\n    {}: {}\n    {}: {}",
+        a.0,
+        show(xa.get(k)),
+        b.0,
+        show(xb.get(k))
+    );
+    let v = Violation::new(InvariantId::I11, message);
+    let mut f = found(&v, cfg, seed, Some(path));
+    f.report = format!(
+        "{}\n  replay: {}\n  replay: {}",
+        f.report
+            .lines()
+            .take_while(|l| !l.trim_start().starts_with("replay:"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        replay_command(path, seed, a.0),
+        replay_command(path, seed, b.0)
+    );
+    Some(f)
 }
 
 /// The seed's concrete fault schedule.

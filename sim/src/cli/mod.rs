@@ -12,6 +12,7 @@ pub mod progress;
 pub mod replay;
 pub mod run;
 pub mod shrink;
+pub mod stores;
 pub mod verdict;
 
 use clap::Parser;

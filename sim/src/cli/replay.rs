@@ -6,9 +6,9 @@
 //! replay of a failure fails), 2 on bad input or a harness error.
 
 use super::args::ReplayArgs;
+use super::stores::Stores;
 use super::ExitCode;
 use crate::report::violation_report;
-use crate::runner::run_seed;
 use crate::scenario::load_file;
 use crate::timeline::{self, MarkAt};
 
@@ -21,9 +21,17 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
             return ExitCode::Input;
         }
     };
-    let cfg = &scenario.config;
+    let stores = Stores::new(&args.stores);
+    let mut cfg = scenario.config.clone();
+    let kind = stores.kind_for(&cfg);
+    cfg.store = Some(kind);
+    let cfg = &cfg;
+    if let Err(e) = stores.check(kind) {
+        eprintln!("leasehold: {e}");
+        return ExitCode::Input;
+    }
     let path = scenario.path.to_string_lossy().into_owned();
-    let out = match run_seed(cfg, args.seed) {
+    let out = match stores.run(kind, cfg, args.seed) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("leasehold: harness error: {e}");
@@ -31,7 +39,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         }
     };
     println!(
-        "{} seed {}{}: {} simulated, {} history records, {} violations{}",
+        "{} seed {} on {kind}{}: {} simulated, {} history records, {} violations{}",
         cfg.name,
         args.seed,
         cfg.variant
@@ -75,7 +83,10 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
                 cfg.variant.as_deref().unwrap_or("none (correct core)")
             ),
             format!("violations: {}", out.violations.len()),
-            format!("replay: leasehold replay {path} --seed {}", args.seed),
+            format!(
+                "replay: {}",
+                crate::report::replay_command_on(&path, args.seed, Some(kind))
+            ),
         ];
         let tl = timeline::from_history(
             &out.history,

@@ -6,10 +6,12 @@ use super::engine::{self, SeedRun};
 use super::parallel::run_parallel;
 use super::plan::{plan, PlanInput, Seeds, Shard, Task};
 use super::progress::Progress;
+use super::stores::Stores;
 use super::verdict::{judge, Detection, Verdict};
 use super::ExitCode;
 use crate::junit;
 use crate::scenario::{load_paths, Scenario};
+use crate::stores::StoreKind;
 use serde_json::json;
 use std::time::Instant;
 
@@ -43,9 +45,47 @@ struct Done {
     wall_s: f64,
 }
 
+/// Whether the scenario's catalogue bug lives in the memory store, which
+/// the other stores do not carry.
+fn memory_only(s: &Scenario) -> bool {
+    s.config
+        .variant
+        .as_deref()
+        .and_then(crate::catalogue::Variant::parse)
+        .is_some_and(crate::catalogue::is_store_side)
+}
+
+/// Runs one seed; in differential mode also on the second store, failing
+/// on the first answer that differs.
+fn run_task(
+    s: &Scenario,
+    seed: u64,
+    stores: &Stores,
+    against: Option<(&Stores, StoreKind)>,
+) -> Result<SeedRun, String> {
+    let path = s.path.to_string_lossy();
+    let Some((other, kind_b)) = against else {
+        return engine::run(&s.config, seed, &path, stores);
+    };
+    let (mut a, ha) = engine::run_keep(&s.config, seed, &path, stores)?;
+    let (_, hb) = engine::run_keep(&s.config, seed, &path, other)?;
+    let kind_a = stores.kind_for(&s.config);
+    if let Some(f) = engine::first_difference((kind_a, &ha), (kind_b, &hb), &s.config, seed, &path)
+    {
+        a.violations.insert(0, f);
+    }
+    Ok(a)
+}
+
 /// Runs the command; answers the exit code.
 pub fn run(args: &RunArgs) -> ExitCode {
     let sink = Sink { json: args.json };
+    let stores = Stores::new(&args.stores);
+    let against = args.against.map(|k| {
+        let mut a = args.stores.clone();
+        a.store = Some(k);
+        (Stores::new(&a), k)
+    });
     let scenarios = match load_paths(&args.paths) {
         Ok(s) if s.is_empty() => {
             eprintln!("leasehold: no scenario files under the given paths");
@@ -57,6 +97,47 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::Input;
         }
     };
+    let on_memory = |s: &Scenario| {
+        stores.kind_for(&s.config) == StoreKind::Memory
+            && against
+                .as_ref()
+                .is_none_or(|(_, k)| *k == StoreKind::Memory)
+    };
+    let (mut scenarios, skipped): (Vec<Scenario>, Vec<Scenario>) = scenarios
+        .into_iter()
+        .partition(|s| !memory_only(s) || on_memory(s));
+    if !skipped.is_empty() {
+        let names: Vec<&str> = skipped.iter().map(|s| s.config.name.as_str()).collect();
+        sink.human(&format!(
+            "skipped {} catalogue scenarios whose bug lives in the memory store: {}",
+            skipped.len(),
+            names.join(", ")
+        ));
+    }
+    if scenarios.is_empty() {
+        eprintln!("leasehold: nothing to run on this store");
+        return ExitCode::Input;
+    }
+    for s in &mut scenarios {
+        s.config.store = Some(stores.kind_for(&s.config));
+    }
+    let mut kinds: Vec<StoreKind> = scenarios
+        .iter()
+        .map(|s| stores.kind_for(&s.config))
+        .collect();
+    kinds.extend(against.as_ref().map(|(_, k)| *k));
+    kinds.sort();
+    kinds.dedup();
+    for k in &kinds {
+        let check = match &against {
+            Some((b, kb)) if kb == k => b.check(*k),
+            _ => stores.check(*k),
+        };
+        if let Err(e) = check {
+            eprintln!("leasehold: {e}");
+            return ExitCode::Input;
+        }
+    }
     let seeds = match (args.seed, args.seeds) {
         (Some(s), _) => Seeds::One(s),
         (None, Some(n)) => Seeds::Count(n),
@@ -81,7 +162,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         |t: &Task| {
             let s = &scenarios[t.scenario];
             let t0 = Instant::now();
-            let result = engine::run(&s.config, t.seed, &s.path.to_string_lossy());
+            let result = run_task(s, t.seed, &stores, against.as_ref().map(|(b, k)| (b, *k)));
             Done {
                 result,
                 wall_s: t0.elapsed().as_secs_f64(),
@@ -100,14 +181,15 @@ pub fn run(args: &RunArgs) -> ExitCode {
         },
     );
     progress.finish();
-    let wall = started.elapsed().as_secs_f64();
-    let (results, walls): (Vec<_>, Vec<_>) = done
+    let (mut results, walls): (Vec<_>, Vec<_>) = done
         .into_iter()
         .map(|d| match d {
             Ok(d) => (d.result, d.wall_s),
             Err(panic) => (Err(panic), 0.0),
         })
         .unzip();
+    recheck_determinism(&scenarios, &tasks, &mut results, &stores, jobs);
+    let wall = started.elapsed().as_secs_f64();
     let configs: Vec<_> = scenarios.iter().map(|s| &s.config).collect();
     let (verdicts, detections) = judge(&configs, &tasks, &results, &walls);
     report_runs(&sink, &scenarios, &tasks, &results, &verdicts, &walls);
@@ -149,6 +231,56 @@ pub fn run(args: &RunArgs) -> ExitCode {
     }
 }
 
+/// I10: replays the first seed run of every scenario and fails it when the
+/// second history's hash differs from the first.
+fn recheck_determinism(
+    scenarios: &[Scenario],
+    tasks: &[Task],
+    results: &mut [Result<SeedRun, String>],
+    stores: &Stores,
+    jobs: usize,
+) {
+    let mut firsts: Vec<usize> = Vec::new();
+    for (k, t) in tasks.iter().enumerate() {
+        let ok = results[k].is_ok();
+        if ok && !firsts.iter().any(|&f| tasks[f].scenario == t.scenario) {
+            firsts.push(k);
+        }
+    }
+    let again = run_parallel(
+        &firsts,
+        jobs,
+        |&k: &usize| {
+            let (t, s) = (&tasks[k], &scenarios[tasks[k].scenario]);
+            engine::run(&s.config, t.seed, &s.path.to_string_lossy(), stores)
+        },
+        |_, _| {},
+    );
+    for (&k, second) in firsts.iter().zip(again) {
+        let (t, s) = (&tasks[k], &scenarios[tasks[k].scenario]);
+        let path = s.path.to_string_lossy();
+        if let Ok(first) = &mut results[k] {
+            let finding = match second {
+                Ok(Ok(r)) => engine::determinism(first.hash, r.hash, &s.config, t.seed, &path),
+                Ok(Err(e)) | Err(e) => {
+                    engine::determinism(first.hash, !first.hash, &s.config, t.seed, &path).map(
+                        |mut f| {
+                            f.summary = format!(
+                                "I10 (determinism): the replay of seed {} failed: {e}",
+                                t.seed
+                            );
+                            f
+                        },
+                    )
+                }
+            };
+            if let Some(f) = finding {
+                first.violations.insert(0, f);
+            }
+        }
+    }
+}
+
 fn report_runs(
     sink: &Sink,
     scenarios: &[Scenario],
@@ -161,7 +293,7 @@ fn report_runs(
     for (k, t) in tasks.iter().enumerate() {
         let s = &scenarios[t.scenario];
         let path = s.path.to_string_lossy();
-        let replay = engine::replay_command(&path, t.seed);
+        let replay = engine::replay_command(&path, t.seed, kind_of(s));
         let (violations, hash) = match &results[k] {
             Ok(r) => (
                 r.violations.iter().map(|v| v.summary.clone()).collect(),
@@ -225,7 +357,7 @@ fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detectio
             d.invariant,
             d.seeds_to_detect,
             d.wall_to_detect,
-            engine::replay_command(&path, seed)
+            engine::replay_command(&path, seed, kind_of(s))
         ));
         sink.machine(json!({
             "caught": {"scenario": s.config.name, "variant": s.config.variant, "invariant": d.invariant.to_string(),
@@ -251,7 +383,7 @@ fn junit_suites(
     for (k, t) in tasks.iter().enumerate() {
         let s = &scenarios[t.scenario];
         let path = s.path.to_string_lossy();
-        let replay = engine::replay_command(&path, t.seed);
+        let replay = engine::replay_command(&path, t.seed, kind_of(s));
         let outcome = match &verdicts[k] {
             Verdict::Passed => junit::CaseOutcome::Passed,
             Verdict::Error(e) => junit::CaseOutcome::Error {
@@ -287,4 +419,9 @@ fn junit_suites(
     }
     suites.retain(|s| !s.cases.is_empty());
     suites
+}
+
+/// The store a scenario ran on (the run sets it on every loaded scenario).
+fn kind_of(s: &Scenario) -> StoreKind {
+    s.config.store.unwrap_or(StoreKind::Memory)
 }

@@ -3,9 +3,10 @@
 //! same seed (see [`crate::shrink`]).
 
 use super::args::ShrinkArgs;
+use super::stores::Stores;
 use super::ExitCode;
 use crate::config::InvariantId;
-use crate::runner::{fault_schedule, run_seed};
+use crate::runner::fault_schedule;
 use crate::scenario::{load_file, to_toml};
 use crate::shrink::{shrink, Budget};
 use std::time::{Duration, Instant};
@@ -19,10 +20,16 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
             return ExitCode::Input;
         }
     };
+    let stores = Stores::new(&args.stores);
+    let kind = stores.kind_for(&scenario.config);
+    if let Err(e) = stores.check(kind) {
+        eprintln!("leasehold: {e}");
+        return ExitCode::Input;
+    }
     let cfg = &scenario.config;
     let path = scenario.path.to_string_lossy().into_owned();
     let seed = args.seed;
-    let first = match run_seed(cfg, seed) {
+    let first = match stores.run(kind, cfg, seed) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("leasehold: harness error: {e}");
@@ -47,7 +54,9 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
     let schedule = fault_schedule(cfg, seed);
     let started = Instant::now();
     let mut fails = |c: &crate::config::SimConfig| {
-        run_seed(c, seed).is_ok_and(|o| o.violations.iter().any(|v| v.invariant == target))
+        stores
+            .run(kind, c, seed)
+            .is_ok_and(|o| o.violations.iter().any(|v| v.invariant == target))
     };
     let budget = Budget {
         max_runs: args.max_runs,

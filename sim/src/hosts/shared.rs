@@ -5,13 +5,13 @@
 //! the locks are never contended; they exist because the core's `Runtime`
 //! and `Store` must be `Send + Sync`.
 
+use crate::catalogue::Variant;
 use crate::clock::ClockModel;
 use crate::config::SimConfig;
 use crate::faults::{FaultPlan, SwarmDraw};
 use crate::history::Record;
 use crate::hosts::workload::WorkloadPlan;
 use crate::rng::SimRng;
-use crate::catalogue::Variant;
 use leasehold_core::JobId;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

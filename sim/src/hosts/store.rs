@@ -54,7 +54,10 @@ pub fn policy_of(cfg: &crate::config::SimConfig, seed: u64) -> Result<Policy, St
 }
 
 /// The store host's software: one incarnation, serving the seed's store.
-pub async fn run<F: StoreFactory>(shared: Arc<Shared>, backend: Arc<Backend<F>>) -> turmoil::Result {
+pub async fn run<F: StoreFactory>(
+    shared: Arc<Shared>,
+    backend: Arc<Backend<F>>,
+) -> turmoil::Result {
     let rt = HostRuntime::new(shared.clone(), "store");
     let incarnation = shared.next_incarnation("store");
     let (t, _) = rt.times();

@@ -2,9 +2,9 @@
 
 use crate::history::{Blob, LeaseRef, Op, ReadRow, Reply};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, InputError, JobId, JobRecord, Lease,
-    ListRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime,
-    SweepRequest, Token,
+    CancelOutcome, ClaimRequest, CrashReport, InputError, JobId, JobRecord, Lease, ListRequest,
+    NewJob, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime, SweepRequest,
+    Token,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::io;
@@ -201,9 +201,7 @@ impl WireReply {
             WireReply::Swept(r) => Reply::Swept(r.clone()),
             WireReply::Cancel(c) => Reply::Cancel(*c),
             WireReply::Row(r) => Reply::Row(r.as_ref().map(ReadRow::of)),
-            WireReply::Rows(rs) => {
-                Reply::Rows(rs.iter().map(ReadRow::of).collect())
-            }
+            WireReply::Rows(rs) => Reply::Rows(rs.iter().map(ReadRow::of).collect()),
             WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
             WireReply::Error(e) => Reply::Rejected(e.text()),
         }

@@ -67,13 +67,13 @@ pub use backend::Backend;
 use collect::collect;
 use world::World;
 
+use crate::catalogue::{self, Variant};
 use crate::checker::{self, Violation};
 use crate::clock::{ClockModel, EPOCH_MS};
 use crate::config::{ScriptedFault, SimConfig};
 use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
-use crate::catalogue::{self, Variant};
 use crate::hosts::{client, store, worker, Shared};
 use crate::stores::{MemoryFactory, SeedContext, StoreFactory};
 use leasehold_core::{list_all, Event, JobRecord};

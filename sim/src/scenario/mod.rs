@@ -15,8 +15,8 @@ pub use error::{LoadError, LoadErrors};
 pub use locate::{line_col, LineCol, SpanTree};
 pub use write::to_toml;
 
-use crate::config::SimConfig;
 use crate::catalogue::Variant;
+use crate::config::SimConfig;
 use std::path::{Path, PathBuf};
 
 /// Most scenario files one directory walk reads.
@@ -122,7 +122,9 @@ pub fn load_str(text: &str, file: &Path, default_name: &str) -> Result<SimConfig
         config.name = default_name.to_string();
     }
     let mut problems = config.validate().err().unwrap_or_default();
-    if let Some(v) = &config.variant {
+    // Without the catalogue a variant cannot be checked here; such a
+    // scenario loads, and running it says why it cannot run.
+    if let (Some(v), true) = (&config.variant, cfg!(feature = "catalogue")) {
         if Variant::parse(v).is_none() {
             problems.push(crate::config::ConfigProblem {
                 path: "variant".into(),

@@ -26,6 +26,11 @@ impl SqliteFactory {
     pub fn new(dir: Option<PathBuf>) -> Self {
         SqliteFactory { dir }
     }
+
+    /// The directory given at construction, if any.
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        self.dir.as_deref()
+    }
 }
 
 /// One seed's database file (its directory is removed on drop).

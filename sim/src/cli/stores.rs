@@ -1,0 +1,113 @@
+//! Which store a command runs on: `--store`, a scenario's `store = …`, or
+//! memory; and the factories behind each, made once per command.
+
+use crate::config::SimConfig;
+use crate::runner::{run_seed_on, HarnessError, RunOutcome};
+use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Store selection flags shared by `run`, `replay` and `shrink`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct StoreArgs {
+    /// The store to simulate (default: each scenario's `store`, else memory).
+    #[arg(long, value_enum)]
+    pub store: Option<StoreKind>,
+    /// PostgreSQL URL for `--store postgres` (a fresh schema per seed).
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Prefix of the per-seed PostgreSQL schemas (default: leasehold_sim_<pid>).
+    #[arg(long, value_name = "PREFIX")]
+    pub pg_schema_prefix: Option<String>,
+    /// Directory for the per-seed SQLite files (default: the system's temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub sqlite_dir: Option<PathBuf>,
+}
+
+/// The factories of one command.
+pub struct Stores {
+    flag: Option<StoreKind>,
+    memory: Arc<MemoryFactory>,
+    sqlite: Arc<SqliteFactory>,
+    postgres: Option<Arc<PostgresFactory>>,
+    postgres_error: Option<String>,
+}
+
+impl Stores {
+    /// The stores the flags describe (nothing is connected yet).
+    pub fn new(args: &StoreArgs) -> Stores {
+        let (postgres, postgres_error) = match &args.database_url {
+            None => (
+                None,
+                Some("the postgres store needs a database: give --database-url URL or set DATABASE_URL".to_string()),
+            ),
+            Some(url) => match PostgresFactory::new(url.clone(), args.pg_schema_prefix.clone()) {
+                Ok(f) => (Some(Arc::new(f)), None),
+                Err(e) => (None, Some(e.to_string())),
+            },
+        };
+        Stores {
+            flag: args.store,
+            memory: Arc::new(MemoryFactory),
+            sqlite: Arc::new(SqliteFactory::new(args.sqlite_dir.clone())),
+            postgres,
+            postgres_error,
+        }
+    }
+
+    /// The store a scenario runs on.
+    pub fn kind_for(&self, cfg: &SimConfig) -> StoreKind {
+        self.flag.or(cfg.store).unwrap_or(StoreKind::Memory)
+    }
+
+    /// Checks up front that `kind` can be used (a URL is given and the
+    /// server answers), so a bad setup is one clear error, not one per seed.
+    pub fn check(&self, kind: StoreKind) -> Result<(), String> {
+        match kind {
+            StoreKind::Memory => Ok(()),
+            StoreKind::Sqlite => match &self.sqlite_dir() {
+                Some(d) if !d.is_dir() => Err(format!(
+                    "sqlite: --sqlite-dir {} is not a directory",
+                    d.display()
+                )),
+                _ => Ok(()),
+            },
+            StoreKind::Postgres => {
+                let f = self.postgres()?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                rt.block_on(f.probe()).map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    fn sqlite_dir(&self) -> Option<PathBuf> {
+        self.sqlite.dir().map(PathBuf::from)
+    }
+
+    fn postgres(&self) -> Result<&Arc<PostgresFactory>, String> {
+        self.postgres
+            .as_ref()
+            .ok_or_else(|| self.postgres_error.clone().unwrap_or_default())
+    }
+
+    /// Runs one seed on `kind`.
+    pub fn run(
+        &self,
+        kind: StoreKind,
+        cfg: &SimConfig,
+        seed: u64,
+    ) -> Result<RunOutcome, HarnessError> {
+        match kind {
+            StoreKind::Memory => run_seed_on(cfg, seed, &self.memory),
+            StoreKind::Sqlite => run_seed_on(cfg, seed, &self.sqlite),
+            StoreKind::Postgres => {
+                let f = self.postgres().map_err(HarnessError::Store)?;
+                run_seed_on(cfg, seed, f)
+            }
+        }
+    }
+}

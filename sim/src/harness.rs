@@ -1,0 +1,139 @@
+//! Running the scenario library against your own store.
+//!
+//! Implement [`StoreFactory`] for your [`Store`](leasehold_core::Store)
+//! (a fresh database per seed, reopened after every simulated crash), then
+//! call [`check_store`] with scenario files or directories. Every seed runs
+//! your store behind the simulated network with the scenario's faults, the
+//! real worker runtime and sweeper in front of it, and the checker judges
+//! every invariant and every answer your store gave. Scenarios of the bug
+//! catalogue (those that name a `variant`) are skipped: they test the
+//! checker, not your store.
+//!
+//! ```no_run
+//! use leasehold_sim::harness::check_store;
+//! use leasehold_sim::stores::SqliteFactory;
+//!
+//! let report = check_store(SqliteFactory::new(None), &["scenarios/".into()], Some(3))?;
+//! for failure in report.failures() {
+//!     eprintln!("{}\n{}", failure.summary(), failure.replay);
+//! }
+//! assert!(report.passed(), "{} of {} seeds failed", report.failures().count(), report.runs.len());
+//! # Ok::<(), leasehold_sim::scenario::LoadErrors>(())
+//! ```
+
+use crate::checker::Violation;
+use crate::report::violation_report;
+use crate::runner::run_seed_on;
+use crate::scenario::{load_paths, LoadErrors, Scenario};
+use crate::stores::StoreFactory;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// One seed of one scenario on the user's store.
+#[derive(Clone, Debug)]
+pub struct SeedReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// The scenario file.
+    pub path: PathBuf,
+    /// The seed.
+    pub seed: u64,
+    /// Every violation found (empty when the seed passed).
+    pub violations: Vec<Violation>,
+    /// A full report per violation, ending with the replay command.
+    pub reports: Vec<String>,
+    /// The run could not be made (the store could not be set up, ...).
+    pub error: Option<String>,
+    /// The command that replays this seed with the `leasehold` tool (on
+    /// the memory store; to replay on your store, call [`check_seed`]).
+    pub replay: String,
+    /// History hash (I10).
+    pub history_hash: u64,
+}
+
+impl SeedReport {
+    /// Whether every invariant held.
+    pub fn passed(&self) -> bool {
+        self.error.is_none() && self.violations.is_empty()
+    }
+
+    /// One line: scenario, seed, and the first problem.
+    pub fn summary(&self) -> String {
+        let what = match (&self.error, self.violations.first()) {
+            (Some(e), _) => format!("error: {e}"),
+            (None, Some(v)) => format!("{} ({}): {}", v.invariant, v.invariant.name(), v.message),
+            (None, None) => "passed".into(),
+        };
+        format!("{} seed {}: {what}", self.scenario, self.seed)
+    }
+}
+
+/// Every seed run by [`check_store`].
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// One entry per scenario and seed, in order.
+    pub runs: Vec<SeedReport>,
+    /// Catalogue scenarios that were skipped.
+    pub skipped: Vec<String>,
+}
+
+impl Report {
+    /// Whether every seed passed.
+    pub fn passed(&self) -> bool {
+        self.runs.iter().all(SeedReport::passed)
+    }
+
+    /// The seeds that did not pass.
+    pub fn failures(&self) -> impl Iterator<Item = &SeedReport> {
+        self.runs.iter().filter(|r| !r.passed())
+    }
+}
+
+/// Runs seeds `0..seeds` (default: each scenario's own count) of every
+/// scenario under `paths` on stores from `factory`, one after another.
+pub fn check_store<F: StoreFactory>(
+    factory: F,
+    paths: &[PathBuf],
+    seeds: Option<u64>,
+) -> Result<Report, LoadErrors> {
+    let factory = Arc::new(factory);
+    let mut report = Report::default();
+    for s in load_paths(paths)? {
+        if s.config.variant.is_some() {
+            report.skipped.push(s.config.name.clone());
+            continue;
+        }
+        for seed in 0..seeds.unwrap_or(s.config.seeds) {
+            report.runs.push(check_seed(&factory, &s, seed));
+        }
+    }
+    Ok(report)
+}
+
+/// Runs one seed of one scenario on a store from `factory`.
+pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) -> SeedReport {
+    let path = s.path.to_string_lossy().into_owned();
+    let mut r = SeedReport {
+        scenario: s.config.name.clone(),
+        path: s.path.clone(),
+        seed,
+        violations: Vec::new(),
+        reports: Vec::new(),
+        error: None,
+        replay: crate::report::replay_command(&path, seed),
+        history_hash: 0,
+    };
+    match run_seed_on(&s.config, seed, factory) {
+        Ok(out) => {
+            r.reports = out
+                .violations
+                .iter()
+                .map(|v| violation_report(v, &s.config, seed, Some(&path)))
+                .collect();
+            r.violations = out.violations;
+            r.history_hash = out.history_hash;
+        }
+        Err(e) => r.error = Some(e.to_string()),
+    }
+    r
+}

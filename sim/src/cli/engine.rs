@@ -209,3 +209,74 @@ pub fn check_events(events: &[leasehold_core::Event], parallelism: Option<u32>) 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Reply;
+
+    fn calm() -> (SimConfig, History) {
+        let mut cfg = SimConfig::default();
+        cfg.name = "calm".into();
+        cfg.workload.jobs = 5;
+        cfg.duration = crate::duration::Dur::secs(120);
+        cfg.faults.window = crate::duration::Dur::secs(30);
+        let out = crate::runner::run_seed(&cfg, 1).unwrap();
+        (cfg, out.history)
+    }
+
+    #[test]
+    fn a_second_run_with_another_hash_is_an_i10_violation() {
+        let (cfg, _) = calm();
+        assert!(determinism(7, 7, &cfg, 1, "x.toml").is_none());
+        let f = determinism(7, 8, &cfg, 1, "x.toml").expect("reported");
+        assert_eq!(f.invariant, InvariantId::I10);
+        assert!(
+            f.report.contains("leasehold replay x.toml --seed 1"),
+            "{}",
+            f.report
+        );
+    }
+
+    #[test]
+    fn differential_mode_names_the_request_and_both_answers() {
+        let (cfg, a) = calm();
+        assert!(first_difference(
+            (StoreKind::Sqlite, &a),
+            (StoreKind::Memory, &a),
+            &cfg,
+            1,
+            "x.toml"
+        )
+        .is_none());
+        let mut b = a.clone();
+        let k = b
+            .records
+            .iter()
+            .position(|r| {
+                matches!(
+                    r,
+                    Record::Served {
+                        reply: Some(Reply::Job(_)),
+                        ..
+                    }
+                )
+            })
+            .expect("an enqueue was served");
+        if let Record::Served { reply, .. } = &mut b.records[k] {
+            *reply = Some(Reply::Job(leasehold_core::JobId(999)));
+        }
+        let f = first_difference(
+            (StoreKind::Sqlite, &a),
+            (StoreKind::Memory, &b),
+            &cfg,
+            1,
+            "x.toml",
+        )
+        .expect("the planted difference is found");
+        assert_eq!(f.invariant, InvariantId::I11);
+        assert!(f.report.contains("999"), "{}", f.report);
+        assert!(f.report.contains("enqueue"), "{}", f.report);
+        assert!(f.report.contains("--store sqlite"), "{}", f.report);
+    }
+}

@@ -5,8 +5,9 @@
 //! ## How to run it against an adapter
 //! Implement [`Harness`]: it makes a fresh, empty store for a [`Policy`] and
 //! says how store time can be moved ([`TimeControl`]). Then either call the
-//! case functions ([`cases`], [`race`], [`runtime`]) yourself, or generate
-//! one `#[tokio::test]` per case with [`conformance_tests!`](crate::conformance_tests):
+//! case functions ([`cases`], [`limits`], [`race`], [`runtime`]) yourself,
+//! or generate one `#[tokio::test]` per case with
+//! [`conformance_tests!`](crate::conformance_tests):
 //!
 //! ```ignore
 //! async fn harness() -> Option<MyHarness> { Some(MyHarness::new()) }
@@ -28,6 +29,7 @@
 //!   assertion depends on how fast the machine is.
 
 pub mod cases;
+pub mod limits;
 pub mod race;
 pub mod runtime;
 
@@ -142,6 +144,11 @@ pub const CASES: &[&str] = &[
     "idempotency_key_answers_the_existing_job",
     "list_pages_through_every_job_in_id_order",
     "audit_events_follow_every_accepted_transition",
+    "payload_at_its_cap_round_trips_and_one_byte_more_is_refused",
+    "result_at_its_cap_round_trips_and_one_byte_more_is_refused",
+    "long_error_is_cut_at_a_character_boundary_within_its_cap",
+    "idempotency_key_at_its_cap_works_and_one_byte_more_is_refused",
+    "every_limit_holds_at_the_default_caps",
     "concurrent_claimers_claim_each_job_exactly_once_per_token",
     "parallelism_limit_holds_under_concurrent_claimers",
     "concurrent_enqueues_of_one_key_make_one_job",
@@ -173,6 +180,11 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, cases::idempotency_key_answers_the_existing_job);
         $crate::conformance_tests!(@case $harness, cases::list_pages_through_every_job_in_id_order);
         $crate::conformance_tests!(@case $harness, cases::audit_events_follow_every_accepted_transition);
+        $crate::conformance_tests!(@case $harness, limits::payload_at_its_cap_round_trips_and_one_byte_more_is_refused);
+        $crate::conformance_tests!(@case $harness, limits::result_at_its_cap_round_trips_and_one_byte_more_is_refused);
+        $crate::conformance_tests!(@case $harness, limits::long_error_is_cut_at_a_character_boundary_within_its_cap);
+        $crate::conformance_tests!(@case $harness, limits::idempotency_key_at_its_cap_works_and_one_byte_more_is_refused);
+        $crate::conformance_tests!(@case $harness, limits::every_limit_holds_at_the_default_caps);
         $crate::conformance_tests!(@case $harness, race::concurrent_claimers_claim_each_job_exactly_once_per_token);
         $crate::conformance_tests!(@case $harness, race::parallelism_limit_holds_under_concurrent_claimers);
         $crate::conformance_tests!(@case $harness, race::concurrent_enqueues_of_one_key_make_one_job);

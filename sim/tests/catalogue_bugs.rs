@@ -5,6 +5,7 @@
 //! Each test prints the seeds and wall time to first detection.
 
 use leasehold_sim::cli::engine;
+use leasehold_sim::cli::stores::{StoreArgs, Stores};
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::time::Instant;
@@ -24,9 +25,10 @@ fn catches(file: &str) {
         .violation
         .expect("a catalogue scenario names its invariant");
     let shown = path.to_string_lossy();
+    let stores = Stores::new(&StoreArgs::default());
     let started = Instant::now();
     for seed in 0..cfg.seeds {
-        let run = engine::run(cfg, seed, &shown).unwrap_or_else(|e| panic!("harness error: {e}"));
+        let run = engine::run(cfg, seed, &shown, &stores).unwrap_or_else(|e| panic!("harness error: {e}"));
         if run.violations.iter().any(|v| v.invariant == inv) {
             eprintln!(
                 "caught {variant}: {inv} at seed {seed} ({} seeds, {:.2}s)",
@@ -36,7 +38,7 @@ fn catches(file: &str) {
             let mut correct = cfg.clone();
             correct.variant = None;
             correct.expect.violation = None;
-            let clean = match engine::run(&correct, seed, &shown) {
+            let clean = match engine::run(&correct, seed, &shown, &stores) {
                 Ok(clean) => clean,
                 // The correct worker refuses settings that cannot work
                 // (for example a renew interval past its self-fencing point).

@@ -2,6 +2,7 @@
 //! breaks the same invariant when replayed on the same seed.
 
 use leasehold_sim::cli::engine;
+use leasehold_sim::cli::stores::{StoreArgs, Stores};
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +15,7 @@ fn shrinks(file: &str, max_runs: u32) {
     let inv = s.config.expect.violation.unwrap();
     let seed = (0..s.config.seeds)
         .find(|&seed| {
-            engine::run(&s.config, seed, "x")
+            engine::run(&s.config, seed, "x", &Stores::new(&StoreArgs::default()))
                 .unwrap()
                 .violations
                 .iter()

@@ -42,7 +42,8 @@ pub struct RunArgs {
     /// Run exactly this seed of every scenario.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Threads (default: the number of cores).
+    /// Threads (default: the number of cores; 2x on SQLite, 4x on PostgreSQL,
+    /// whose seeds mostly wait for the database).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
     /// Machine output: one JSON object per run and a summary, on stdout.

@@ -77,6 +77,19 @@ fn run_task(
     Ok(a)
 }
 
+/// Threads per core by default: a seed on a SQL store spends most of its
+/// wall time waiting for the database (the simulation blocks on each
+/// operation), so more seeds in flight keep the cores busy.
+fn threads_per_core(kinds: &[StoreKind]) -> usize {
+    if kinds.contains(&StoreKind::Postgres) {
+        4
+    } else if kinds.contains(&StoreKind::Sqlite) {
+        2
+    } else {
+        1
+    }
+}
+
 /// Runs the command; answers the exit code.
 pub fn run(args: &RunArgs) -> ExitCode {
     let sink = Sink { json: args.json };
@@ -151,9 +164,8 @@ pub fn run(args: &RunArgs) -> ExitCode {
         })
         .collect();
     let tasks = plan(&inputs, seeds, args.shard.unwrap_or(Shard::ALL));
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = args.jobs.unwrap_or(cores * threads_per_core(&kinds));
     let started = Instant::now();
     let mut progress = Progress::new(tasks.len());
     let done = run_parallel(

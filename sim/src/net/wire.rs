@@ -12,8 +12,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The store host's port.
 pub const STORE_PORT: u16 = 7000;
-/// Largest frame accepted.
-pub const MAX_FRAME: usize = 8 << 20;
+/// Largest frame accepted: a page of rows whose payloads and results sit at
+/// the largest size limit a scenario may set (JSON spends up to 4 bytes on
+/// each byte of a value).
+pub const MAX_FRAME: usize = 128 << 20;
 
 /// One request on the wire.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -153,6 +153,7 @@ pub const CASES: &[&str] = &[
     "parallelism_limit_holds_under_concurrent_claimers",
     "concurrent_enqueues_of_one_key_make_one_job",
     "poison_payload_is_dead_after_one_attempt",
+    "nul_in_an_error_is_replaced_and_in_a_key_is_refused",
 ];
 
 /// Generates one `#[tokio::test]` per conformance case.
@@ -185,6 +186,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, limits::long_error_is_cut_at_a_character_boundary_within_its_cap);
         $crate::conformance_tests!(@case $harness, limits::idempotency_key_at_its_cap_works_and_one_byte_more_is_refused);
         $crate::conformance_tests!(@case $harness, limits::every_limit_holds_at_the_default_caps);
+        $crate::conformance_tests!(@case $harness, limits::nul_in_an_error_is_replaced_and_in_a_key_is_refused);
         $crate::conformance_tests!(@case $harness, race::concurrent_claimers_claim_each_job_exactly_once_per_token);
         $crate::conformance_tests!(@case $harness, race::parallelism_limit_holds_under_concurrent_claimers);
         $crate::conformance_tests!(@case $harness, race::concurrent_enqueues_of_one_key_make_one_job);

@@ -23,6 +23,9 @@ pub const DEFAULT_MAX_ERROR_BYTES: usize = 4096;
 pub const DEFAULT_MAX_KEY_LEN: usize = 256;
 /// Default longest lease a claim or renew may ask for.
 pub const DEFAULT_MAX_LEASE: Millis = Millis(24 * 3600 * 1000);
+/// Largest `max_key_len` a policy may set: keys are indexed for uniqueness,
+/// and a PostgreSQL btree entry holds at most 2704 bytes.
+pub const MAX_KEY_LEN_CAP: usize = 1024;
 /// Default largest attempt budget.
 pub const DEFAULT_MAX_ATTEMPTS_CAP: u32 = 1000;
 /// Default most jobs one claim may take.
@@ -36,6 +39,7 @@ pub const DEFAULT_JITTER_PERMILLE: u32 = 200;
 
 const _: () = assert!(DEFAULT_BACKOFF_BASE.0 <= DEFAULT_BACKOFF_CAP.0);
 const _: () = assert!(DEFAULT_JITTER_PERMILLE < 1000);
+const _: () = assert!(DEFAULT_MAX_KEY_LEN <= MAX_KEY_LEN_CAP);
 
 /// Limits on user input, enforced by every transition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,6 +239,12 @@ impl PolicyBuilder {
                 return Err(ConfigError::new(field, "must be greater than zero"));
             }
         }
+        if l.max_key_len > MAX_KEY_LEN_CAP {
+            return Err(ConfigError::new(
+                "limits.max_key_len",
+                format!("must be at most {MAX_KEY_LEN_CAP} bytes (the key is indexed; PostgreSQL's btree entries hold at most 2704 bytes)"),
+            ));
+        }
         if p.backoff.cap < p.backoff.base {
             return Err(ConfigError::new(
                 "backoff.cap",
@@ -258,5 +268,27 @@ impl PolicyBuilder {
             }
         }
         Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod key_cap_tests {
+    use super::*;
+
+    #[test]
+    fn a_key_length_beyond_what_an_index_holds_is_refused_at_build() {
+        let limits = |n| Limits {
+            max_key_len: n,
+            ..Limits::default()
+        };
+        assert!(Policy::builder()
+            .limits(limits(MAX_KEY_LEN_CAP))
+            .build()
+            .is_ok());
+        let e = Policy::builder()
+            .limits(limits(MAX_KEY_LEN_CAP + 1))
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("max_key_len"), "{e}");
     }
 }

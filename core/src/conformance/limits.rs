@@ -345,3 +345,42 @@ pub async fn every_limit_holds_at_the_default_caps<H: Harness>(h: &H) {
     check_error(h, policy.clone()).await;
     check_key(h, policy).await;
 }
+
+/// A NUL in an error message is stored as U+FFFD (a text column cannot hold
+/// NUL: an adapter that failed here would answer a definite failure as an
+/// unknown outcome, and the job would end in a false crash report), and a
+/// NUL in an idempotency key is a typed refusal that makes no job.
+pub async fn nul_in_an_error_is_replaced_and_in_a_key_is_refused<H: Harness>(h: &H) {
+    let f = h.fresh(small_limits_policy()).await;
+    let s = &*f.store;
+    let name = h.name();
+    let id = enqueue(s, NewJob::new("limits", b"x".to_vec())).await;
+    let lease = claim_one(s, "w", "limits", LONG_LEASE).await;
+    let failed = Outcome::Failed {
+        error: "bad\0byte".into(),
+        retryable: false,
+    };
+    assert_eq!(
+        release(s, id, lease.token, failed.clone()).await,
+        Release::Committed,
+        "{name}"
+    );
+    assert_eq!(
+        row(s, id).await.error.as_deref(),
+        Some("bad\u{FFFD}byte"),
+        "{name}"
+    );
+    assert_eq!(
+        release(s, id, lease.token, failed).await,
+        Release::Committed,
+        "{name}: the repeat is the same release"
+    );
+    let before = rows(s).await;
+    let keyed = NewJob::new("limits", b"x".to_vec()).idempotency_key("a\0b");
+    let e = input_error(&name, s.enqueue(keyed).await);
+    assert!(
+        matches!(e, InputError::BadIdempotencyKey { .. }),
+        "{name}: {e}"
+    );
+    assert_eq!(rows(s).await, before, "{name}: a refused key made a job");
+}

@@ -44,6 +44,13 @@ pub fn validate_new_job(spec: &NewJob, policy: &Policy) -> Result<(), InputError
         if key.len() > l.max_key_len {
             return Err(InputError::BadIdempotencyKey { reason: "too long" });
         }
+        // PostgreSQL's text cannot hold NUL: refuse it everywhere, so every
+        // adapter gives the same typed answer instead of a driver error.
+        if key.contains('\0') {
+            return Err(InputError::BadIdempotencyKey {
+                reason: "contains a NUL character",
+            });
+        }
     }
     Ok(())
 }

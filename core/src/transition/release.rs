@@ -38,8 +38,9 @@ pub enum ReleasePlan {
 }
 
 /// Checks an outcome against the limits and normalizes it (an over-long
-/// error message is truncated at a character boundary; an oversized result
-/// is rejected because truncating it would lose data).
+/// error message is truncated at a character boundary, after any NUL in it
+/// became U+FFFD; an oversized result is rejected because truncating it
+/// would lose data).
 pub fn validate_outcome(
     record_id: crate::ids::JobId,
     outcome: &Outcome,
@@ -52,8 +53,14 @@ pub fn validate_outcome(
             size: r.len(),
             cap: l.max_result_bytes,
         }),
-        Outcome::Failed { error, retryable } if error.len() > l.max_error_bytes => {
-            let mut end = l.max_error_bytes;
+        Outcome::Failed { error, retryable }
+            if error.len() > l.max_error_bytes || error.contains('\0') =>
+        {
+            // A NUL cannot be stored in every adapter's text column (it
+            // would turn a definite failure into an unknown outcome and a
+            // false crash report): it becomes U+FFFD before truncation.
+            let error = error.replace('\0', "\u{FFFD}");
+            let mut end = l.max_error_bytes.min(error.len());
             while !error.is_char_boundary(end) {
                 end -= 1;
             }
@@ -157,6 +164,34 @@ mod tests {
             error: "boom".into(),
             retryable,
         }
+    }
+
+    #[test]
+    fn a_nul_in_an_error_becomes_a_replacement_character_within_the_cap() {
+        let p = Policy::default();
+        let o = Outcome::Failed {
+            error: "a\0b".into(),
+            retryable: true,
+        };
+        let stored = validate_outcome(crate::ids::JobId(1), &o, &p).unwrap();
+        assert_eq!(
+            stored,
+            Outcome::Failed {
+                error: "a\u{FFFD}b".into(),
+                retryable: true
+            }
+        );
+        let mut tight = Policy::default();
+        tight.limits.max_error_bytes = 3;
+        let stored = validate_outcome(crate::ids::JobId(1), &o, &tight).unwrap();
+        assert_eq!(
+            stored,
+            Outcome::Failed {
+                error: "a".into(),
+                retryable: true
+            },
+            "U+FFFD is 3 bytes: cut at the boundary before it"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! what the events say ([`replay`]), and compares every event against it.
 
 mod belief;
+mod belief_stop;
 mod budget;
 mod cancel;
 pub mod facts;
@@ -147,6 +148,7 @@ pub fn check(history: &History, cfg: &SimConfig) -> Vec<Violation> {
     out.extend(winner::check_events(&steps));
     out.extend(winner::check_history(&steps, &facts));
     out.extend(belief::check(&facts));
+    out.extend(belief_stop::check(&facts));
     out.extend(results::check_events(&steps, &finals));
     out.extend(results::check_history(&steps, &facts));
     out.extend(reclaim::check(&steps, &facts, cfg));

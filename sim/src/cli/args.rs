@@ -10,23 +10,32 @@ use std::path::PathBuf;
 /// over many seeds, replay one exactly, shrink a failure, check a recorded
 /// history.
 #[derive(Debug, Parser)]
-#[command(name = "leasehold", version, about, long_about = None)]
+#[command(name = "leasehold", version, about, long_about = None, after_help = EXIT_CODES)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// The exit codes, shown under every `--help`.
+pub const EXIT_CODES: &str = "Exit status: 0 every expectation held; 1 an invariant broke, or an \
+expected violation was not found; 2 bad input (arguments, scenario files, an unusable store) \
+or a harness error.";
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every scenario under PATHs over its seeds, in parallel.
+    #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
     /// Rerun one scenario and seed exactly.
+    #[command(after_help = EXIT_CODES)]
     Replay(ReplayArgs),
     /// Reduce a failing scenario and seed to a minimal scenario file.
+    #[command(after_help = EXIT_CODES)]
     Shrink(ShrinkArgs),
     /// Check a recorded history (one store event JSON per line).
+    #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
 }
 
@@ -36,12 +45,17 @@ pub struct RunArgs {
     /// Scenario files or directories (walked for *.toml, sorted).
     #[arg(default_value = "scenarios/")]
     pub paths: Vec<PathBuf>,
-    /// Seeds per scenario, 0..N (default: each scenario's `seeds`).
+    /// Seeds per scenario, BASE..BASE+N (default: each scenario's `seeds`;
+    /// env LEASEHOLD_SEEDS).
     #[arg(long, conflicts_with = "seed")]
     pub seeds: Option<u64>,
-    /// Run exactly this seed of every scenario.
+    /// Run exactly this seed of every scenario (env LEASEHOLD_SEED).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// First seed: a number, or `random` to explore new seeds (the base is
+    /// printed first and every replay command names its seed).
+    #[arg(long, value_name = "N|random", conflicts_with = "seed")]
+    pub seed_base: Option<SeedBase>,
     /// Threads (default: the number of cores; 2x on SQLite, 4x on PostgreSQL,
     /// whose seeds mostly wait for the database).
     #[arg(long, short = 'j')]
@@ -116,4 +130,26 @@ pub struct CheckArgs {
     /// The queue's parallelism limit, to check I9.
     #[arg(long)]
     pub parallelism: Option<u32>,
+}
+
+/// Where the seeds of a run start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedBase {
+    /// This seed.
+    At(u64),
+    /// A base drawn when the run starts.
+    Random,
+}
+
+impl std::str::FromStr for SeedBase {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SeedBase, String> {
+        match s {
+            "random" => Ok(SeedBase::Random),
+            n => n
+                .parse()
+                .map(SeedBase::At)
+                .map_err(|_| format!("seed base {n:?} must be a whole number or `random`")),
+        }
+    }
 }

@@ -89,12 +89,18 @@ pub struct PlanInput {
 
 /// The runs of this shard, in plan order.
 pub fn plan(scenarios: &[PlanInput], seeds: Seeds, shard: Shard) -> Vec<Task> {
+    plan_from(scenarios, seeds, 0, shard)
+}
+
+/// [`plan`] with seeds counted from `base` (`base..base+N`); a single
+/// `--seed` is not moved.
+pub fn plan_from(scenarios: &[PlanInput], seeds: Seeds, base: u64, shard: Shard) -> Vec<Task> {
     let mut out = Vec::new();
     let mut unit: u64 = 0;
     for (i, s) in scenarios.iter().enumerate() {
         let list: Vec<u64> = match seeds {
-            Seeds::PerScenario => (0..s.seeds).collect(),
-            Seeds::Count(n) => (0..n).collect(),
+            Seeds::PerScenario => (0..s.seeds).map(|k| base.wrapping_add(k)).collect(),
+            Seeds::Count(n) => (0..n).map(|k| base.wrapping_add(k)).collect(),
             Seeds::One(seed) => vec![seed],
         };
         if s.expects_violation {

@@ -2,9 +2,10 @@
 //! scenario's expectation, with a closing `N passed, M failed` line.
 
 use super::args::RunArgs;
+use super::args::SeedBase;
 use super::engine::{self, SeedRun};
 use super::parallel::run_parallel;
-use super::plan::{plan, PlanInput, Seeds, Shard, Task};
+use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
 use super::progress::Progress;
 use super::stores::Stores;
 use super::verdict::{judge, Detection, Verdict};
@@ -90,6 +91,47 @@ fn threads_per_core(kinds: &[StoreKind]) -> usize {
     }
 }
 
+/// `--seed`/`--seeds`, falling back to `LEASEHOLD_SEED`/`LEASEHOLD_SEEDS`
+/// when neither flag is given (flags always win).
+fn seed_settings(args: &RunArgs) -> Result<(Option<u64>, Option<u64>), String> {
+    let env = |name: &str| -> Result<Option<u64>, String> {
+        match std::env::var(name) {
+            Ok(v) if v.trim().is_empty() => Ok(None),
+            Ok(v) => v
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("{name}={v:?} is not a whole number")),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(e) => Err(format!("{name}: {e}")),
+        }
+    };
+    let (seed, count) = if args.seed.is_some() || args.seeds.is_some() {
+        (args.seed, args.seeds)
+    } else {
+        match (env("LEASEHOLD_SEED")?, env("LEASEHOLD_SEEDS")?) {
+            (Some(_), Some(_)) => {
+                return Err("LEASEHOLD_SEED and LEASEHOLD_SEEDS are both set; set one".into())
+            }
+            pair => pair,
+        }
+    };
+    if count == Some(0) {
+        return Err("--seeds 0 (or LEASEHOLD_SEEDS=0) runs no seed".into());
+    }
+    Ok((seed, count))
+}
+
+/// A base seed for an exploration run, from the OS (outside any
+/// simulation: the seeds themselves then drive everything).
+fn random_base() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    // Keep bases readable and far from the fixed seeds CI runs.
+    1_000_000 + h.finish() % 1_000_000_000_000
+}
+
 /// Runs the command; answers the exit code.
 pub fn run(args: &RunArgs) -> ExitCode {
     let sink = Sink { json: args.json };
@@ -151,11 +193,28 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::Input;
         }
     }
-    let seeds = match (args.seed, args.seeds) {
+    let (seed, count) = match seed_settings(args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("leasehold: {e}");
+            return ExitCode::Input;
+        }
+    };
+    let seeds = match (seed, count) {
         (Some(s), _) => Seeds::One(s),
         (None, Some(n)) => Seeds::Count(n),
         (None, None) => Seeds::PerScenario,
     };
+    let base = match args.seed_base {
+        None => 0,
+        Some(SeedBase::At(b)) => b,
+        Some(SeedBase::Random) => random_base(),
+    };
+    if args.seed_base.is_some() {
+        sink.human(&format!(
+            "seed base {base}: seeds {base}.. (rerun this exploration with --seed-base {base})"
+        ));
+    }
     let inputs: Vec<PlanInput> = scenarios
         .iter()
         .map(|s| PlanInput {
@@ -163,11 +222,24 @@ pub fn run(args: &RunArgs) -> ExitCode {
             expects_violation: s.config.expect.violation.is_some(),
         })
         .collect();
-    let tasks = plan(&inputs, seeds, args.shard.unwrap_or(Shard::ALL));
+    let tasks = plan_from(&inputs, seeds, base, args.shard.unwrap_or(Shard::ALL));
+    if tasks.is_empty() {
+        eprintln!("leasehold: this run would execute no seed (check --seeds and --shard)");
+        return ExitCode::Input;
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores * threads_per_core(&kinds));
     let started = Instant::now();
-    let mut progress = Progress::new(tasks.len());
+    let mut progress = Progress::new(
+        scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let n = tasks.iter().filter(|t| t.scenario == i).count();
+                (s.config.name.clone(), n)
+            })
+            .collect(),
+    );
     let done = run_parallel(
         &tasks,
         jobs,
@@ -189,7 +261,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 }
                 Err(_) => true,
             });
-            progress.tick(bad, &scenarios[tasks[i].scenario].config.name);
+            progress.tick(tasks[i].scenario, bad);
         },
     );
     progress.finish();
@@ -206,6 +278,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let (verdicts, detections) = judge(&configs, &tasks, &results, &walls);
     report_runs(&sink, &scenarios, &tasks, &results, &verdicts, &walls);
     report_detections(&sink, &scenarios, &detections);
+    report_scenarios(&sink, &scenarios, &tasks, &verdicts);
     if let Some(file) = &args.junit {
         let xml = junit::render(
             "leasehold",
@@ -355,6 +428,41 @@ fn report_runs(
             _ => {}
         }
     }
+}
+
+/// Names the scenarios that passed: correct-core scenarios (every seed
+/// held every invariant) apart from catalogue scenarios (the bug was caught).
+fn report_scenarios(sink: &Sink, scenarios: &[Scenario], tasks: &[Task], verdicts: &[Verdict]) {
+    let mut held = Vec::new();
+    let mut caught = Vec::new();
+    for (i, s) in scenarios.iter().enumerate() {
+        let mut mine = tasks
+            .iter()
+            .zip(verdicts)
+            .filter(|(t, _)| t.scenario == i)
+            .peekable();
+        if mine.peek().is_none() || !mine.all(|(_, v)| *v == Verdict::Passed) {
+            continue;
+        }
+        if s.config.expect.violation.is_some() {
+            caught.push(s.config.name.as_str());
+        } else {
+            held.push(s.config.name.as_str());
+        }
+    }
+    sink.human(&format!(
+        "correct core, every invariant held ({}): {}",
+        held.len(),
+        held.join(", ")
+    ));
+    if !caught.is_empty() {
+        sink.human(&format!(
+            "catalogue, bug caught ({}): {}",
+            caught.len(),
+            caught.join(", ")
+        ));
+    }
+    sink.machine(json!({"scenarios": {"held": held, "caught": caught}}));
 }
 
 fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detection]) {

@@ -20,7 +20,10 @@ use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::{
     Backoff, JobId, Limits, Policy, Runtime, Store, StoreError, DEFAULT_JITTER_PERMILLE,
 };
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use tokio::io::AsyncReadExt;
 use turmoil::net::{TcpListener, TcpStream};
 
@@ -70,14 +73,45 @@ pub async fn run<F: StoreFactory>(
     backend.clock.set(rt.wall());
     let store = backend.open().await.map_err(|e| e.to_string())?;
     let listener = TcpListener::bind(("0.0.0.0", STORE_PORT)).await?;
+    // Connections live in this task, in accept order, rather than in tasks
+    // of their own: a crash drops them (and sends their resets) in that
+    // order. Spawned tasks would be dropped in the order of tokio's task
+    // ids, which count every task of the process, so a seed's history
+    // would depend on the seeds run before it in the same process (I10).
+    let mut open = Connections::default();
     for _ in 0..MAX_CONNECTIONS {
-        let (stream, _) = listener.accept().await?;
-        let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
-        rt.spawn(Box::pin(async move {
-            serve(stream, store, backend, rt2).await;
-        }));
+        tokio::select! {
+            biased;
+            accepted = listener.accept() => {
+                let (stream, _) = accepted?;
+                let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
+                open.0.push(Box::pin(serve(stream, store, backend, rt2)));
+            }
+            _ = &mut open => {}
+        }
     }
     Err(format!("store served {MAX_CONNECTIONS} connections in one incarnation").into())
+}
+
+/// The store's open connections, polled in accept order; as a future it
+/// completes whenever at least one of them finished (and drops those).
+#[derive(Default)]
+struct Connections(Vec<Pin<Box<dyn Future<Output = ()> + Send>>>);
+
+impl Future for &mut Connections {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let conns = &mut self.get_mut().0;
+        let before = conns.len();
+        conns.retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        // Pending with no connections waits for the next accept.
+        if conns.len() < before {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
 }
 
 async fn hold_without_reply(mut s: TcpStream) {

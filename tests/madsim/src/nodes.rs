@@ -1,0 +1,458 @@
+//! The software of each madsim node: the store, the real
+//! `leasehold_core::Worker` and `Sweeper` on a [`RemoteStore`], and the
+//! client. Each function is one incarnation: madsim runs it again on
+//! restart.
+
+use crate::net::{serve_store, RemoteStore};
+use crate::scenario::QUEUE;
+use crate::world::{Host, Shared};
+use leasehold_core::variants::Variant;
+use leasehold_core::worker::RuntimeEvent;
+use leasehold_core::{
+    shutdown_channel, Handler, HandlerError, JobId, Lease, ListRequest, Millis, NewJob, Release,
+    Runtime, StopSignal, Store, StoreError, Sweeper, SweeperConfig, Token, Worker, WorkerConfig,
+    WorkerId,
+};
+use leasehold_memory::{MemoryState, MemoryStore};
+use leasehold_sim::history::{BeliefWhat, HandlerPhase, Record};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+/// The result bytes an attempt produces.
+pub fn result_of(job: JobId, token: Token) -> Vec<u8> {
+    format!("result:{}:{}", job.0, token.0).into_bytes()
+}
+
+/// One planned job of the client's schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedJob {
+    /// Index; the idempotency key is `job-<index>` (the checker's I6 looks
+    /// for every key).
+    pub index: u32,
+    /// When the client enqueues it (ms).
+    pub enqueue_at: u64,
+    /// When the client cancels it, if it does (ms).
+    pub cancel_at: Option<u64>,
+}
+
+/// How an attempt behaves: a function of `(seed, job index, token)`, so it
+/// does not depend on which worker runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// Runs `ms`, then succeeds.
+    Succeed(u64),
+    /// Runs `ms`, then fails.
+    Fail(u64, bool),
+    /// Hangs until stopped (inside the fault window).
+    Hang,
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The behaviour of attempt `token` of job `index`.
+pub fn attempt(shared: &Shared, index: u32, token: Token) -> Attempt {
+    let s = &shared.scenario;
+    let mut h = splitmix(shared.seed ^ splitmix(u64::from(index) << 32 ^ token.0));
+    let mut next = || {
+        h = splitmix(h);
+        h
+    };
+    let unit = |x: u64| (x >> 11) as f64 / (1u64 << 53) as f64;
+    let (lo, hi) = s.run_time;
+    let run = lo + next() % (hi - lo + 1);
+    if unit(next()) < s.hang_rate {
+        Attempt::Hang
+    } else if unit(next()) < s.fail_rate {
+        Attempt::Fail(run, unit(next()) >= s.permanent_share)
+    } else {
+        Attempt::Succeed(run)
+    }
+}
+
+/// The store node: serves the run's durable state. What committed survives
+/// a kill; a restart opens a new store on the same state.
+pub async fn store_node(shared: Arc<Shared>, state: Arc<Mutex<MemoryState>>) {
+    let host = shared.start("store", |_| None);
+    let policy = leasehold_sim::hosts::store::policy_of(&shared.cfg, shared.seed)
+        .expect("the scenario's policy is valid");
+    // The store clock is the store node's wall clock: `SystemTime`, which
+    // madsim simulates.
+    let mut store = MemoryStore::with_state(policy, leasehold_core::SystemStoreClock, state);
+    store.set_variant(shared.scenario.variant);
+    serve_store(host, Arc::new(store)).await;
+}
+
+/// The worker identity of an incarnation: `worker-2` first, then
+/// `worker-2#1`, … (always the plain name under `restart-reuses-identity`).
+fn identity(host: &str, incarnation: u32, variant: Option<Variant>) -> String {
+    if incarnation == 0 || variant == Some(Variant::RestartReusesIdentity) {
+        host.to_string()
+    } else {
+        format!("{host}#{incarnation}")
+    }
+}
+
+/// Turns a runtime event into a history record.
+fn observe(host: &Host, e: &RuntimeEvent) {
+    let t = host.now();
+    let until = |u: Millis| (u.0 < u64::MAX / 4).then_some(u.0);
+    let belief = |worker: &WorkerId, job, token, at: Millis, what| Record::Belief {
+        t,
+        local: at.0,
+        host: host.name.clone(),
+        worker: worker.clone(),
+        job,
+        token,
+        what,
+    };
+    let r = match e {
+        RuntimeEvent::Claimed {
+            worker,
+            job,
+            token,
+            at,
+            believe_until,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Claimed {
+                until_local: believe_until.0,
+                until_true: until(*believe_until),
+            },
+        ),
+        RuntimeEvent::Renewed {
+            worker,
+            job,
+            token,
+            at,
+            believe_until,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Renewed {
+                until_local: believe_until.0,
+                until_true: until(*believe_until),
+            },
+        ),
+        RuntimeEvent::RenewUnavailable {
+            worker,
+            job,
+            token,
+            at,
+        } => belief(worker, *job, *token, *at, BeliefWhat::RenewUnavailable),
+        RuntimeEvent::BeliefEnded {
+            worker,
+            job,
+            token,
+            at,
+            why,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Ended {
+                why: format!("{why:?}"),
+            },
+        ),
+        RuntimeEvent::Released {
+            worker,
+            job,
+            token,
+            at,
+            outcome,
+            answer,
+        } => belief(
+            worker,
+            *job,
+            *token,
+            *at,
+            BeliefWhat::Released {
+                outcome: outcome.to_string(),
+                answer: answer.map(|a| match a {
+                    Release::Committed => "Committed".to_string(),
+                    Release::Lost => "Lost".to_string(),
+                }),
+            },
+        ),
+        RuntimeEvent::CrashReported { report, at } => Record::CrashReported {
+            t,
+            local: at.0,
+            host: host.name.clone(),
+            report: report.clone(),
+        },
+    };
+    host.record(r);
+}
+
+/// A worker node: the real `Worker` on the run's `TokioRuntime` (madsim's
+/// clock and executor under `--cfg madsim`).
+pub async fn worker_node(shared: Arc<Shared>, index: u32) {
+    let name = format!("worker-{index}");
+    let variant = shared.scenario.variant;
+    let host = shared.start(&name, |n| Some(identity(&name, n, variant)));
+    let id = host.worker.clone().expect("a worker identity");
+    let p = &shared.cfg.protocol;
+    let mut b = WorkerConfig::builder(id.clone(), QUEUE)
+        .concurrency(p.concurrency)
+        .lease(p.lease.0)
+        .renew_interval(p.renew_interval.0)
+        .max_drift_ppm(p.max_drift_ppm)
+        .fence_margin(p.fence_margin.0)
+        .poll_interval(p.poll_interval.0)
+        .request_timeout(p.request_timeout.0);
+    if let Some(v) = variant {
+        b = b.variant(v);
+    }
+    let cfg = b
+        .build()
+        .expect("the scenario's worker configuration is valid");
+    let store = Arc::new(
+        RemoteStore::connect(host.clone())
+            .await
+            .expect("an ephemeral port"),
+    );
+    let handler = SimHandler {
+        host: host.clone(),
+        worker: WorkerId::new(id),
+    };
+    let obs = host.clone();
+    let worker = Worker::new(store, handler, shared.rt.clone(), cfg)
+        .with_observer(move |e: &RuntimeEvent| observe(&obs, e));
+    let (_keep, shutdown) = shutdown_channel();
+    worker.run(shutdown).await;
+}
+
+/// A sweeper node: the real `Sweeper`.
+pub async fn sweeper_node(shared: Arc<Shared>, index: u32) {
+    let host = shared.start(&format!("sweeper-{index}"), |_| None);
+    let store = Arc::new(
+        RemoteStore::connect(host.clone())
+            .await
+            .expect("an ephemeral port"),
+    );
+    let cfg = SweeperConfig::new(shared.cfg.protocol.sweep_interval.0, SWEEP_BATCH)
+        .and_then(|c| c.with_request_timeout(shared.cfg.protocol.request_timeout.0))
+        .expect("the scenario's sweeper configuration is valid");
+    let obs = host.clone();
+    let sweeper = Sweeper::new(store, shared.rt.clone(), cfg)
+        .with_observer(move |e: &RuntimeEvent| observe(&obs, e));
+    let (_keep, shutdown) = shutdown_channel();
+    sweeper.run(shutdown).await;
+}
+
+/// Most reclaims per sweep call (as in the turmoil simulator).
+const SWEEP_BATCH: u32 = 100;
+/// Pause between retries of a client operation whose outcome was unknown.
+const RETRY_DELAY: Millis = Millis(500);
+/// Interval between the client's reads (a reader for I4).
+const READ_EVERY_MS: u64 = 2_000;
+/// Rows per read.
+const READ_PAGE: u32 = 10;
+
+async fn retry<T, F, Fut>(host: &Host, mut op: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    let limit = host.shared.cfg.protocol.request_timeout.0;
+    let end = host.shared.scenario.duration;
+    while host.now() < end {
+        match leasehold_core::worker::with_timeout(host.rt(), limit, op()).await {
+            Ok(v) => return Some(v),
+            Err(StoreError::Unavailable(_)) => host.rt().sleep(RETRY_DELAY).await,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+async fn reader(host: Host, store: Arc<RemoteStore>) {
+    let limit = host.shared.cfg.protocol.request_timeout.0;
+    let mut after = None;
+    let mut next = READ_EVERY_MS;
+    loop {
+        host.sleep_until(next).await;
+        let req = ListRequest {
+            after,
+            limit: READ_PAGE,
+        };
+        if let Ok(rows) =
+            leasehold_core::worker::with_timeout(host.rt(), limit, store.list(req)).await
+        {
+            after = if rows.len() < READ_PAGE as usize {
+                None
+            } else {
+                rows.last().map(|r| r.id)
+            };
+        }
+        next += READ_EVERY_MS;
+    }
+}
+
+/// The client node: enqueues (with idempotency keys, retrying unknown
+/// outcomes) and cancels on the schedule, and reads the store meanwhile.
+/// The client is never killed.
+pub async fn client_node(shared: Arc<Shared>, plan: Arc<Vec<PlannedJob>>) {
+    let host = shared.start("client", |_| None);
+    let store = Arc::new(
+        RemoteStore::connect(host.clone())
+            .await
+            .expect("an ephemeral port"),
+    );
+    shared
+        .rt
+        .spawn(Box::pin(reader(host.clone(), store.clone())));
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Action {
+        Enqueue(u32),
+        Cancel(u32),
+    }
+    let mut actions: Vec<(u64, Action)> = Vec::new();
+    for j in plan.iter() {
+        actions.push((j.enqueue_at, Action::Enqueue(j.index)));
+        if let Some(c) = j.cancel_at {
+            actions.push((c, Action::Cancel(j.index)));
+        }
+    }
+    actions.sort();
+    let max_attempts = shared.cfg.protocol.max_attempts;
+    let mut ids: BTreeMap<u32, JobId> = BTreeMap::new();
+    for (at, action) in actions {
+        host.sleep_until(at).await;
+        match action {
+            Action::Enqueue(i) => {
+                let spec = NewJob::new(QUEUE, format!("job:{i}"))
+                    .max_attempts(max_attempts)
+                    .idempotency_key(format!("job-{i}"));
+                if let Some(id) = retry(&host, || store.enqueue(spec.clone())).await {
+                    ids.insert(i, id);
+                }
+            }
+            Action::Cancel(i) => {
+                if let Some(&id) = ids.get(&i) {
+                    let _ = retry(&host, || store.cancel(id)).await;
+                }
+            }
+        }
+    }
+    host.record(Record::ClientDone { t: host.now() });
+    shared.set_client_done();
+    std::future::pending::<()>().await;
+}
+
+/// Runs jobs as the workload says, recording the ground truth of each
+/// execution.
+#[derive(Clone)]
+struct SimHandler {
+    host: Host,
+    worker: WorkerId,
+}
+
+/// Records the end of an execution; if dropped first, records the drop
+/// (a hard stop), unless the node was killed.
+struct Execution {
+    host: Host,
+    worker: WorkerId,
+    job: JobId,
+    token: Token,
+    done: bool,
+}
+
+impl Execution {
+    fn record(&self, phase: HandlerPhase) {
+        self.host.record(Record::Handler {
+            t: self.host.now(),
+            host: self.host.name.clone(),
+            worker: self.worker.clone(),
+            job: self.job,
+            token: self.token,
+            phase,
+        });
+    }
+
+    fn finish(mut self, ok: bool) {
+        self.done = true;
+        self.record(HandlerPhase::Done { ok });
+    }
+}
+
+impl Drop for Execution {
+    fn drop(&mut self) {
+        if !self.done {
+            self.record(HandlerPhase::Dropped);
+        }
+    }
+}
+
+impl Handler for SimHandler {
+    fn handle(
+        &self,
+        lease: Lease,
+        mut stop: StopSignal,
+    ) -> impl Future<Output = Result<Vec<u8>, HandlerError>> + Send {
+        let this = self.clone();
+        async move {
+            let exec = Execution {
+                host: this.host.clone(),
+                worker: this.worker.clone(),
+                job: lease.job,
+                token: lease.token,
+                done: false,
+            };
+            exec.record(HandlerPhase::Start);
+            let shared = this.host.shared.clone();
+            let index = std::str::from_utf8(&lease.payload)
+                .ok()
+                .and_then(|s| s.strip_prefix("job:"))
+                .and_then(|s| s.parse::<u32>().ok());
+            let Some(index) = index else {
+                exec.finish(false);
+                return Err(HandlerError::poison("cannot decode the payload"));
+            };
+            let rt = this.host.rt().clone();
+            let plan = attempt(&shared, index, lease.token);
+            let outcome = match plan {
+                Attempt::Hang if this.host.now() < shared.scenario.window => {
+                    let heal = Millis(shared.heal_ms.saturating_sub(this.host.now()));
+                    tokio::select! {
+                        biased;
+                        why = stop.stopped() => Err(HandlerError::retryable(format!("hung, stopped: {why:?}"))),
+                        _ = rt.sleep(heal) => Err(HandlerError::retryable("hung until the faults healed")),
+                    }
+                }
+                Attempt::Hang | Attempt::Succeed(_) | Attempt::Fail(..) => {
+                    let (run, fail) = match plan {
+                        Attempt::Fail(run, retryable) => (run, Some(retryable)),
+                        Attempt::Succeed(run) => (run, None),
+                        Attempt::Hang => (shared.scenario.run_time.0, None),
+                    };
+                    tokio::select! {
+                        biased;
+                        why = stop.stopped() => Err(HandlerError::retryable(format!("stopped: {why:?}"))),
+                        _ = rt.sleep(Millis(run)) => match fail {
+                            Some(retryable) => Err(HandlerError {
+                                message: format!("attempt {} of job {index} failed", lease.token.0),
+                                retryable,
+                            }),
+                            None => Ok(result_of(lease.job, lease.token)),
+                        },
+                    }
+                }
+            };
+            exec.finish(outcome.is_ok());
+            outcome
+        }
+    }
+}

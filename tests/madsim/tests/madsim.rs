@@ -1,0 +1,128 @@
+//! leasehold's worker runtime inside madsim: the correct core on many
+//! seeds of every madsim fault, madsim's determinism check, and catalogued
+//! bugs caught by the turmoil simulator's checker.
+//!
+//! Seeds the madsim way: `MADSIM_TEST_SEED` is the first seed (madsim's
+//! default: the current time), `MADSIM_TEST_NUM` how many (200 here when
+//! unset), `MADSIM_TEST_CHECK_DETERMINISM=1` runs a seed twice and fails
+//! on any difference. A failing seed prints `MADSIM_TEST_SEED=…`.
+#![cfg(madsim)]
+
+use leasehold_madsim_tests::run::{
+    builder, first_detection, run_seed, simulate, simulate_and_check, Detection,
+};
+use leasehold_madsim_tests::scenario::Scenario;
+use leasehold_sim::config::InvariantId;
+use std::time::Instant;
+
+/// Seeds of the correct core per test run when `MADSIM_TEST_NUM` is unset.
+const DEFAULT_SEEDS: u64 = 200;
+/// Most seeds a bug scenario may take to show its violation.
+const BUG_SEED_BUDGET: u64 = 100;
+
+#[test]
+fn correct_core_holds_every_invariant_under_madsim_faults() {
+    let b = builder(DEFAULT_SEEDS);
+    let (first, n, twice) = (b.seed, b.count, b.check);
+    let started = Instant::now();
+    b.run(|| async {
+        simulate_and_check(Scenario::swarm()).await;
+    });
+    let secs = started.elapsed().as_secs_f64();
+    if twice {
+        eprintln!(
+            "madsim swarm: seed {first} passed twice, identically (MADSIM_TEST_CHECK_DETERMINISM)"
+        );
+    } else {
+        eprintln!(
+            "madsim swarm: seeds {first}..{} passed, {:.1} seeds/s",
+            first + n,
+            n as f64 / secs.max(1e-9)
+        );
+    }
+}
+
+#[test]
+fn a_seed_gives_the_same_history_twice() {
+    let seed = std::env::var("MADSIM_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
+    let a = run_seed(Scenario::swarm(), seed);
+    let b = run_seed(Scenario::swarm(), seed);
+    assert_eq!(
+        a.history.hash(),
+        b.history.hash(),
+        "seed {seed}: histories differ"
+    );
+    assert!(
+        a.history.records.len() > 100,
+        "seed {seed}: a history this short recorded nothing"
+    );
+}
+
+#[test]
+fn madsims_own_determinism_check_passes() {
+    for seed in [1, 2, 3] {
+        madsim::runtime::Runtime::check_determinism(seed, madsim::Config::default(), || async {
+            simulate(Scenario::swarm()).await;
+        });
+    }
+}
+
+fn first_seed() -> u64 {
+    std::env::var("MADSIM_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+}
+
+fn caught(scenario: fn() -> Scenario, expect: InvariantId) -> Detection {
+    let d = first_detection(scenario, expect, first_seed(), BUG_SEED_BUDGET);
+    match (&d.caught_at, &d.report) {
+        (Some(seed), Some(report)) => eprintln!(
+            "{}: {expect} caught at seed {seed}, after {} seed(s), {:.1} seeds/s\n{report}",
+            d.scenario,
+            d.seeds_run,
+            d.seeds_per_sec()
+        ),
+        _ => panic!(
+            "{}: no {expect} violation in {} seeds from {} ({:.1} seeds/s)",
+            d.scenario,
+            d.seeds_run,
+            d.first_seed,
+            d.seeds_per_sec()
+        ),
+    }
+    d
+}
+
+#[test]
+fn catalogue_fixed_lock_no_heartbeat_is_caught() {
+    caught(Scenario::fixed_lock_no_heartbeat, InvariantId::I3);
+}
+
+#[test]
+fn catalogue_expiry_does_not_stop_handler_is_caught() {
+    caught(Scenario::expiry_does_not_stop_handler, InvariantId::I3);
+}
+
+#[test]
+fn catalogue_heartbeat_too_close_is_caught() {
+    caught(Scenario::heartbeat_too_close, InvariantId::I5);
+}
+
+#[test]
+fn catalogue_heartbeat_stops_on_error_is_caught() {
+    caught(Scenario::heartbeat_stops_on_error, InvariantId::I5);
+}
+
+#[test]
+fn catalogue_claim_without_cas_is_caught() {
+    caught(Scenario::claim_without_cas, InvariantId::I1);
+}
+
+#[test]
+fn catalogue_restart_reuses_identity_is_caught() {
+    caught(Scenario::restart_reuses_identity, InvariantId::I6);
+}

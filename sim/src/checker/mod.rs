@@ -7,6 +7,7 @@
 //! truth ([`check`]). The checker keeps its own model of a job, rebuilt from
 //! what the events say ([`replay`]), and compares every event against it.
 
+pub mod answers;
 mod belief;
 mod belief_stop;
 mod budget;
@@ -157,6 +158,7 @@ pub fn check(history: &History, cfg: &SimConfig) -> Vec<Violation> {
     out.extend(cancel::check_history(&steps, &facts));
     out.extend(budget::check_events(&steps));
     out.extend(parallelism::check_events(&steps, cfg.protocol.parallelism));
+    out.extend(answers::check(history, cfg));
     let mut out = limit(out);
     for v in &mut out {
         v.faults_nearby = faults_nearby(&facts, cfg, v);

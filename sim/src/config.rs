@@ -183,6 +183,18 @@ pub struct Workload {
     pub hang_rate: f64,
     /// Probability a job is cancelled by the client at a random time.
     pub cancel_rate: f64,
+    /// Exact payload size in bytes: `job:<index>` padded with filler the
+    /// handler's decoder skips (0 = the bare `job:<index>`). At most
+    /// `protocol.max_payload_bytes`.
+    pub payload_bytes: u64,
+    /// Exact result size in bytes: deterministic binary bytes (NUL and
+    /// high bytes included) derived from the job and token (0 = the short
+    /// `result:<job>:<token>`). At most `protocol.max_result_bytes`.
+    pub result_bytes: u64,
+    /// Exact length of a failing attempt's error message in bytes (0 = the
+    /// short message). May exceed `protocol.max_error_bytes`: the store then
+    /// truncates it.
+    pub error_bytes: u64,
 }
 
 impl Default for Workload {
@@ -197,6 +209,9 @@ impl Default for Workload {
             poison_rate: 0.0,
             hang_rate: 0.0,
             cancel_rate: 0.0,
+            payload_bytes: 0,
+            result_bytes: 0,
+            error_bytes: 0,
         }
     }
 }
@@ -290,6 +305,9 @@ impl Default for Faults {
 ///
 /// Forms (hosts: `store`, `client`, `worker-N`, `sweeper-N`):
 /// - `crash HOST at T` and `restart HOST at T`
+/// - `shutdown worker-N at T` (graceful: the worker stops claiming, gives its
+///   handlers the grace time, returns unfinished leases, and its process
+///   ends; a later `restart` starts a new incarnation)
 /// - `partition A B FROM..TO` (both directions), `partition A -> B FROM..TO`
 ///   (only messages from A to B are dropped)
 /// - `hold A B FROM..TO` (messages delayed until TO, then delivered)
@@ -302,8 +320,11 @@ impl Default for Faults {
 pub enum ScriptedFault {
     /// The host's process dies, losing its memory.
     Crash { host: String, at: Dur },
-    /// A crashed host starts again as a new process identity.
+    /// A crashed (or shut down) host starts again as a new process identity.
     Restart { host: String, at: Dur },
+    /// A worker shuts down gracefully: it stops claiming, returns its
+    /// unfinished leases (`Returned`, attempt refunded) and its process ends.
+    Shutdown { host: String, at: Dur },
     /// Messages between `a` and `b` are dropped during `[from, to)`.
     Partition {
         a: String,
@@ -337,6 +358,7 @@ impl ScriptedFault {
         match self {
             ScriptedFault::Crash { at, .. }
             | ScriptedFault::Restart { at, .. }
+            | ScriptedFault::Shutdown { at, .. }
             | ScriptedFault::Pause { at, .. }
             | ScriptedFault::Skew { at, .. }
             | ScriptedFault::Drift { at, .. } => *at,
@@ -349,6 +371,7 @@ impl ScriptedFault {
         match self {
             ScriptedFault::Crash { host, .. }
             | ScriptedFault::Restart { host, .. }
+            | ScriptedFault::Shutdown { host, .. }
             | ScriptedFault::Pause { host, .. }
             | ScriptedFault::Skew { host, .. }
             | ScriptedFault::Drift { host, .. } => vec![host],
@@ -362,6 +385,7 @@ impl fmt::Display for ScriptedFault {
         match self {
             ScriptedFault::Crash { host, at } => write!(f, "crash {host} at {at}"),
             ScriptedFault::Restart { host, at } => write!(f, "restart {host} at {at}"),
+            ScriptedFault::Shutdown { host, at } => write!(f, "shutdown {host} at {at}"),
             ScriptedFault::Partition {
                 a,
                 b,
@@ -409,7 +433,7 @@ impl std::str::FromStr for ScriptedFault {
         let usage = || {
             format!(
                 "cannot read fault {s:?}; expected one of: `crash HOST at T`, `restart HOST at T`, \
-                 `partition A B FROM..TO`, `partition A -> B FROM..TO`, `hold A B FROM..TO`, \
+                 `shutdown WORKER at T`, `partition A B FROM..TO`, `partition A -> B FROM..TO`, `hold A B FROM..TO`, \
                  `pause HOST for LEN at T`, `skew HOST +OFFSET at T`, `drift HOST PPMppm at T`"
             )
         };
@@ -422,6 +446,14 @@ impl std::str::FromStr for ScriptedFault {
                 host: h(host),
                 at: dur(t)?,
             }),
+            ["shutdown", host, "at", t] => Ok(ScriptedFault::Shutdown {
+                host: h(host),
+                at: dur(t)?,
+            }),
+            ["shutdown", ..] => Err(format!(
+                "cannot read fault {s:?}; a graceful shutdown is written `shutdown worker-N at T`, \
+                 for example `shutdown worker-2 at 40s`"
+            )),
             ["partition", a, "->", b, w] => partition(a, b, w, true),
             ["partition", a, b, w] => partition(a, b, w, false),
             ["hold", a, b, w] => {
@@ -734,6 +766,60 @@ impl SimConfig {
             }
         }
         check_range(&mut bad, "workload.run_time", &w.run_time);
+        for (path, v, limit, what) in [
+            (
+                "workload.payload_bytes",
+                w.payload_bytes,
+                p.max_payload_bytes,
+                "protocol.max_payload_bytes",
+            ),
+            (
+                "workload.result_bytes",
+                w.result_bytes,
+                p.max_result_bytes,
+                "protocol.max_result_bytes",
+            ),
+        ] {
+            if v > limit {
+                bad(
+                    path,
+                    format!("{v} is above {what} {limit}: the store would refuse every one"),
+                );
+            }
+        }
+        let min_payload = crate::hosts::workload::min_payload_bytes(w.jobs);
+        if w.payload_bytes > 0 && w.payload_bytes < min_payload {
+            bad(
+                "workload.payload_bytes",
+                format!(
+                    "{} is too short to carry `job:<index>` and its padding separator for {} jobs; \
+                     use 0 (unpadded) or at least {min_payload}",
+                    w.payload_bytes, w.jobs
+                ),
+            );
+        }
+        if w.error_bytes > MAX_VALUE_BYTES {
+            bad(
+                "workload.error_bytes",
+                format!(
+                    "{} is above {MAX_VALUE_BYTES} bytes (it may exceed protocol.max_error_bytes, \
+                     which the store truncates to, but not the largest value a scenario carries)",
+                    w.error_bytes
+                ),
+            );
+        }
+        for (path, need) in wire_needs(self) {
+            if need > crate::net::wire::MAX_FRAME as u64 {
+                bad(
+                    path,
+                    format!(
+                        "a message would need about {need} bytes on the simulated wire, above its \
+                         {} byte frame; lower the size or protocol.concurrency",
+                        crate::net::wire::MAX_FRAME
+                    ),
+                );
+            }
+        }
         check_range(&mut bad, "network.latency", &self.network.latency);
         let f = &self.faults;
         for (path, r) in [
@@ -795,6 +881,22 @@ impl SimConfig {
                     format!("`{ev}` starts after the run ends at {}", self.duration),
                 );
             }
+            if let ScriptedFault::Shutdown { host, .. } = ev {
+                let worker = host
+                    .strip_prefix("worker-")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|n| (1..=self.topology.workers).contains(&n));
+                if !worker && hosts.iter().any(|n| n == host) {
+                    bad(
+                        &format!("events[{i}]"),
+                        format!(
+                            "`{ev}`: only a worker shuts down gracefully (worker-1 .. worker-{}); \
+                             {host} can crash and restart",
+                            self.topology.workers
+                        ),
+                    );
+                }
+            }
         }
         if out.is_empty() {
             Ok(())
@@ -802,6 +904,38 @@ impl SimConfig {
             Err(out)
         }
     }
+}
+
+/// Upper bounds of the simulated wire's largest messages for the
+/// workload's sizes (JSON bodies: a byte of a byte string takes up to 4
+/// characters, a byte of the simulator's payload padding (0x00..=0x09) 2, a
+/// character of its printable error text 1): a claim answer carrying `concurrency`
+/// leases, and a reader's row (payload, result and error), the largest of
+/// all. `(field, bytes)`, only when some size is set.
+fn wire_needs(cfg: &SimConfig) -> Vec<(&'static str, u64)> {
+    const ROW_OVERHEAD: u64 = 4096;
+    let w = &cfg.workload;
+    let err = w.error_bytes.min(cfg.protocol.max_error_bytes);
+    let mut out = Vec::new();
+    if w.payload_bytes > 0 {
+        let lease = 2 * w.payload_bytes + ROW_OVERHEAD;
+        out.push((
+            "workload.payload_bytes",
+            lease * u64::from(cfg.protocol.concurrency.max(1)),
+        ));
+    }
+    if w.payload_bytes > 0 || w.result_bytes > 0 || w.error_bytes > 0 {
+        let row = 2 * w.payload_bytes + 4 * w.result_bytes + err + ROW_OVERHEAD;
+        let field = if w.result_bytes > 0 {
+            "workload.result_bytes"
+        } else if w.payload_bytes > 0 {
+            "workload.payload_bytes"
+        } else {
+            "workload.error_bytes"
+        };
+        out.push((field, row));
+    }
+    out
 }
 
 fn check_range<T: PartialOrd + fmt::Display>(

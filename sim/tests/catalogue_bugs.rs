@@ -28,7 +28,8 @@ fn catches(file: &str) {
     let stores = Stores::new(&StoreArgs::default());
     let started = Instant::now();
     for seed in 0..cfg.seeds {
-        let run = engine::run(cfg, seed, &shown, &stores).unwrap_or_else(|e| panic!("harness error: {e}"));
+        let run = engine::run(cfg, seed, &shown, &stores)
+            .unwrap_or_else(|e| panic!("harness error: {e}"));
         if run.violations.iter().any(|v| v.invariant == inv) {
             eprintln!(
                 "caught {variant}: {inv} at seed {seed} ({} seeds, {:.2}s)",

@@ -34,7 +34,9 @@ fn crash_and_reopen<F: StoreFactory>(
         .map_err(|e| e.to_string())?;
     b.close();
     assert!(closed(&first), "the crash closes the store's connections");
-    let again = ready_now(b.open()).expect("in place").map_err(|e| e.to_string())?;
+    let again = ready_now(b.open())
+        .expect("in place")
+        .map_err(|e| e.to_string())?;
     let row = b
         .block_on(async move { again.get(id).await })
         .map_err(|e| e.to_string())?

@@ -54,7 +54,15 @@ fn environment_seeds_apply_and_flags_override_them() {
 #[test]
 fn a_seed_base_moves_the_seeds_and_random_prints_its_base_first() {
     let o = leasehold(
-        &["run", SCENARIO, "--json", "--seeds", "2", "--seed-base", "100"],
+        &[
+            "run",
+            SCENARIO,
+            "--json",
+            "--seeds",
+            "2",
+            "--seed-base",
+            "100",
+        ],
         &[],
     );
     assert_eq!(seeds_run(&o), vec![100, 101], "{}", all(&o));
@@ -104,7 +112,9 @@ fn without_a_terminal_each_scenario_prints_a_line_when_done_and_passes_are_named
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("correct core, every invariant held (1): worker_crash_mid_job_is_reclaimed_once"),
+        out.contains(
+            "correct core, every invariant held (1): worker_crash_mid_job_is_reclaimed_once"
+        ),
         "{out}"
     );
     assert!(

@@ -55,6 +55,8 @@ pub struct Facts {
     pub timing_broken: bool,
     /// Tick.
     pub tick_ms: u64,
+    /// The store truncates error messages to this many bytes.
+    pub max_error_bytes: u64,
     /// True time covered.
     pub end_ms: u64,
     /// The run ended quiet.
@@ -99,6 +101,7 @@ impl Facts {
         let mut f = Facts {
             rho_ppm: u64::from(cfg.protocol.max_drift_ppm),
             tick_ms: cfg.tick.as_ms(),
+            max_error_bytes: cfg.protocol.max_error_bytes,
             end_ms: cfg.duration.as_ms(),
             ..Facts::default()
         };

@@ -209,9 +209,9 @@ fn faults_nearby(facts: &Facts, cfg: &SimConfig, v: &Violation) -> Vec<String> {
 /// When a fault is in effect (clock faults last from their start on).
 fn active_span(f: &ScriptedFault) -> (u64, u64) {
     match f {
-        ScriptedFault::Crash { at, .. } | ScriptedFault::Restart { at, .. } => {
-            (at.as_ms(), at.as_ms())
-        }
+        ScriptedFault::Crash { at, .. }
+        | ScriptedFault::Restart { at, .. }
+        | ScriptedFault::Shutdown { at, .. } => (at.as_ms(), at.as_ms()),
         ScriptedFault::Partition { from, to, .. } | ScriptedFault::Hold { from, to, .. } => {
             (from.as_ms(), to.as_ms())
         }

@@ -130,7 +130,8 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
             continue;
         };
         let same_token = accepted.get(&(*job, *token));
-        let ok = same_token.is_some_and(|v| v.contains(&outcome));
+        let stored = as_stored(outcome, facts.max_error_bytes);
+        let ok = same_token.is_some_and(|v| v.contains(&&stored));
         if !ok && same_token.is_some() {
             out.push(
                 Violation::new(
@@ -162,4 +163,17 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A released outcome as the store keeps it: spec §3 lets the store cut an
+/// error message to its limit (at a character boundary, after a NUL became
+/// U+FFFD); everything else is kept exactly.
+fn as_stored(o: &Outcome, max_error_bytes: u64) -> Outcome {
+    match o {
+        Outcome::Failed { error, retryable } => Outcome::Failed {
+            error: crate::checker::answers::stored_error(error, max_error_bytes),
+            retryable: *retryable,
+        },
+        other => other.clone(),
+    }
 }

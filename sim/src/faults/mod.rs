@@ -14,6 +14,12 @@
 //! - `skew HOST ±X at 0s` sets the host's initial wall-clock offset; it is not
 //!   a step. A skew at a later time is a step (and breaks the timing
 //!   assumption when it hits the store).
+//! - `shutdown worker-N at T` is a graceful stop, not a crash: the worker
+//!   host raises its own shutdown handle at T (see [`FaultPlan::shutdown_after`]),
+//!   returns its leases and its process ends. It stays down until a scripted
+//!   `restart`; the runner restarts only crashed hosts.
+//! - Drift is within the assumption up to and including ρ: only
+//!   `|ppm| > max_drift_ppm` breaks it.
 //! - After the window everything heals: crashed hosts restart, links heal,
 //!   pauses and hangs end. Clock offsets and drifts stay (a clock is not a
 //!   fault that heals); steps happen only inside the window.
@@ -52,7 +58,9 @@ pub fn heal_time(cfg: &SimConfig, schedule: &[ScriptedFault]) -> u64 {
     let mut heal = cfg.faults.window.as_ms();
     for f in schedule {
         let end = match f {
-            ScriptedFault::Crash { at, .. } | ScriptedFault::Restart { at, .. } => at.as_ms(),
+            ScriptedFault::Crash { at, .. }
+            | ScriptedFault::Restart { at, .. }
+            | ScriptedFault::Shutdown { at, .. } => at.as_ms(),
             ScriptedFault::Partition { to, .. } | ScriptedFault::Hold { to, .. } => to.as_ms(),
             ScriptedFault::Pause { at, len, .. } => at.as_ms() + len.as_ms(),
             ScriptedFault::Skew { at, .. } | ScriptedFault::Drift { at, .. } => at.as_ms(),

@@ -52,6 +52,8 @@ pub struct FaultPlan {
     pub process: Vec<(u64, ProcessAction)>,
     /// Pause windows by host.
     pub pauses: BTreeMap<String, Pauses>,
+    /// Graceful shutdown times by worker host, ascending.
+    pub shutdowns: BTreeMap<String, Vec<u64>>,
     links: Vec<LinkFault>,
     /// Instants at which some link may change state, ascending.
     pub link_times: Vec<u64>,
@@ -82,6 +84,7 @@ impl FaultPlan {
     pub fn new(schedule: &[ScriptedFault]) -> Self {
         let mut process = Vec::new();
         let mut pauses: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+        let mut shutdowns: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         let mut links = Vec::new();
         let mut times = BTreeSet::new();
         for f in schedule {
@@ -91,6 +94,9 @@ impl FaultPlan {
                 }
                 ScriptedFault::Restart { host, at } => {
                     process.push((at.as_ms(), ProcessAction::Restart(host.clone())))
+                }
+                ScriptedFault::Shutdown { host, at } => {
+                    shutdowns.entry(host.clone()).or_default().push(at.as_ms())
                 }
                 ScriptedFault::Pause { host, at, len } => pauses
                     .entry(host.clone())
@@ -136,8 +142,13 @@ impl FaultPlan {
         }
         // Stable: a crash and a restart at the same instant keep their order.
         process.sort_by_key(|p| p.0);
+        for v in shutdowns.values_mut() {
+            v.sort_unstable();
+            v.dedup();
+        }
         FaultPlan {
             process,
+            shutdowns,
             pauses: pauses
                 .into_iter()
                 .map(|(h, v)| (h, Arc::new(merge(v))))
@@ -176,6 +187,13 @@ impl FaultPlan {
         v
     }
 
+    /// The first graceful shutdown of `host` at or after true time `t` (the
+    /// one an incarnation started at `t` obeys).
+    pub fn shutdown_after(&self, host: &str, t: u64) -> Option<u64> {
+        let v = self.shutdowns.get(host)?;
+        v.get(v.partition_point(|&s| s < t)).copied()
+    }
+
     /// The pause windows of `host`.
     pub fn pauses_of(&self, host: &str) -> Pauses {
         self.pauses.get(host).cloned().unwrap_or_default()
@@ -202,6 +220,8 @@ mod tests {
             "pause worker-1 for 2s at 1s",
             "pause worker-1 for 2s at 2s",
             "crash worker-1 at 4s",
+            "shutdown worker-1 at 9s",
+            "shutdown worker-1 at 6s",
         ]
         .iter()
         .map(|s| s.parse().unwrap())
@@ -219,6 +239,11 @@ mod tests {
             p.process,
             vec![(4000, ProcessAction::Crash("worker-1".into()))]
         );
+        assert_eq!(p.shutdown_after("worker-1", 0), Some(6000));
+        assert_eq!(p.shutdown_after("worker-1", 6000), Some(6000));
+        assert_eq!(p.shutdown_after("worker-1", 6001), Some(9000));
+        assert_eq!(p.shutdown_after("worker-1", 9001), None);
+        assert_eq!(p.shutdown_after("worker-2", 0), None);
         let _ = Dur::ms(0);
     }
 }

@@ -24,6 +24,33 @@ const READ_EVERY_MS: u64 = 2_000;
 /// around, so every job is read every `jobs / READ_PAGE` reads.
 const READ_PAGE: u32 = 20;
 
+/// Simulated time per MiB the reader may read when the workload's values
+/// are large: every read costs real time to encode and decode (a byte
+/// string is a JSON array on the wire), so large rows are read less often.
+const READ_MS_PER_MIB: u64 = 1_000;
+/// Most wire bytes one read of large rows may carry (at least one row).
+const READ_BYTES: u64 = 8 << 20;
+
+/// How the reader reads under `cfg`: rows per page and the interval
+/// between reads, in ms. [`READ_PAGE`] rows every [`READ_EVERY_MS`] unless
+/// the workload's payloads, results or errors are sized: then as many rows
+/// as fit in [`READ_BYTES`] and one frame of the simulated wire (at least
+/// one; the loader refuses sizes where one row would not fit a frame),
+/// reading at most one MiB of wire per simulated second.
+fn read_plan(cfg: &crate::config::SimConfig) -> (u32, u64) {
+    let w = &cfg.workload;
+    if w.payload_bytes == 0 && w.result_bytes == 0 && w.error_bytes == 0 {
+        return (READ_PAGE, READ_EVERY_MS);
+    }
+    // JSON: 2 characters per padded payload byte, up to 4 per result byte.
+    let err = w.error_bytes.min(cfg.protocol.max_error_bytes);
+    let row = 2 * w.payload_bytes + 4 * w.result_bytes + err + 4096;
+    let budget = READ_BYTES.min(crate::net::wire::MAX_FRAME as u64);
+    let page = (budget / row.max(1)).clamp(1, u64::from(READ_PAGE));
+    let every = (page * row * READ_MS_PER_MIB).div_ceil(1 << 20);
+    (page as u32, every.max(READ_EVERY_MS))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
     Enqueue(u32),
@@ -50,22 +77,20 @@ where
 async fn reader(rt: HostRuntime, store: Arc<RemoteStore>) {
     let end = rt.shared().cfg.duration.as_ms();
     let limit = rt.shared().cfg.protocol.request_timeout.0;
-    let mut next = READ_EVERY_MS;
+    let (page, every) = read_plan(&rt.shared().cfg);
+    let mut next = every;
     let mut after: Option<JobId> = None;
     while next < end {
         sleep_until_true(next).await;
-        let req = ListRequest {
-            after,
-            limit: READ_PAGE,
-        };
+        let req = ListRequest { after, limit: page };
         if let Ok(rows) = with_timeout(&rt, limit, store.list(req)).await {
-            after = if rows.len() < READ_PAGE as usize {
+            after = if rows.len() < page as usize {
                 None
             } else {
                 rows.last().map(|r| r.id)
             };
         }
-        next += READ_EVERY_MS;
+        next += every;
     }
 }
 

@@ -1,12 +1,19 @@
 //! Worker and sweeper hosts: the real `leasehold_core::Worker` and
 //! `Sweeper`, on a [`RemoteStore`], reporting every lease milestone.
+//!
+//! A scripted `shutdown worker-N at T` is carried out by the worker host
+//! itself: the incarnation running at T raises its shutdown handle at true
+//! time T (later if the host is paused then), so the core worker stops
+//! claiming, gives its handlers the grace time, returns their leases
+//! (`Returned`, attempt refunded), and `run` returns; the host's software
+//! then ends. A later scripted `restart` starts a new incarnation.
 
 use super::handler::SimHandler;
-use super::runtime::HostRuntime;
+use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
+use crate::catalogue::{self, Variant};
 use crate::history::{BeliefWhat, Record};
 use crate::net::RemoteStore;
-use crate::catalogue::{self, Variant};
 use leasehold_core::worker::{BeliefEnd, RuntimeEvent};
 use leasehold_core::{shutdown_channel, Release, Sweeper, SweeperConfig, Worker, WorkerConfig};
 use std::sync::Arc;
@@ -157,8 +164,25 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoi
     let obs_rt = rt.clone();
     let worker = Worker::new(store, handler, rt.clone(), cfg)
         .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));
-    let (_keep, shutdown) = shutdown_channel();
-    worker.run(shutdown).await;
+    let (handle, shutdown) = shutdown_channel();
+    match shared.plan.shutdown_after(&host, t) {
+        None => {
+            let _keep = handle;
+            worker.run(shutdown).await;
+        }
+        Some(at) => {
+            // The timer first: a host resuming from a pause past `at` raises
+            // the shutdown before the worker acts on anything else.
+            let run = worker.run(shutdown);
+            tokio::pin!(run);
+            tokio::select! {
+                biased;
+                _ = sleep_until_true(at) => handle.shutdown(),
+                _ = &mut run => return Ok(()),
+            }
+            run.await;
+        }
+    }
     Ok(())
 }
 

@@ -365,7 +365,7 @@ fn run_world<F: StoreFactory>(
     shared.set_crashing(true);
     drop(sim);
     let (rows, events) = read_final(backend)?;
-    let history = collect(&shared, now, quiet_end, rows, events);
+    let history = collect(&shared, cfg, now, quiet_end, rows, events);
     let violations = checker::check(&history, cfg);
     Ok(RunOutcome {
         scenario: cfg.name.clone(),

@@ -62,6 +62,7 @@
 mod backoff;
 mod compare;
 mod model;
+pub(crate) use model::stored_error;
 
 use crate::checker::Violation;
 use crate::config::{InvariantId, SimConfig};

@@ -330,6 +330,13 @@ fn lease_ok(l: Millis) -> bool {
     l.0 > 0 && l <= DEFAULT_MAX_LEASE
 }
 
+/// An error message as the store keeps it: every NUL becomes U+FFFD (not
+/// every store's text column can hold NUL), then the message is cut to at
+/// most `max` bytes at a character boundary.
+pub(crate) fn stored_error(s: &str, max: u64) -> String {
+    truncate(&s.replace('\0', "\u{FFFD}"), max)
+}
+
 /// `s` cut to at most `max` bytes at a character boundary.
 pub(crate) fn truncate(s: &str, max: u64) -> String {
     let max = usize::try_from(max).unwrap_or(usize::MAX);
@@ -358,7 +365,7 @@ impl Model {
     pub fn normalized(&self, o: &Outcome) -> Outcome {
         match o {
             Outcome::Failed { error, retryable } => Outcome::Failed {
-                error: truncate(error, self.rules.max_error),
+                error: stored_error(error, self.rules.max_error),
                 retryable: *retryable,
             },
             other => other.clone(),
@@ -440,7 +447,7 @@ impl Model {
     ) -> Plan {
         let bad_key = key
             .as_ref()
-            .is_some_and(|k| k.is_empty() || k.len() > DEFAULT_MAX_KEY_LEN);
+            .is_some_and(|k| k.is_empty() || k.len() > DEFAULT_MAX_KEY_LEN || k.contains('\0'));
         if !queue_ok(queue)
             || payload.len > self.rules.max_payload
             || max_attempts == 0
@@ -870,6 +877,16 @@ mod tests {
             max_attempts: 2,
         };
         assert_eq!(m.plan(&other, StoreTime(5)).want, Want::Rejected("Input"));
+        // A NUL cannot be stored in every store's text column: refused.
+        let nul = Op::Enqueue {
+            key: Some("a\0b".into()),
+            queue: "q".into(),
+            payload: Blob::of(b"p1"),
+            priority: 0,
+            delay: Millis(0),
+            max_attempts: 2,
+        };
+        assert_eq!(m.plan(&nul, StoreTime(5)).want, Want::Rejected("Input"));
     }
 
     fn release(job: u64, token: u64, outcome: Outcome) -> Op {

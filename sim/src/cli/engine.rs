@@ -216,10 +216,12 @@ mod tests {
     use crate::history::Reply;
 
     fn calm() -> (SimConfig, History) {
-        let mut cfg = SimConfig::default();
-        cfg.name = "calm".into();
+        let mut cfg = SimConfig {
+            name: "calm".into(),
+            duration: crate::duration::Dur::secs(120),
+            ..SimConfig::default()
+        };
         cfg.workload.jobs = 5;
-        cfg.duration = crate::duration::Dur::secs(120);
         cfg.faults.window = crate::duration::Dur::secs(30);
         let out = crate::runner::run_seed(&cfg, 1).unwrap();
         (cfg, out.history)

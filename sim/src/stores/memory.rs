@@ -4,6 +4,11 @@
 //! crash keeps what committed; a restart opens a new store on the same
 //! state. The only store that carries the catalogue's store-side bugs.
 
+// The store traits return `impl Future + Send`; these bodies clone what they
+// need before the `async` block, so the futures own it and can run on the
+// driver thread: `async fn` would borrow the arguments instead.
+#![allow(clippy::manual_async_fn)]
+
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use crate::catalogue::{self, Variant};
 use leasehold_core::{CrashReport, Event, StoreError, StoreTime, SweepRequest};

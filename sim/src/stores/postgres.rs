@@ -6,6 +6,11 @@
 //! never meet. A schema that already exists and holds tables is refused
 //! rather than reused or dropped: it is somebody's data.
 
+// The store traits return `impl Future + Send`; these bodies clone what they
+// need before the `async` block, so the futures own it and can run on the
+// driver thread: `async fn` would borrow the arguments instead.
+#![allow(clippy::manual_async_fn)]
+
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use leasehold_core::{Event, StoreError};
 use leasehold_postgres::PgStore;

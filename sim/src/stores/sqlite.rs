@@ -5,6 +5,11 @@
 //! the process, which is the crash the simulator injects (it does not cut
 //! the power), and the run does not wait for an `fsync` per operation.
 
+// The store traits return `impl Future + Send`; these bodies clone what they
+// need before the `async` block, so the futures own it and can run on the
+// driver thread: `async fn` would borrow the arguments instead.
+#![allow(clippy::manual_async_fn)]
+
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use leasehold_core::{Event, StoreError};
 use leasehold_sqlite::{Durability, SqliteStore};

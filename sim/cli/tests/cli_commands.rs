@@ -91,10 +91,11 @@ fn run_json_is_one_object_per_line() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    assert_eq!(values.len(), 2, "{out}");
+    assert_eq!(values.len(), 3, "{out}");
     assert_eq!(values[0]["seed"], 1);
     assert_eq!(values[0]["status"], "passed");
-    assert_eq!(values[1]["summary"]["passed"], 1);
+    assert_eq!(values[1]["scenarios"]["held"][0], "small_world_passes");
+    assert_eq!(values[2]["summary"]["passed"], 1);
     assert!(err.lines().last().unwrap() == "1 passed, 0 failed", "{err}");
 }
 

@@ -14,6 +14,11 @@
 #   MADSIM_TEST_CHECK_DETERMINISM=1   run one seed twice, fail on any
 #                        difference (this script also runs it once)
 # Extra arguments go to `cargo test` (for example a test name filter).
+#
+# Cost (2-core machine): a cold target/madsim compiles the test crate's
+# whole dependency tree under --cfg madsim, about 12.5 CPU-minutes (17m49s
+# wall measured while other builds shared the machine); warm, the script
+# takes about 9 s, of which the tests about 5 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${MADSIM_TARGET_DIR:-target/madsim}"

@@ -2,6 +2,11 @@
 //! run through the public API (`leasehold_sim::harness`), is caught; the
 //! same store without the bug passes.
 
+// The factory's methods return `impl Future + Send` as the trait declares,
+// building owned futures (what a user's code looks like); `async fn` would
+// hide that shape from the example.
+#![allow(clippy::manual_async_fn)]
+
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, NewJob,
     Outcome, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreError, StoreTime,

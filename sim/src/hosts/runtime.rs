@@ -26,8 +26,9 @@
 //! is read only by unbiased `select!` and by `watch` channels (which of 8
 //! notifiers a waiter parks on). The core uses `biased;` in every `select!`
 //! and so does the simulator; the only `watch` channels are the core's
-//! stop signal (one waiter each) and shutdown (never raised in the
-//! simulator). So no wake-up order depends on that generator, and the sim
+//! stop signal (one waiter each) and shutdown (raised by a scripted
+//! `shutdown` fault, whose woken handlers then return in (job, token) order,
+//! see `hosts/handler.rs`). So no wake-up order depends on that generator, and the sim
 //! runs deterministically *without* `tokio_unstable`; the determinism tests
 //! check it, including across processes.
 //!

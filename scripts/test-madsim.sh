@@ -35,3 +35,24 @@ if [ "$#" -eq 0 ] && [ -z "${MADSIM_TEST_CHECK_DETERMINISM:-}" ]; then
     MADSIM_TEST_CHECK_DETERMINISM=1 cargo test -p leasehold-madsim-tests --test madsim \
         correct_core_holds_every_invariant_under_madsim_faults
 fi
+if [ "$#" -eq 0 ]; then
+    # The SQL adapters must refuse a madsim build with one clear message.
+    echo "== madsim: the SQL adapters refuse --cfg madsim with one clear message"
+    for crate in leasehold-sqlite leasehold-postgres; do
+        if out=$(cargo check -q -p "$crate" 2>&1); then
+            echo "$crate built under --cfg madsim; it must refuse" >&2
+            exit 1
+        fi
+        if ! grep -q "$crate cannot be built under \`--cfg madsim\`" <<<"$out"; then
+            echo "$crate failed under --cfg madsim without its message:" >&2
+            echo "$out" | tail -20 >&2
+            exit 1
+        fi
+        if [ "$(grep -c '^error' <<<"$out")" -gt 2 ]; then
+            echo "$crate gave more than its one error under --cfg madsim:" >&2
+            echo "$out" | tail -40 >&2
+            exit 1
+        fi
+        echo "   $crate: refused, one message"
+    done
+fi

@@ -7,6 +7,8 @@
 #     the two stores must give the same answer to every request;
 #   - PostgreSQL: LEASEHOLD_PG_SEEDS seeds per scenario (default 3, for CI
 #     time; the README gives the full command), also against memory.
+# Between the two: the madsim tests (scripts/test-madsim.sh, its own
+# target/madsim), the worker inside a madsim simulation.
 # Each `leasehold run` also replays one seed per scenario and compares the
 # history hashes (I10).
 set -euo pipefail
@@ -15,6 +17,7 @@ exec scripts/with-postgres.sh bash -c '
 set -euo pipefail
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+scripts/test-madsim.sh
 cargo build --release -p leasehold-cli
 bin=target/release/leasehold
 echo "== scenario library on memory"

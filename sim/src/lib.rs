@@ -8,6 +8,8 @@
 
 pub mod catalogue;
 pub mod cli;
+// The command line drives the SQL stores too.
+#[cfg(feature = "sql")]
 pub mod config;
 pub mod duration;
 pub mod harness;

@@ -35,11 +35,15 @@
 mod delegate;
 pub mod driver;
 mod memory;
+#[cfg(feature = "sql")]
 mod postgres;
+#[cfg(feature = "sql")]
 mod sqlite;
 
 pub use memory::MemoryFactory;
+#[cfg(feature = "sql")]
 pub use postgres::{PostgresFactory, DEFAULT_SCHEMA_PREFIX};
+#[cfg(feature = "sql")]
 pub use sqlite::SqliteFactory;
 
 use crate::catalogue::Variant;

@@ -77,11 +77,17 @@ fn run_passes_prints_the_summary_last_and_writes_valid_junit() {
 }
 
 #[test]
-fn run_json_is_one_object_per_line() {
+fn run_json_streams_one_object_per_line() {
     let d = scratch("json");
     std::fs::write(d.join("small_world_passes.toml"), SMALL).unwrap();
+    std::fs::write(
+        d.join("zz_caught.toml"),
+        std::fs::read_to_string(catalogue("claim_without_cas_grants_one_lease_twice.toml"))
+            .unwrap(),
+    )
+    .unwrap();
     let o = bin()
-        .args(["run", "--seed", "1", "--json"])
+        .args(["run", "--seeds", "2", "--jobs", "1", "--json"])
         .arg(&d)
         .output()
         .unwrap();
@@ -91,12 +97,36 @@ fn run_json_is_one_object_per_line() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    assert_eq!(values.len(), 3, "{out}");
-    assert_eq!(values[0]["seed"], 1);
-    assert_eq!(values[0]["status"], "passed");
-    assert_eq!(values[1]["scenarios"]["held"][0], "small_world_passes");
-    assert_eq!(values[2]["summary"]["passed"], 1);
-    assert!(err.lines().last().unwrap() == "1 passed, 0 failed", "{err}");
+    let types: Vec<&str> = values.iter().map(|v| v["type"].as_str().unwrap()).collect();
+    // One thread: each scenario's line follows its last run, in order.
+    assert_eq!(
+        types,
+        ["start", "run", "run", "scenario", "run", "run", "scenario", "summary"],
+        "{out}"
+    );
+    assert_eq!(values[0]["runs"], 4);
+    assert_eq!(values[1]["seed"], 0);
+    assert_eq!(values[1]["status"], "passed");
+    assert_eq!(
+        values[1]["replayed"], true,
+        "the first seed is replayed (I10)"
+    );
+    assert_eq!(values[2]["replayed"], false);
+    assert_eq!(values[3]["scenario"], "small_world_passes");
+    assert_eq!(values[3]["verdict"], "passed");
+    assert!(values[3]["caught"].is_null());
+    let caught_runs: Vec<&str> = values[4..6]
+        .iter()
+        .map(|v| v["status"].as_str().unwrap())
+        .collect();
+    assert!(caught_runs.contains(&"caught"), "{out}");
+    assert_eq!(values[6]["verdict"], "passed");
+    assert_eq!(values[6]["caught"]["invariant"], "I1");
+    let summary = &values[7];
+    assert_eq!(summary["passed"], 4);
+    assert_eq!(summary["held"][0], "small_world_passes");
+    assert_eq!(summary["caught"][0], "zz_caught");
+    assert!(err.lines().last().unwrap() == "4 passed, 0 failed", "{err}");
 }
 
 #[test]
@@ -137,8 +167,8 @@ fn shards_split_a_run_into_disjoint_parts() {
         assert_eq!(o.status.code(), Some(0));
         for l in String::from_utf8_lossy(&o.stdout).lines() {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            if let Some(seed) = v["seed"].as_u64() {
-                seen.push(seed);
+            if v["type"] == "run" {
+                seen.push(v["seed"].as_u64().unwrap());
             }
         }
     }

@@ -27,12 +27,17 @@ fn all(o: &Output) -> String {
     )
 }
 
+/// The seeds of the streamed `run` lines, sorted (they come in the order
+/// the runs finish).
 fn seeds_run(o: &Output) -> Vec<u64> {
-    String::from_utf8_lossy(&o.stdout)
+    let mut seeds: Vec<u64> = String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "run")
         .filter_map(|v| v["seed"].as_u64())
-        .collect()
+        .collect();
+    seeds.sort_unstable();
+    seeds
 }
 
 #[test]

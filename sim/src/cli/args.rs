@@ -60,7 +60,9 @@ pub struct RunArgs {
     /// whose seeds mostly wait for the database).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
-    /// Machine output: one JSON object per run and a summary, on stdout.
+    /// Machine output on stdout, streamed as JSON Lines: a `start` line, a
+    /// `run` line as each seed finishes, a `scenario` line as a scenario's
+    /// last seed finishes, then a `summary` line; human lines go to stderr.
     #[arg(long)]
     pub json: bool,
     /// Also write JUnit XML to FILE.

@@ -31,6 +31,8 @@ pub struct SeedRun {
     pub sim_ms: u64,
     /// Whether a drift beyond ρ or a store clock step switched I3 off.
     pub timing_broken: bool,
+    /// Whether the seed was run twice and its hashes compared (I10).
+    pub replayed: bool,
 }
 
 /// The replay command line for a scenario file and seed on a store.
@@ -78,6 +80,7 @@ pub fn run_keep(
         hash: out.history_hash,
         sim_ms: out.sim_time_ms,
         timing_broken: out.timing_assumption_broken,
+        replayed: false,
     };
     Ok((run, out.history))
 }

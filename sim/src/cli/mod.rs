@@ -6,6 +6,7 @@
 pub mod args;
 pub mod check;
 pub mod engine;
+pub mod jsonl;
 pub mod parallel;
 pub mod plan;
 pub mod progress;
@@ -13,6 +14,7 @@ pub mod replay;
 pub mod run;
 pub mod shrink;
 pub mod stores;
+pub mod timeout;
 pub mod verdict;
 
 use clap::Parser;

@@ -4,6 +4,7 @@
 use super::args::RunArgs;
 use super::args::SeedBase;
 use super::engine::{self, SeedRun};
+use super::jsonl::{JsonLines, Totals};
 use super::parallel::run_parallel;
 use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
 use super::progress::Progress;
@@ -13,14 +14,14 @@ use super::ExitCode;
 use crate::junit;
 use crate::scenario::{load_paths, Scenario};
 use crate::stores::StoreKind;
-use serde_json::json;
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 /// Most violation reports printed for one failing seed.
 const MAX_REPORTS_PER_SEED: usize = 3;
 
-/// Where human and machine lines go: with `--json`, stdout carries only
-/// JSON and the human lines move to stderr.
+/// Where human lines go: with `--json`, stdout carries only JSON Lines
+/// (see [`super::jsonl`]) and the human lines move to stderr.
 struct Sink {
     json: bool,
 }
@@ -31,11 +32,6 @@ impl Sink {
             eprintln!("{line}");
         } else {
             println!("{line}");
-        }
-    }
-    fn machine(&self, v: serde_json::Value) {
-        if self.json {
-            println!("{v}");
         }
     }
 }
@@ -240,6 +236,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
             })
             .collect(),
     );
+    // I10: the first seed of every scenario runs twice, inside its own
+    // task, so its streamed result already includes the comparison.
+    let firsts: BTreeSet<(usize, u64)> = (0..scenarios.len())
+        .filter_map(|i| tasks.iter().find(|t| t.scenario == i))
+        .map(|t| (t.scenario, t.seed))
+        .collect();
+    let mut stream = JsonLines::new(args.json, &scenarios, &tasks);
+    stream.start(args.seed_base.is_some().then_some(base), jobs);
     let done = run_parallel(
         &tasks,
         jobs,
@@ -247,10 +251,13 @@ pub fn run(args: &RunArgs) -> ExitCode {
             let s = &scenarios[t.scenario];
             let t0 = Instant::now();
             let result = run_task(s, t.seed, &stores, against.as_ref().map(|(b, k)| (b, *k)));
-            Done {
-                result,
-                wall_s: t0.elapsed().as_secs_f64(),
-            }
+            let wall_s = t0.elapsed().as_secs_f64();
+            let result = if firsts.contains(&(t.scenario, t.seed)) {
+                replayed(result, s, t.seed, &stores)
+            } else {
+                result
+            };
+            Done { result, wall_s }
         },
         |i, d| {
             let bad = d.as_ref().map_or(true, |d| match &d.result {
@@ -262,23 +269,26 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 Err(_) => true,
             });
             progress.tick(tasks[i].scenario, bad);
+            match d {
+                Ok(d) => stream.finished(i, &d.result, d.wall_s),
+                Err(panic) => stream.finished(i, &Err(panic.clone()), 0.0),
+            }
         },
     );
     progress.finish();
-    let (mut results, walls): (Vec<_>, Vec<_>) = done
+    let (results, walls): (Vec<_>, Vec<_>) = done
         .into_iter()
         .map(|d| match d {
             Ok(d) => (d.result, d.wall_s),
             Err(panic) => (Err(panic), 0.0),
         })
         .unzip();
-    recheck_determinism(&scenarios, &tasks, &mut results, &stores, jobs);
     let wall = started.elapsed().as_secs_f64();
     let configs: Vec<_> = scenarios.iter().map(|s| &s.config).collect();
     let (verdicts, detections) = judge(&configs, &tasks, &results, &walls);
-    report_runs(&sink, &scenarios, &tasks, &results, &verdicts, &walls);
+    report_runs(&sink, &scenarios, &tasks, &results, &verdicts);
     report_detections(&sink, &scenarios, &detections);
-    report_scenarios(&sink, &scenarios, &tasks, &verdicts);
+    let (held, caught) = report_scenarios(&sink, &scenarios, &tasks, &verdicts);
     if let Some(file) = &args.junit {
         let xml = junit::render(
             "leasehold",
@@ -298,10 +308,15 @@ pub fn run(args: &RunArgs) -> ExitCode {
     let sim_ms: u64 = results.iter().flatten().map(|r| r.sim_ms).sum();
     let rate = tasks.len() as f64 / wall.max(1e-9);
     let ratio = sim_ms as f64 / 1000.0 / wall.max(1e-9);
-    sink.machine(json!({
-        "summary": {"passed": passed, "failed": failed, "errors": errors, "seeds": tasks.len(),
-                    "wall_s": wall, "seeds_per_s": rate, "sim_over_wall": ratio}
-    }));
+    stream.summary(&Totals {
+        passed,
+        failed,
+        errors,
+        wall_s: wall,
+        sim_ms,
+        held: &held,
+        caught: &caught,
+    });
     sink.human(&format!(
         "{} runs in {wall:.1}s on {jobs} threads: {rate:.2} seeds/s, simulated/wall {ratio:.0}x",
         tasks.len()
@@ -316,54 +331,30 @@ pub fn run(args: &RunArgs) -> ExitCode {
     }
 }
 
-/// I10: replays the first seed run of every scenario and fails it when the
-/// second history's hash differs from the first.
-fn recheck_determinism(
-    scenarios: &[Scenario],
-    tasks: &[Task],
-    results: &mut [Result<SeedRun, String>],
+/// I10: runs a seed a second time and fails it when the second history's
+/// hash differs from the first (or the second run fails).
+fn replayed(
+    first: Result<SeedRun, String>,
+    s: &Scenario,
+    seed: u64,
     stores: &Stores,
-    jobs: usize,
-) {
-    let mut firsts: Vec<usize> = Vec::new();
-    for (k, t) in tasks.iter().enumerate() {
-        let ok = results[k].is_ok();
-        if ok && !firsts.iter().any(|&f| tasks[f].scenario == t.scenario) {
-            firsts.push(k);
+) -> Result<SeedRun, String> {
+    let mut first = first?;
+    first.replayed = true;
+    let path = s.path.to_string_lossy();
+    let finding = match engine::run(&s.config, seed, &path, stores) {
+        Ok(r) => engine::determinism(first.hash, r.hash, &s.config, seed, &path),
+        Err(e) => {
+            engine::determinism(first.hash, !first.hash, &s.config, seed, &path).map(|mut f| {
+                f.summary = format!("I10 (determinism): the replay of seed {seed} failed: {e}");
+                f
+            })
         }
+    };
+    if let Some(f) = finding {
+        first.violations.insert(0, f);
     }
-    let again = run_parallel(
-        &firsts,
-        jobs,
-        |&k: &usize| {
-            let (t, s) = (&tasks[k], &scenarios[tasks[k].scenario]);
-            engine::run(&s.config, t.seed, &s.path.to_string_lossy(), stores)
-        },
-        |_, _| {},
-    );
-    for (&k, second) in firsts.iter().zip(again) {
-        let (t, s) = (&tasks[k], &scenarios[tasks[k].scenario]);
-        let path = s.path.to_string_lossy();
-        if let Ok(first) = &mut results[k] {
-            let finding = match second {
-                Ok(Ok(r)) => engine::determinism(first.hash, r.hash, &s.config, t.seed, &path),
-                Ok(Err(e)) | Err(e) => {
-                    engine::determinism(first.hash, !first.hash, &s.config, t.seed, &path).map(
-                        |mut f| {
-                            f.summary = format!(
-                                "I10 (determinism): the replay of seed {} failed: {e}",
-                                t.seed
-                            );
-                            f
-                        },
-                    )
-                }
-            };
-            if let Some(f) = finding {
-                first.violations.insert(0, f);
-            }
-        }
-    }
+    Ok(first)
 }
 
 fn report_runs(
@@ -372,30 +363,12 @@ fn report_runs(
     tasks: &[Task],
     results: &[Result<SeedRun, String>],
     verdicts: &[Verdict],
-    walls: &[f64],
 ) {
     let mut told_missing = vec![false; scenarios.len()];
     for (k, t) in tasks.iter().enumerate() {
         let s = &scenarios[t.scenario];
         let path = s.path.to_string_lossy();
         let replay = engine::replay_command(&path, t.seed, kind_of(s));
-        let (violations, hash) = match &results[k] {
-            Ok(r) => (
-                r.violations.iter().map(|v| v.summary.clone()).collect(),
-                Some(r.hash),
-            ),
-            Err(_) => (Vec::new(), None),
-        };
-        let (status, reason) = match &verdicts[k] {
-            Verdict::Passed => ("passed", None),
-            Verdict::Failed(r) => ("failed", Some(r.clone())),
-            Verdict::Error(e) => ("error", Some(e.clone())),
-        };
-        sink.machine(json!({
-            "scenario": s.config.name, "path": path, "seed": t.seed, "status": status,
-            "reason": reason, "violations": violations, "hash": hash.map(|h| format!("{h:016x}")),
-            "wall_s": walls[k], "replay": replay,
-        }));
         match (&verdicts[k], &results[k], s.config.expect.violation) {
             (Verdict::Error(e), _, _) => {
                 sink.human(&format!(
@@ -431,8 +404,14 @@ fn report_runs(
 }
 
 /// Names the scenarios that passed: correct-core scenarios (every seed
-/// held every invariant) apart from catalogue scenarios (the bug was caught).
-fn report_scenarios(sink: &Sink, scenarios: &[Scenario], tasks: &[Task], verdicts: &[Verdict]) {
+/// held every invariant) apart from catalogue scenarios (the bug was
+/// caught); answers the two lists.
+fn report_scenarios<'a>(
+    sink: &Sink,
+    scenarios: &'a [Scenario],
+    tasks: &[Task],
+    verdicts: &[Verdict],
+) -> (Vec<&'a str>, Vec<&'a str>) {
     let mut held = Vec::new();
     let mut caught = Vec::new();
     for (i, s) in scenarios.iter().enumerate() {
@@ -462,7 +441,7 @@ fn report_scenarios(sink: &Sink, scenarios: &[Scenario], tasks: &[Task], verdict
             caught.join(", ")
         ));
     }
-    sink.machine(json!({"scenarios": {"held": held, "caught": caught}}));
+    (held, caught)
 }
 
 fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detection]) {
@@ -479,10 +458,6 @@ fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detectio
             d.wall_to_detect,
             engine::replay_command(&path, seed, kind_of(s))
         ));
-        sink.machine(json!({
-            "caught": {"scenario": s.config.name, "variant": s.config.variant, "invariant": d.invariant.to_string(),
-                       "first_seed": seed, "seeds_to_detect": d.seeds_to_detect, "wall_to_detect_s": d.wall_to_detect}
-        }));
     }
 }
 

@@ -42,6 +42,20 @@ pub struct Detection {
     pub wall_to_detect: f64,
 }
 
+/// One seed's status on its own, as `--json` streams it before the whole
+/// scenario is judged: `passed`, `failed` or `error` for a correct-core
+/// scenario; `caught`, `not_caught` or `error` for a seed of a catalogue
+/// scenario, whose verdict needs all of its seeds.
+pub fn seed_status(cfg: &SimConfig, result: &Result<SeedRun, String>) -> &'static str {
+    match (result, cfg.expect.violation) {
+        (Err(_), _) => "error",
+        (Ok(r), None) if r.violations.is_empty() => "passed",
+        (Ok(_), None) => "failed",
+        (Ok(r), Some(inv)) if r.violations.iter().any(|v| v.invariant == inv) => "caught",
+        (Ok(_), Some(_)) => "not_caught",
+    }
+}
+
 /// Judges every task; `results[i]` belongs to `tasks[i]`, `walls[i]` is its
 /// wall time in seconds.
 pub fn judge(

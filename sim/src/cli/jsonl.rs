@@ -1,0 +1,205 @@
+//! `leasehold run --json`: JSON Lines on stdout, streamed as runs finish.
+//!
+//! Every line is one JSON object with a `type`:
+//!
+//! - `start`: what the run will do (`runs`, `scenarios`, `seed_base`,
+//!   `jobs`), written before the first seed starts;
+//! - `run`: one seed, written as soon as it finishes (`scenario`, `path`,
+//!   `seed`, `store`, `status`, `violations`, `hash`, `sim_ms`, `wall_s`,
+//!   `replayed`, `replay`). `status` is `passed`, `failed` or `error` for a
+//!   correct-core scenario; a catalogue scenario's seed says `caught` (this
+//!   seed showed the expected violation), `not_caught`, or `error`, and
+//!   its verdict comes with its `scenario` line;
+//! - `scenario`: written when a scenario's last seed finishes, with its
+//!   `verdict` (`passed`, `failed` or `error`), counts, and for a catalogue
+//!   scenario what caught the bug (`caught`, or `null`);
+//! - `summary`: the last line, with the totals and the scenarios that
+//!   passed, correct-core ones (`held`) apart from catalogue ones
+//!   (`caught`).
+//!
+//! Store times never appear here as text: `sim_ms` and `wall_s` are
+//! numbers, durations from the run's start and of wall time.
+//! Human lines go to stderr while `--json` is on, so stdout is pure JSON.
+
+use super::engine::{self, SeedRun};
+use super::plan::Task;
+use super::verdict::{judge, seed_status, Detection, Verdict};
+use crate::scenario::Scenario;
+use crate::stores::StoreKind;
+use serde_json::{json, Value};
+use std::io::Write;
+
+/// Streams the JSON lines of one `leasehold run`.
+pub struct JsonLines<'a> {
+    enabled: bool,
+    scenarios: &'a [Scenario],
+    tasks: &'a [Task],
+    /// Per scenario: seeds not finished yet.
+    left: Vec<usize>,
+    /// Per task: its result and wall seconds, once finished.
+    finished: Vec<Option<(Result<SeedRun, String>, f64)>>,
+}
+
+/// The totals for the closing `summary` line.
+pub struct Totals<'a> {
+    /// Runs that met their expectation.
+    pub passed: usize,
+    /// Runs that did not.
+    pub failed: usize,
+    /// Runs that could not be carried out.
+    pub errors: usize,
+    /// Wall seconds of the whole run.
+    pub wall_s: f64,
+    /// Simulated milliseconds over every run.
+    pub sim_ms: u64,
+    /// Correct-core scenarios that held on every seed.
+    pub held: &'a [&'a str],
+    /// Catalogue scenarios whose bug was caught.
+    pub caught: &'a [&'a str],
+}
+
+impl<'a> JsonLines<'a> {
+    /// A stream over `tasks` of `scenarios`; silent unless `enabled`.
+    pub fn new(enabled: bool, scenarios: &'a [Scenario], tasks: &'a [Task]) -> JsonLines<'a> {
+        let mut left = vec![0; scenarios.len()];
+        for t in tasks {
+            left[t.scenario] += 1;
+        }
+        JsonLines {
+            enabled,
+            scenarios,
+            tasks,
+            left,
+            finished: (0..tasks.len()).map(|_| None).collect(),
+        }
+    }
+
+    fn emit(&self, v: &Value) {
+        if !self.enabled {
+            return;
+        }
+        // One line per object, flushed, so a reader sees each run as it ends.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{v}");
+        let _ = out.flush();
+    }
+
+    /// The `start` line.
+    pub fn start(&self, seed_base: Option<u64>, jobs: usize) {
+        let names: Vec<&str> = self
+            .scenarios
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.left[*i] > 0)
+            .map(|(_, s)| s.config.name.as_str())
+            .collect();
+        self.emit(&json!({
+            "type": "start", "runs": self.tasks.len(), "scenarios": names,
+            "seed_base": seed_base, "jobs": jobs,
+        }));
+    }
+
+    /// Task `k` finished: its `run` line, and its scenario's `scenario`
+    /// line when it was that scenario's last seed.
+    pub fn finished(&mut self, k: usize, result: &Result<SeedRun, String>, wall_s: f64) {
+        let Some(t) = self.tasks.get(k).copied() else {
+            return;
+        };
+        let s = &self.scenarios[t.scenario];
+        self.emit(&run_line(s, t.seed, result, wall_s));
+        self.finished[k] = Some((result.clone(), wall_s));
+        self.left[t.scenario] = self.left[t.scenario].saturating_sub(1);
+        if self.left[t.scenario] == 0 {
+            self.emit(&self.scenario_line(t.scenario));
+        }
+    }
+
+    fn scenario_line(&self, i: usize) -> Value {
+        let s = &self.scenarios[i];
+        let mine: Vec<usize> = (0..self.tasks.len())
+            .filter(|&k| self.tasks[k].scenario == i && self.finished[k].is_some())
+            .collect();
+        let tasks: Vec<Task> = mine
+            .iter()
+            .map(|&k| Task {
+                scenario: 0,
+                seed: self.tasks[k].seed,
+            })
+            .collect();
+        let (results, walls): (Vec<_>, Vec<_>) = mine
+            .iter()
+            .filter_map(|&k| self.finished[k].clone())
+            .unzip();
+        let (verdicts, detections) = judge(&[&s.config], &tasks, &results, &walls);
+        let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
+        let (passed, errors) = (
+            count(|v| *v == Verdict::Passed),
+            count(|v| matches!(v, Verdict::Error(_))),
+        );
+        let verdict = if errors > 0 {
+            "error"
+        } else if passed == verdicts.len() {
+            "passed"
+        } else {
+            "failed"
+        };
+        let reason = verdicts.iter().find_map(|v| match v {
+            Verdict::Failed(r) | Verdict::Error(r) => Some(r.clone()),
+            Verdict::Passed => None,
+        });
+        json!({
+            "type": "scenario", "scenario": s.config.name, "path": s.path.to_string_lossy(),
+            "variant": s.config.variant, "expect": s.config.expect.violation.map(|i| i.to_string()),
+            "verdict": verdict, "reason": reason, "seeds": verdicts.len(), "passed": passed,
+            "failed": verdicts.len() - passed - errors, "errors": errors,
+            "caught": detections.first().and_then(|d| caught(s, d)),
+        })
+    }
+
+    /// The closing `summary` line.
+    pub fn summary(&self, t: &Totals<'_>) {
+        let wall = t.wall_s.max(1e-9);
+        self.emit(&json!({
+            "type": "summary", "passed": t.passed, "failed": t.failed, "errors": t.errors,
+            "seeds": self.tasks.len(), "wall_s": t.wall_s,
+            "seeds_per_s": self.tasks.len() as f64 / wall,
+            "sim_over_wall": t.sim_ms as f64 / 1000.0 / wall,
+            "held": t.held, "caught": t.caught,
+        }));
+    }
+}
+
+fn store_of(s: &Scenario) -> StoreKind {
+    s.config.store.unwrap_or(StoreKind::Memory)
+}
+
+fn run_line(s: &Scenario, seed: u64, result: &Result<SeedRun, String>, wall_s: f64) -> Value {
+    let path = s.path.to_string_lossy();
+    let violations: Vec<Value> = result
+        .as_ref()
+        .map(|r| {
+            r.violations
+                .iter()
+                .map(|v| json!({"invariant": v.invariant.to_string(), "summary": v.summary}))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ok = result.as_ref().ok();
+    json!({
+        "type": "run", "scenario": s.config.name, "path": path, "seed": seed,
+        "store": store_of(s).name(), "status": seed_status(&s.config, result),
+        "error": result.as_ref().err(), "violations": violations,
+        "hash": ok.map(|r| format!("{:016x}", r.hash)), "sim_ms": ok.map(|r| r.sim_ms),
+        "wall_s": wall_s, "replayed": ok.is_some_and(|r| r.replayed),
+        "replay": engine::replay_command(&path, seed, store_of(s)),
+    })
+}
+
+fn caught(s: &Scenario, d: &Detection) -> Option<Value> {
+    let seed = d.first_seed?;
+    Some(json!({
+        "invariant": d.invariant.to_string(), "first_seed": seed,
+        "seeds_to_detect": d.seeds_to_detect, "wall_to_detect_s": d.wall_to_detect,
+        "replay": engine::replay_command(&s.path.to_string_lossy(), seed, store_of(s)),
+    }))
+}

@@ -14,6 +14,7 @@
 use super::config::{WorkerConfig, MAX_RENEWS_PER_LEASE};
 use super::fence::Fence;
 use super::handler::{Handler, HandlerError, StopReason, StopSignal};
+use super::metrics;
 use super::observer::{BeliefEnd, Observer, RuntimeEvent};
 use super::shutdown::Shutdown;
 use super::timeout::with_timeout;
@@ -122,7 +123,10 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
     let rt = &ctx.rt;
     let worker = cfg.worker_id.clone();
     let (job, token) = (lease.job, lease.token);
-    let observe = |e: RuntimeEvent| ctx.observer.on_event(&e);
+    let observe = |e: RuntimeEvent| {
+        metrics::record_event(&e);
+        ctx.observer.on_event(&e);
+    };
     let end_belief = |why: BeliefEnd| {
         tracing::debug!(%worker, %job, %token, ?why, "belief ended");
         observe(RuntimeEvent::BeliefEnded {
@@ -218,6 +222,9 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                 if in_flight.is_some() =>
             {
                 let sent = in_flight.take().map(|(t, _)| t).unwrap_or(now);
+                if answer.is_ok() {
+                    metrics::record_renew_rtt(rt.now().saturating_sub(sent));
+                }
                 match answer {
                     Ok(Renewal::Renewed { cancel_requested, expires_at }) => {
                         if quirks.wall_deadline {

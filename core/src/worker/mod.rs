@@ -16,6 +16,7 @@
 pub mod config;
 pub mod fence;
 pub mod handler;
+pub mod metrics;
 mod lease_task;
 pub mod observer;
 mod runner;

@@ -6,6 +6,7 @@
 //! at most `max_rounds` calls of `batch` reclaims.
 
 use super::config::SweeperConfig;
+use super::metrics;
 use super::observer::{NoObserver, Observer, RuntimeEvent};
 use super::shutdown::Shutdown;
 use super::timeout::with_timeout;
@@ -50,6 +51,7 @@ impl<S: Store, R: Runtime> Sweeper<S, R> {
             };
             let reports =
                 with_timeout(&self.rt, self.cfg.request_timeout, self.store.sweep(req)).await?;
+            metrics::record_sweep();
             let full = reports.len() >= self.cfg.batch as usize;
             for report in reports {
                 tracing::warn!(
@@ -57,10 +59,12 @@ impl<S: Store, R: Runtime> Sweeper<S, R> {
                     expired_at = %report.expired_at, to = %report.to,
                     "lease expired: holder presumed crashed"
                 );
-                self.observer.on_event(&RuntimeEvent::CrashReported {
+                let event = RuntimeEvent::CrashReported {
                     report: report.clone(),
                     at: self.rt.now(),
-                });
+                };
+                metrics::record_event(&event);
+                self.observer.on_event(&event);
                 all.push(report);
             }
             if !full {

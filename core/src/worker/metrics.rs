@@ -1,0 +1,98 @@
+//! Counters and a histogram through the [`metrics`] facade.
+//!
+//! The runtime records to whatever recorder the application installed
+//! (Prometheus, StatsD, ...); with none installed every call is a no-op, so
+//! no exporter is forced on users. Names (all prefixed `leasehold_`):
+//!
+//! | name | kind | labels | counts |
+//! |---|---|---|---|
+//! | [`CLAIMED`] | counter | | leases granted to this process |
+//! | [`RENEWED`] | counter | | renews answered `Renewed` |
+//! | [`RENEW_UNKNOWN`] | counter | | renews whose outcome was unknown (retried) |
+//! | [`LOST`] | counter | `op` = `renew` or `release` | answers `Lost` (the token no longer held the job) |
+//! | [`SELF_FENCED`] | counter | | leases given up because no renew succeeded before the fence deadline |
+//! | [`RELEASED`] | counter | `outcome` = `succeeded`, `failed`, `cancelled`, `returned`; `answer` = `committed`, `lost`, `unknown` | releases by outcome and answer |
+//! | [`SWEEPS`] | counter | | sweep calls answered by the store |
+//! | [`CRASH_REPORTS`] | counter | | expired leases reclaimed (one crash report each) |
+//! | [`RENEW_RTT`] | histogram | | renew round-trip time in seconds, on the worker's own clock |
+//!
+//! Invariant: every [`RuntimeEvent`] the runtime emits is counted here
+//! exactly once, by [`record_event`]; metrics never change what the runtime
+//! does (they are written after the decision, and never read back).
+//!
+//! In the simulator the clock is simulated, so [`RENEW_RTT`] there measures
+//! simulated time.
+
+use super::observer::{BeliefEnd, RuntimeEvent};
+use crate::job::Release;
+use crate::time::Millis;
+
+/// Leases granted to this process.
+pub const CLAIMED: &str = "leasehold_claimed_total";
+/// Renews answered `Renewed`.
+pub const RENEWED: &str = "leasehold_renewed_total";
+/// Renews whose outcome was unknown; they are retried until the fence.
+pub const RENEW_UNKNOWN: &str = "leasehold_renew_unknown_total";
+/// Answers `Lost`, labelled `op` = `renew` or `release`.
+pub const LOST: &str = "leasehold_lost_total";
+/// Leases given up by self-fencing.
+pub const SELF_FENCED: &str = "leasehold_self_fenced_total";
+/// Releases, labelled `outcome` and `answer` (`committed`, `lost`, `unknown`).
+pub const RELEASED: &str = "leasehold_released_total";
+/// Sweep calls the store answered.
+pub const SWEEPS: &str = "leasehold_sweeps_total";
+/// Reclaimed expired leases (crash reports).
+pub const CRASH_REPORTS: &str = "leasehold_crash_reports_total";
+/// Renew round-trip time, seconds.
+pub const RENEW_RTT: &str = "leasehold_renew_rtt_seconds";
+
+/// Every metric name, for exporters that want to pre-register them.
+pub const ALL: [&str; 9] = [
+    CLAIMED,
+    RENEWED,
+    RENEW_UNKNOWN,
+    LOST,
+    SELF_FENCED,
+    RELEASED,
+    SWEEPS,
+    CRASH_REPORTS,
+    RENEW_RTT,
+];
+
+/// Counts one runtime event.
+pub(crate) fn record_event(event: &RuntimeEvent) {
+    match event {
+        RuntimeEvent::Claimed { .. } => metrics::counter!(CLAIMED).increment(1),
+        RuntimeEvent::Renewed { .. } => metrics::counter!(RENEWED).increment(1),
+        RuntimeEvent::RenewUnavailable { .. } => metrics::counter!(RENEW_UNKNOWN).increment(1),
+        RuntimeEvent::BeliefEnded { why, .. } => match why {
+            BeliefEnd::Lost => metrics::counter!(LOST, "op" => "renew").increment(1),
+            BeliefEnd::Fenced => metrics::counter!(SELF_FENCED).increment(1),
+            BeliefEnd::HandlerDone | BeliefEnd::ShutdownTimeout | BeliefEnd::CancelTimeout => {}
+        },
+        RuntimeEvent::Released {
+            outcome, answer, ..
+        } => {
+            let answer = match answer {
+                Some(Release::Committed) => "committed",
+                Some(Release::Lost) => "lost",
+                None => "unknown",
+            };
+            if answer == "lost" {
+                metrics::counter!(LOST, "op" => "release").increment(1);
+            }
+            metrics::counter!(RELEASED, "outcome" => *outcome, "answer" => answer).increment(1);
+        }
+        RuntimeEvent::CrashReported { .. } => metrics::counter!(CRASH_REPORTS).increment(1),
+    }
+}
+
+/// Counts one answered sweep call.
+pub(crate) fn record_sweep() {
+    metrics::counter!(SWEEPS).increment(1);
+}
+
+/// Records one renew's round trip, on the worker's own clock.
+pub(crate) fn record_renew_rtt(rtt: Millis) {
+    metrics::histogram!(RENEW_RTT).record(rtt.0 as f64 / 1000.0);
+}

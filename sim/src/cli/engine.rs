@@ -5,6 +5,7 @@ use super::stores::Stores;
 use crate::checker::{check_store_events, Violation};
 use crate::config::{InvariantId, ScriptedFault, SimConfig};
 use crate::history::{History, Record};
+use crate::report::times::Origin;
 use crate::report::violation_report;
 use crate::runner::fault_schedule;
 use crate::stores::StoreKind;
@@ -48,7 +49,7 @@ fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found
             "{} ({}){job}: {}",
             v.invariant,
             v.invariant.name(),
-            v.message
+            Origin::SIM.humanize(&v.message)
         ),
         report: violation_report(v, cfg, seed, path),
     }
@@ -180,17 +181,15 @@ pub fn schedule(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
 
 /// The ground-truth-free checks on recorded store events.
 /// Reports name the invariant, job, tokens, workers and store time (a
-/// recorded history has no scenario, seed or true time to show).
+/// recorded history has no scenario, seed or true time to show), store
+/// times as durations from the first event's.
 pub fn check_events(events: &[leasehold_core::Event], parallelism: Option<u32>) -> Vec<Found> {
+    let origin = Origin::first_of(events.iter().map(|e| e.at));
     check_store_events(events, parallelism)
         .iter()
         .map(|v| {
-            let mut report = format!(
-                "{} {} violated: {}",
-                v.invariant,
-                v.invariant.name(),
-                v.message
-            );
+            let message = origin.humanize(&v.message);
+            let mut report = format!("{} {} violated: {message}", v.invariant, v.invariant.name(),);
             if let Some(j) = v.job {
                 report += &format!("\n  job:    {j}");
             }
@@ -202,11 +201,14 @@ pub fn check_events(events: &[leasehold_core::Event], parallelism: Option<u32>) 
                 report += &format!("\n  hosts:  {}", v.hosts.join(", "));
             }
             if let Some(st) = v.store_time {
-                report += &format!("\n  store time: {st}");
+                report += &format!(
+                    "\n  store time: {} from the first event ({st})",
+                    origin.since(st)
+                );
             }
             Found {
                 invariant: v.invariant,
-                summary: format!("{}: {}", v.invariant, v.message),
+                summary: format!("{}: {message}", v.invariant),
                 report,
             }
         })

@@ -71,7 +71,11 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
             .iter()
             .map(|v| MarkAt {
                 at_ms: v.true_ms,
-                label: format!("{}: {}", v.invariant, v.message),
+                label: format!(
+                    "{}: {}",
+                    v.invariant,
+                    crate::report::times::Origin::SIM.humanize(&v.message)
+                ),
                 job: v.job,
             })
             .collect();

@@ -1,9 +1,14 @@
 //! Violation reports for people: what broke, where, when, around which
-//! faults, and the command that replays it.
+//! faults, and the command that replays it. Times read as durations from
+//! the run's start ([`times`]).
+
+pub mod times;
 
 use crate::checker::Violation;
 use crate::config::SimConfig;
+use crate::duration::format_ms;
 use std::fmt::Write;
+use times::Origin;
 
 /// The exact command that replays `seed` of the scenario at `scenario_path`.
 pub fn replay_command(scenario_path: &str, seed: u64) -> String {
@@ -41,7 +46,7 @@ pub fn violation_report(
             .map(|x| format!(" (variant {x})"))
             .unwrap_or_default()
     );
-    let _ = writeln!(s, "  what:   {}", v.message);
+    let _ = writeln!(s, "  what:   {}", Origin::SIM.humanize(&v.message));
     if let Some(j) = v.job {
         let _ = writeln!(s, "  job:    {j}");
     }
@@ -52,12 +57,18 @@ pub fn violation_report(
     if !v.hosts.is_empty() {
         let _ = writeln!(s, "  hosts:  {}", v.hosts.join(", "));
     }
-    let _ = write!(s, "  when:   true {}ms", v.true_ms);
+    let _ = write!(s, "  when:   true {}", format_ms(v.true_ms));
     if let Some(st) = v.store_time {
-        let _ = write!(s, ", store {st}");
+        let _ = write!(s, ", store {}", Origin::SIM.since(st));
+        // The store clock's offset from true time, when true time is known.
+        let off = st.0 - Origin::SIM.0 - i64::try_from(v.true_ms).unwrap_or(i64::MAX);
+        if v.true_ms > 0 && off != 0 {
+            let side = if off > 0 { "ahead of" } else { "behind" };
+            let _ = write!(s, " ({} {side} true time)", format_ms(off.unsigned_abs()));
+        }
     }
     for (h, l) in &v.local_ms {
-        let _ = write!(s, ", {h} local {l}ms");
+        let _ = write!(s, ", {h} local {}", format_ms(*l));
     }
     s.push('\n');
     if v.faults_nearby.is_empty() {
@@ -65,7 +76,7 @@ pub fn violation_report(
     } else {
         let _ = writeln!(s, "  faults nearby:");
         for f in &v.faults_nearby {
-            let _ = writeln!(s, "    - {f}");
+            let _ = writeln!(s, "    - {}", Origin::SIM.humanize(f));
         }
     }
     let path = scenario_path.map_or_else(|| format!("<{}>", cfg.name), str::to_string);
@@ -93,5 +104,20 @@ mod tests {
         assert!(r.contains("I2 single winner"), "{r}");
         assert!(r.contains("job-3"));
         assert!(r.contains("leasehold replay scenarios/demo.toml --seed 42"));
+        assert!(r.contains("when:   true 1s234ms"), "{r}");
+    }
+
+    #[test]
+    fn store_times_show_from_the_start_of_the_run() {
+        let v = Violation::new(InvariantId::I4, "renewed until @1704067262030ms")
+            .at(2_050)
+            .store_at(leasehold_core::StoreTime(crate::clock::EPOCH_MS + 62_030));
+        let r = violation_report(&v, &SimConfig::default(), 1, None);
+        assert!(
+            r.contains("when:   true 2s50ms, store +1m2s30ms (59s980ms ahead of true time)"),
+            "{r}"
+        );
+        assert!(r.contains("renewed until @+1m2s30ms"), "{r}");
+        assert!(!r.contains("1704067"), "{r}");
     }
 }

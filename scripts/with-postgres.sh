@@ -147,6 +147,10 @@ as_server "$PG_BIN/psql" -h "$PG_DIR/sock" -p "$PORT" -U postgres -d postgres -q
     psql -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qAt -c "CREATE DATABASE leasehold" >/dev/null
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/leasehold"
+# For `leasehold chaos`'s restart fault (pg_ctl restart -m immediate): this
+# throwaway cluster may be restarted; a server given in DATABASE_URL never is.
+export LEASEHOLD_PG_CTL="$PG_BIN/pg_ctl" LEASEHOLD_PG_DATA="$PG_DIR/data"
+export LEASEHOLD_PG_LOG="$PG_DIR/server.log" LEASEHOLD_PG_USER="$RUN_AS"
 log "$("$PG_BIN/pg_ctl" --version) on $DATABASE_URL (dir $PG_DIR)"
 
 set +e

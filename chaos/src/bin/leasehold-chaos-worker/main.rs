@@ -1,0 +1,228 @@
+//! A leasehold worker process, written the way you would deploy one: this
+//! is the production example the README points to, and the worker that
+//! `leasehold chaos` starts, kills, stops and restarts.
+//!
+//! What a production worker needs, each shown below:
+//! - a store from a URL, with its migrations applied (`PgStore`; `--sqlite
+//!   PATH` runs the same worker on one SQLite file);
+//! - a `Worker` running a typed handler (a serde payload, `handler.rs`);
+//! - a `Sweeper`, so the leases of crashed workers come back;
+//! - graceful shutdown on SIGTERM (and Ctrl-C) that lets handlers finish
+//!   within the grace time and returns unfinished leases to the queue;
+//! - tracing through `tracing-subscriber` (`RUST_LOG=info,leasehold_core=debug`);
+//! - a fresh worker identity per process start: a restarted process must
+//!   never be mistaken for the one that died (the catalogue's
+//!   `restart-reuses-identity` bug).
+//!
+//! ```sh
+//! DATABASE_URL=postgres://… leasehold-chaos-worker --queue chaos
+//! ```
+
+mod handler;
+
+use clap::Parser;
+use handler::ChaosHandler;
+use leasehold_chaos::job::PlantedBug;
+use leasehold_core::worker::config as defaults;
+use leasehold_core::worker::WorkerStats;
+use leasehold_core::{
+    shutdown_channel, Millis, Policy, Store, StoreError, Sweeper, SweeperConfig, TokioRuntime,
+    Worker, WorkerConfig,
+};
+use leasehold_postgres::PgStore;
+use leasehold_sqlite::SqliteStore;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Tries to connect and migrate at start (the database may be restarting).
+const CONNECT_TRIES: u32 = 30;
+/// Wait between two connection tries.
+const CONNECT_RETRY: Duration = Duration::from_secs(1);
+/// Longest host name kept in the worker identity (PostgreSQL shows the
+/// identity as `application_name`, at most 63 bytes).
+const MAX_HOST_IN_ID: usize = 20;
+
+/// A leasehold worker: claims jobs from one queue and runs them.
+#[derive(Debug, Parser)]
+#[command(name = "leasehold-chaos-worker", version)]
+struct Args {
+    /// PostgreSQL URL.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// PostgreSQL schema holding the tables (created by the migrations).
+    #[arg(long)]
+    schema: Option<String>,
+    /// Use this SQLite file instead of PostgreSQL.
+    #[arg(long)]
+    sqlite: Option<PathBuf>,
+    /// The queue to work.
+    #[arg(long, default_value = leasehold_chaos::job::QUEUE)]
+    queue: String,
+    /// Jobs run at once.
+    #[arg(long, default_value_t = defaults::DEFAULT_CONCURRENCY)]
+    concurrency: u32,
+    /// Lease asked for, in ms.
+    #[arg(long, default_value_t = defaults::DEFAULT_LEASE.0)]
+    lease_ms: u64,
+    /// Renew interval, in ms.
+    #[arg(long, default_value_t = defaults::DEFAULT_RENEW_INTERVAL.0)]
+    renew_ms: u64,
+    /// Sweep interval, in ms.
+    #[arg(long, default_value_t = defaults::DEFAULT_SWEEP_INTERVAL.0)]
+    sweep_ms: u64,
+    /// Time a store request may take before its outcome counts as unknown, in ms.
+    #[arg(long, default_value_t = defaults::DEFAULT_REQUEST_TIMEOUT.0)]
+    request_timeout_ms: u64,
+    /// Wait between claims when the queue is empty, in ms.
+    #[arg(long, default_value_t = defaults::DEFAULT_POLL_INTERVAL.0)]
+    poll_ms: u64,
+    /// Time running handlers get to finish after SIGTERM, in ms.
+    #[arg(long, default_value_t = defaults::DEFAULT_GRACE.0)]
+    grace_ms: u64,
+    /// Prefix of this process's worker identity.
+    #[arg(long, default_value = "worker-")]
+    id_prefix: String,
+    /// Chaos only: append every side effect to this log.
+    #[arg(long)]
+    effects_log: Option<PathBuf>,
+    /// Chaos only: run with a deliberately planted bug.
+    #[arg(long, value_enum)]
+    planted_bug: Option<PlantedBug>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    init_tracing();
+    let args = Args::parse();
+    let id = fresh_identity(&args.id_prefix);
+    match run(args, &id).await {
+        Ok(stats) => {
+            tracing::info!(worker = %id, ?stats, "stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!(worker = %id, error = %e, "worker failed");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `RUST_LOG` as a list of targets and levels (default `info`).
+fn init_tracing() {
+    use tracing_subscriber::prelude::*;
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|s| s.parse::<tracing_subscriber::filter::Targets>().ok())
+        .unwrap_or_else(|| {
+            tracing_subscriber::filter::Targets::new().with_default(tracing::Level::INFO)
+        });
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
+        .init();
+}
+
+/// `PREFIX` + host + pid + a random nonce: unique to this process start.
+fn fresh_identity(prefix: &str) -> String {
+    let host: String = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_else(|_| "host".into())
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .take(MAX_HOST_IN_ID)
+        .collect();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{prefix}{host}-{}-{nanos:08x}", std::process::id())
+}
+
+async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Error>> {
+    let config = WorkerConfig::builder(id, &args.queue)
+        .concurrency(args.concurrency)
+        .lease(Millis(args.lease_ms))
+        .renew_interval(Millis(args.renew_ms))
+        .request_timeout(Millis(args.request_timeout_ms))
+        .poll_interval(Millis(args.poll_ms))
+        .grace(Millis(args.grace_ms))
+        .build()?;
+    let sweeper = SweeperConfig::new(Millis(args.sweep_ms), defaults::DEFAULT_SWEEP_BATCH)?
+        .with_request_timeout(Millis(args.request_timeout_ms))?;
+    let handler = ChaosHandler::new(id, args.effects_log.as_deref(), args.planted_bug)?;
+    if let Some(path) = &args.sqlite {
+        let store = Arc::new(SqliteStore::open(path, Policy::default()).await?);
+        let stats = serve(store.clone(), handler, config, sweeper).await?;
+        store.close().await;
+        return Ok(stats);
+    }
+    let url = args
+        .database_url
+        .as_deref()
+        .ok_or("set DATABASE_URL (or --database-url), or --sqlite PATH")?;
+    let store = Arc::new(connect_postgres(url, args.schema.as_deref(), id).await?);
+    let stats = serve(store.clone(), handler, config, sweeper).await?;
+    store.close().await;
+    Ok(stats)
+}
+
+/// Connects and applies the migrations, retrying while the server is
+/// unreachable (it may be restarting), at most [`CONNECT_TRIES`] times.
+async fn connect_postgres(url: &str, schema: Option<&str>, id: &str) -> Result<PgStore, StoreError> {
+    let mut last = StoreError::Unavailable("not tried".into());
+    for attempt in 1..=CONNECT_TRIES {
+        // The identity as application_name: operators (and the chaos
+        // nemesis) can tell this process's connections apart.
+        let mut builder = PgStore::builder(url).application_name(id);
+        if let Some(schema) = schema {
+            builder = builder.schema(schema);
+        }
+        let connected = match builder.connect().await {
+            Ok(store) => store.migrate().await.map(|()| store),
+            Err(e) => Err(e),
+        };
+        match connected {
+            Ok(store) => return Ok(store),
+            Err(e @ StoreError::Unavailable(_)) => {
+                tracing::warn!(attempt, error = %e, "database unavailable; retrying");
+                last = e;
+            }
+            Err(e) => return Err(e),
+        }
+        tokio::time::sleep(CONNECT_RETRY).await;
+    }
+    Err(last)
+}
+
+/// Runs the worker and the sweeper until SIGTERM or Ctrl-C, then shuts
+/// down gracefully: handlers get the grace time, unfinished leases are
+/// released as `Returned` (the job is due again at once, the attempt
+/// refunded), and the sweeper stops.
+async fn serve<S: Store>(
+    store: Arc<S>,
+    handler: ChaosHandler,
+    config: WorkerConfig,
+    sweeper: SweeperConfig,
+) -> Result<WorkerStats, Box<dyn std::error::Error>> {
+    let mut term = signal(SignalKind::terminate())?;
+    tracing::info!(worker = %config.worker_id, queue = %config.queue, "started");
+    let (stop, shutdown) = shutdown_channel();
+    let worker = Worker::new(store.clone(), handler, TokioRuntime::new(), config);
+    let sweeper = Sweeper::new(store, TokioRuntime::new(), sweeper);
+    let worker = tokio::spawn(worker.run(shutdown.clone()));
+    let sweeper = tokio::spawn(sweeper.run(shutdown));
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: returning leases and stopping"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: returning leases and stopping"),
+    }
+    stop.shutdown();
+    let stats = worker.await?;
+    sweeper.await?;
+    if stats.undrained > 0 {
+        return Err(format!("{} leases still running after the grace time", stats.undrained).into());
+    }
+    Ok(stats)
+}

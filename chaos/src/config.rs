@@ -1,0 +1,399 @@
+//! What a chaos run does: named defaults, bounds, and validation at build.
+
+use crate::error::ChaosError;
+use crate::job::PlantedBug;
+use leasehold_core::{Millis, WorkerConfig};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default number of jobs (the CI size).
+pub const DEFAULT_JOBS: u64 = 3_000;
+/// Default length of the fault window.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(40);
+/// Default longest healing phase: after it, an unfinished job is a violation.
+pub const DEFAULT_HEAL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default number of worker processes.
+pub const DEFAULT_WORKERS: u32 = 4;
+/// Default jobs each worker process runs at once.
+pub const DEFAULT_CONCURRENCY: u32 = 8;
+/// Default lease.
+pub const DEFAULT_LEASE: Millis = Millis(3_000);
+/// Default renew interval.
+pub const DEFAULT_RENEW: Millis = Millis(500);
+/// Default sweep interval (every worker process also sweeps).
+pub const DEFAULT_SWEEP: Millis = Millis(500);
+/// Default mean gap between two faults.
+pub const DEFAULT_FAULT_EVERY: Duration = Duration::from_millis(2_000);
+
+/// Most jobs in one run.
+pub const MAX_JOBS: u64 = 10_000_000;
+/// Most worker processes.
+pub const MAX_WORKERS: u32 = 64;
+/// Most jobs per worker process at once.
+pub const MAX_CONCURRENCY: u32 = 256;
+/// Longest fault window or healing phase.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// Shortest and longest lease a chaos run accepts.
+pub const LEASE_BOUNDS: (Millis, Millis) = (Millis(200), Millis(60_000));
+/// Shortest mean gap between faults.
+pub const MIN_FAULT_EVERY: Duration = Duration::from_millis(50);
+
+const _: () = assert!(DEFAULT_RENEW.0 < DEFAULT_LEASE.0);
+const _: () = assert!(DEFAULT_JOBS <= MAX_JOBS);
+const _: () = assert!(DEFAULT_WORKERS <= MAX_WORKERS && DEFAULT_CONCURRENCY <= MAX_CONCURRENCY);
+
+/// How to restart the PostgreSQL server (`pg_ctl restart -m immediate`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgControl {
+    /// The `pg_ctl` program.
+    pub pg_ctl: PathBuf,
+    /// The cluster's data directory.
+    pub data: PathBuf,
+    /// The server log file `pg_ctl -l` writes to.
+    pub log: Option<PathBuf>,
+    /// The user the server runs as (`runuser -u USER`), when we are root.
+    pub user: Option<String>,
+}
+
+/// The store the run uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreTarget {
+    /// A PostgreSQL database (a fresh schema per run).
+    Postgres {
+        /// The connection URL.
+        url: String,
+        /// Server control for the restart fault, when known.
+        control: Option<PgControl>,
+    },
+    /// A SQLite file shared by the worker processes.
+    Sqlite,
+}
+
+impl StoreTarget {
+    /// `postgres` or `sqlite`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StoreTarget::Postgres { .. } => "postgres",
+            StoreTarget::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// A kind of fault the nemesis injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum FaultKind {
+    /// SIGKILL a worker process; a new one (fresh identity) starts later.
+    Kill,
+    /// SIGSTOP a worker process for longer than the lease, then SIGCONT.
+    Pause,
+    /// `pg_terminate_backend` every connection of a worker (PostgreSQL).
+    TerminateBackend,
+    /// Restart the PostgreSQL server in immediate mode.
+    Restart,
+    /// SIGKILL a worker while it holds SQLite's write lock, mid-transaction.
+    KillWriter,
+}
+
+impl FaultKind {
+    /// The flag value and report name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Kill => "kill",
+            FaultKind::Pause => "pause",
+            FaultKind::TerminateBackend => "terminate-backend",
+            FaultKind::Restart => "restart",
+            FaultKind::KillWriter => "kill-writer",
+        }
+    }
+
+    /// Whether this fault applies to `store`.
+    pub fn applies_to(self, store: &StoreTarget) -> bool {
+        match (self, store) {
+            (FaultKind::Kill | FaultKind::Pause, _) => true,
+            (FaultKind::TerminateBackend | FaultKind::Restart, StoreTarget::Postgres { .. }) => {
+                true
+            }
+            (FaultKind::KillWriter, StoreTarget::Sqlite) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A validated chaos run. Build it with [`ChaosConfig::builder`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChaosConfig {
+    /// The store.
+    pub store: StoreTarget,
+    /// The seed of the nemesis schedule and the job mix.
+    pub seed: u64,
+    /// Jobs to run.
+    pub jobs: u64,
+    /// The fault window: jobs are enqueued evenly over it, faults inside it.
+    pub duration: Duration,
+    /// Longest healing phase.
+    pub heal_timeout: Duration,
+    /// Worker processes.
+    pub workers: u32,
+    /// Jobs per worker process at once.
+    pub concurrency: u32,
+    /// Lease asked for.
+    pub lease: Millis,
+    /// Renew interval.
+    pub renew: Millis,
+    /// Sweep interval.
+    pub sweep: Millis,
+    /// Mean gap between faults.
+    pub fault_every: Duration,
+    /// The fault kinds in play.
+    pub faults: Vec<FaultKind>,
+    /// The bug planted in the workers, if any.
+    pub planted_bug: Option<PlantedBug>,
+    /// The worker program.
+    pub worker_bin: PathBuf,
+    /// Where to keep logs and the audit export (default: a temporary
+    /// directory, removed after a passing run).
+    pub work_dir: Option<PathBuf>,
+}
+
+/// Builds a [`ChaosConfig`].
+#[derive(Clone, Debug)]
+pub struct ChaosConfigBuilder {
+    cfg: ChaosConfig,
+    faults: Option<Vec<FaultKind>>,
+}
+
+impl ChaosConfig {
+    /// A run on `store` with seed `seed`, driving `worker_bin`, with the defaults.
+    pub fn builder(store: StoreTarget, seed: u64, worker_bin: PathBuf) -> ChaosConfigBuilder {
+        ChaosConfigBuilder {
+            cfg: ChaosConfig {
+                store,
+                seed,
+                jobs: DEFAULT_JOBS,
+                duration: DEFAULT_DURATION,
+                heal_timeout: DEFAULT_HEAL_TIMEOUT,
+                workers: DEFAULT_WORKERS,
+                concurrency: DEFAULT_CONCURRENCY,
+                lease: DEFAULT_LEASE,
+                renew: DEFAULT_RENEW,
+                sweep: DEFAULT_SWEEP,
+                fault_every: DEFAULT_FAULT_EVERY,
+                faults: Vec::new(),
+                planted_bug: None,
+                worker_bin,
+                work_dir: None,
+            },
+            faults: None,
+        }
+    }
+
+    /// The worker configuration every process runs (validated by the core).
+    pub fn worker_config(&self, id: &str) -> Result<WorkerConfig, ChaosError> {
+        WorkerConfig::builder(id, crate::job::QUEUE)
+            .concurrency(self.concurrency)
+            .lease(self.lease)
+            .renew_interval(self.renew)
+            .request_timeout(request_timeout(self.lease))
+            .poll_interval(Millis(50))
+            .grace(Millis(2_000))
+            .build()
+            .map_err(|e| ChaosError::BadArg {
+                flag: "--lease-ms/--renew-ms",
+                reason: e.to_string(),
+            })
+    }
+}
+
+/// The request timeout workers use: a third of the lease, so an unknown
+/// outcome is retried well before the worker must self-fence.
+pub fn request_timeout(lease: Millis) -> Millis {
+    Millis((lease.0 / 3).max(100))
+}
+
+macro_rules! setter {
+    ($(#[$doc:meta] $name:ident: $ty:ty),* $(,)?) => {$(
+        #[$doc]
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.cfg.$name = v;
+            self
+        }
+    )*};
+}
+
+impl ChaosConfigBuilder {
+    setter! {
+        /// Jobs to run.
+        jobs: u64,
+        /// The fault window.
+        duration: Duration,
+        /// Longest healing phase.
+        heal_timeout: Duration,
+        /// Worker processes.
+        workers: u32,
+        /// Jobs per worker process at once.
+        concurrency: u32,
+        /// Lease.
+        lease: Millis,
+        /// Renew interval.
+        renew: Millis,
+        /// Sweep interval.
+        sweep: Millis,
+        /// Mean gap between faults.
+        fault_every: Duration,
+        /// A planted bug.
+        planted_bug: Option<PlantedBug>,
+        /// Where to keep logs and the audit export.
+        work_dir: Option<PathBuf>,
+    }
+
+    /// The fault kinds (default: every kind that applies to the store; the
+    /// restart only with server control).
+    pub fn faults(mut self, kinds: Vec<FaultKind>) -> Self {
+        self.faults = Some(kinds);
+        self
+    }
+
+    /// Validates and returns the configuration.
+    pub fn build(self) -> Result<ChaosConfig, ChaosError> {
+        let mut c = self.cfg;
+        let bad = |flag: &'static str, reason: String| Err(ChaosError::BadArg { flag, reason });
+        if c.jobs == 0 || c.jobs > MAX_JOBS {
+            return bad("--jobs", format!("{} is outside 1..={MAX_JOBS}", c.jobs));
+        }
+        if c.workers == 0 || c.workers > MAX_WORKERS {
+            return bad(
+                "--workers",
+                format!("{} is outside 1..={MAX_WORKERS}", c.workers),
+            );
+        }
+        if c.concurrency == 0 || c.concurrency > MAX_CONCURRENCY {
+            return bad(
+                "--concurrency",
+                format!("{} is outside 1..={MAX_CONCURRENCY}", c.concurrency),
+            );
+        }
+        for (flag, d) in [("--duration", c.duration), ("--heal-timeout", c.heal_timeout)] {
+            if d.is_zero() || d > MAX_DURATION {
+                return bad(flag, format!("{d:?} is outside (0, 24h]"));
+            }
+        }
+        if c.lease < LEASE_BOUNDS.0 || c.lease > LEASE_BOUNDS.1 {
+            return bad(
+                "--lease-ms",
+                format!(
+                    "{} is outside {}..={}",
+                    c.lease, LEASE_BOUNDS.0, LEASE_BOUNDS.1
+                ),
+            );
+        }
+        if c.sweep == Millis::ZERO || c.sweep > c.lease {
+            return bad(
+                "--sweep-ms",
+                format!("{} must be above zero and at most the lease", c.sweep),
+            );
+        }
+        if c.fault_every < MIN_FAULT_EVERY {
+            return bad(
+                "--fault-every",
+                format!("{:?} is below {MIN_FAULT_EVERY:?}", c.fault_every),
+            );
+        }
+        c.worker_config("check")?;
+        c.faults = match self.faults {
+            Some(kinds) => {
+                for k in &kinds {
+                    if !k.applies_to(&c.store) {
+                        return bad(
+                            "--faults",
+                            format!("{} does not apply to {}", k.as_str(), c.store.name()),
+                        );
+                    }
+                    if *k == FaultKind::Restart
+                        && matches!(&c.store, StoreTarget::Postgres { control: None, .. })
+                    {
+                        return bad(
+                            "--faults",
+                            "restart needs --pg-ctl and --pg-data (or LEASEHOLD_PG_CTL and \
+                             LEASEHOLD_PG_DATA, which scripts/with-postgres.sh exports)"
+                                .into(),
+                        );
+                    }
+                }
+                let mut kinds = kinds;
+                kinds.sort();
+                kinds.dedup();
+                kinds
+            }
+            None => default_faults(&c.store),
+        };
+        Ok(c)
+    }
+}
+
+/// Every fault kind that applies to `store` (the restart only with control).
+pub fn default_faults(store: &StoreTarget) -> Vec<FaultKind> {
+    [
+        FaultKind::Kill,
+        FaultKind::Pause,
+        FaultKind::TerminateBackend,
+        FaultKind::Restart,
+        FaultKind::KillWriter,
+    ]
+    .into_iter()
+    .filter(|k| k.applies_to(store))
+    .filter(|k| {
+        *k != FaultKind::Restart || matches!(store, StoreTarget::Postgres { control: Some(_), .. })
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite() -> ChaosConfigBuilder {
+        ChaosConfig::builder(StoreTarget::Sqlite, 1, PathBuf::from("w"))
+    }
+
+    #[test]
+    fn defaults_build_with_the_faults_of_the_store() {
+        let c = sqlite().build().unwrap();
+        assert_eq!(
+            c.faults,
+            [FaultKind::Kill, FaultKind::Pause, FaultKind::KillWriter]
+        );
+        let pg = StoreTarget::Postgres {
+            url: "postgres://x".into(),
+            control: None,
+        };
+        let c = ChaosConfig::builder(pg, 1, "w".into()).build().unwrap();
+        assert_eq!(
+            c.faults,
+            [FaultKind::Kill, FaultKind::Pause, FaultKind::TerminateBackend]
+        );
+    }
+
+    #[test]
+    fn nonsense_is_refused_naming_the_flag() {
+        let flag = |b: ChaosConfigBuilder| match b.build() {
+            Err(ChaosError::BadArg { flag, .. }) => flag,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(flag(sqlite().jobs(0)), "--jobs");
+        assert_eq!(flag(sqlite().jobs(MAX_JOBS + 1)), "--jobs");
+        assert_eq!(flag(sqlite().workers(0)), "--workers");
+        assert_eq!(flag(sqlite().duration(Duration::ZERO)), "--duration");
+        assert_eq!(flag(sqlite().lease(Millis(50))), "--lease-ms");
+        assert_eq!(flag(sqlite().renew(Millis(3_000))), "--lease-ms/--renew-ms");
+        assert_eq!(flag(sqlite().faults(vec![FaultKind::Restart])), "--faults");
+        let pg = StoreTarget::Postgres {
+            url: "postgres://x".into(),
+            control: None,
+        };
+        let e = ChaosConfig::builder(pg, 1, "w".into())
+            .faults(vec![FaultKind::Restart])
+            .build()
+            .unwrap_err();
+        assert!(e.to_string().contains("LEASEHOLD_PG_CTL"), "{e}");
+    }
+}

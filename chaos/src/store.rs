@@ -1,0 +1,127 @@
+//! The orchestrator's own connection to the store under test: set up,
+//! enqueue, watch progress, export the audit log and final rows, and (on
+//! PostgreSQL) terminate a worker's backends.
+
+use crate::error::ChaosError;
+use leasehold_core::{list_all, Event, JobId, JobRecord, NewJob, Policy, StoreError};
+use leasehold_postgres::PgStore;
+use leasehold_sqlite::SqliteStore;
+use sqlx::Row;
+use std::path::Path;
+
+/// The store of a run.
+pub enum RunStore {
+    /// PostgreSQL, in the run's own schema.
+    Postgres(PgStore),
+    /// A SQLite file.
+    Sqlite(SqliteStore),
+}
+
+/// Jobs not yet in a terminal state.
+const UNFINISHED_SQL: &str =
+    "SELECT COUNT(*) FROM leasehold_jobs WHERE state IN ('pending', 'running')";
+
+impl RunStore {
+    /// Connects to PostgreSQL in `schema` (created and migrated).
+    pub async fn postgres(url: &str, schema: &str) -> Result<RunStore, ChaosError> {
+        let store = PgStore::builder(url)
+            .schema(schema)
+            .policy(Policy::default())
+            .application_name("leasehold-chaos")
+            .max_connections(4)
+            .connect()
+            .await
+            .map_err(|e| ChaosError::store("connect", e))?;
+        store
+            .migrate()
+            .await
+            .map_err(|e| ChaosError::store("migrate", e))?;
+        Ok(RunStore::Postgres(store))
+    }
+
+    /// Opens (creating and migrating) the SQLite file at `path`.
+    pub async fn sqlite(path: &Path) -> Result<RunStore, ChaosError> {
+        let store = SqliteStore::open(path, Policy::default())
+            .await
+            .map_err(|e| ChaosError::store("open", e))?;
+        Ok(RunStore::Sqlite(store))
+    }
+
+    /// Enqueues a batch in one transaction; answers the ids in order.
+    pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
+        match self {
+            RunStore::Postgres(s) => s.enqueue_many(jobs).await,
+            RunStore::Sqlite(s) => s.enqueue_many(jobs).await,
+        }
+    }
+
+    /// How many jobs are pending or running.
+    pub async fn unfinished(&self) -> Result<u64, StoreError> {
+        let n: i64 = match self {
+            RunStore::Postgres(s) => sqlx::query(UNFINISHED_SQL)
+                .fetch_one(s.pool())
+                .await
+                .and_then(|r| r.try_get(0)),
+            RunStore::Sqlite(s) => sqlx::query(UNFINISHED_SQL)
+                .fetch_one(s.pool())
+                .await
+                .and_then(|r| r.try_get(0)),
+        }
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// The audit log, in commit order.
+    pub async fn events(&self) -> Result<Vec<Event>, ChaosError> {
+        match self {
+            RunStore::Postgres(s) => s.events().await,
+            RunStore::Sqlite(s) => s.events().await,
+        }
+        .map_err(|e| ChaosError::store("export the audit log", e))
+    }
+
+    /// Every job row, in id order.
+    pub async fn rows(&self) -> Result<Vec<JobRecord>, ChaosError> {
+        match self {
+            RunStore::Postgres(s) => list_all(s).await,
+            RunStore::Sqlite(s) => list_all(s).await,
+        }
+        .map_err(|e| ChaosError::store("read the final rows", e))
+    }
+
+    /// Terminates every PostgreSQL backend whose `application_name` is
+    /// `app` (a worker's identity); answers how many. Never touches
+    /// another program's connections.
+    pub async fn terminate_backends(&self, app: &str) -> Result<u64, StoreError> {
+        let RunStore::Postgres(s) = self else {
+            return Ok(0);
+        };
+        let n: i64 = sqlx::query(
+            "SELECT COUNT(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(app)
+        .fetch_one(s.pool())
+        .await
+        .and_then(|r| r.try_get(0))
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Drops the run's schema (PostgreSQL) and closes the connections.
+    pub async fn close(&self, drop_schema: Option<&str>) {
+        match self {
+            RunStore::Postgres(s) => {
+                if let Some(schema) = drop_schema {
+                    // The name was made by the orchestrator: letters, digits, `_`.
+                    let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+                    if let Err(e) = sqlx::query(&sql).execute(s.pool()).await {
+                        tracing::warn!(%schema, error = %e, "could not drop the run's schema");
+                    }
+                }
+                s.close().await;
+            }
+            RunStore::Sqlite(s) => s.close().await,
+        }
+    }
+}

@@ -6,7 +6,7 @@
 
 use crate::ids::{JobId, Token};
 use crate::job::JobState;
-use crate::time::Millis;
+use crate::time::{Millis, StoreTime};
 use thiserror::Error;
 
 /// Input that no transition accepts. Nothing changed.
@@ -88,6 +88,29 @@ pub enum InputError {
         job: JobId,
         /// The token.
         token: Token,
+    },
+    /// A schedule field no store accepts (`name`, `rule.cron`,
+    /// `rule.time_zone`, `rule.interval`, `catch_up.max`, `jitter`).
+    #[error("bad schedule: {field}: {reason}")]
+    BadSchedule {
+        /// The offending field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// No schedule has this name.
+    #[error("unknown schedule {0:?}")]
+    UnknownSchedule(String),
+    /// A fire named an instant the schedule does not plan, or one after the
+    /// store's now.
+    #[error("schedule {schedule:?} cannot fire at {plan_time}: {reason}")]
+    NotAPlanTime {
+        /// The schedule.
+        schedule: String,
+        /// The instant given.
+        plan_time: StoreTime,
+        /// Why not.
+        reason: &'static str,
     },
 }
 

@@ -38,6 +38,7 @@ mod history;
 mod ids;
 mod job;
 mod policy;
+pub mod schedule;
 mod store;
 mod time;
 pub mod transition;
@@ -61,12 +62,15 @@ pub use policy::{
     DEFAULT_MAX_ERROR_BYTES, DEFAULT_MAX_KEY_LEN, DEFAULT_MAX_LEASE, DEFAULT_MAX_PAYLOAD_BYTES,
     DEFAULT_MAX_QUEUE_LEN, DEFAULT_MAX_RESULT_BYTES, MAX_KEY_LEN_CAP,
 };
+pub use schedule::{
+    CatchUp, FireRequest, ListSchedulesRequest, Rule, Schedule, ScheduleRecord, MAX_CATCH_UP,
+};
 pub use store::{
-    list_all, ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest,
-    LIST_ALL_MAX_ROWS,
+    list_all, list_all_schedules, ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store,
+    SweepRequest, LIST_ALL_MAX_ROWS,
 };
 pub use time::{Millis, StoreTime};
 pub use worker::{
     shutdown_channel, Handler, HandlerError, Shutdown, ShutdownHandle, StopReason, StopSignal,
-    Sweeper, SweeperConfig, Worker, WorkerConfig,
+    Scheduler, SchedulerConfig, Sweeper, SweeperConfig, Worker, WorkerConfig,
 };

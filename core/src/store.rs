@@ -12,6 +12,7 @@ use crate::error::StoreError;
 use crate::history::CrashReport;
 use crate::ids::{JobId, Token, WorkerId};
 use crate::job::{CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal};
+use crate::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use crate::time::{Millis, StoreTime};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -102,6 +103,24 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: ListRequest,
     ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send;
+    /// Stores a schedule, replacing the one of the same name (an identical
+    /// spec changes nothing).
+    fn put_schedule(
+        &self,
+        schedule: Schedule,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// Removes a schedule; answers whether it existed. Its jobs stay.
+    fn remove_schedule(&self, name: String)
+        -> impl Future<Output = Result<bool, StoreError>> + Send;
+    /// Enqueues the job of one plan time of a schedule, judged on the
+    /// store's clock; answers its id (the existing one if that plan time
+    /// already fired).
+    fn fire(&self, req: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send;
+    /// Lists schedules in name order.
+    fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send;
 }
 
 impl<S: Store> Store for Arc<S> {
@@ -147,6 +166,27 @@ impl<S: Store> Store for Arc<S> {
     ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
         (**self).list(req)
     }
+    fn put_schedule(
+        &self,
+        schedule: Schedule,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).put_schedule(schedule)
+    }
+    fn remove_schedule(
+        &self,
+        name: String,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).remove_schedule(name)
+    }
+    fn fire(&self, req: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send {
+        (**self).fire(req)
+    }
+    fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
+        (**self).list_schedules(req)
+    }
 }
 
 /// Most rows [`list_all`] reads, so a runaway store cannot loop forever.
@@ -161,6 +201,28 @@ pub async fn list_all<S: Store>(store: &S) -> Result<Vec<JobRecord>, StoreError>
         let page = store.list(ListRequest { after, limit: PAGE }).await?;
         let n = page.len();
         after = page.last().map(|r| r.id);
+        out.extend(page);
+        if n < PAGE as usize {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Most schedules [`list_all_schedules`] reads.
+pub const LIST_ALL_MAX_SCHEDULES: usize = 1_000_000;
+
+/// Reads every schedule, page by page, in name order.
+pub async fn list_all_schedules<S: Store>(store: &S) -> Result<Vec<ScheduleRecord>, StoreError> {
+    const PAGE: u32 = 500;
+    let mut out: Vec<ScheduleRecord> = Vec::new();
+    let mut after = None;
+    while out.len() < LIST_ALL_MAX_SCHEDULES {
+        let page = store
+            .list_schedules(ListSchedulesRequest { after, limit: PAGE })
+            .await?;
+        let n = page.len();
+        after = page.last().map(|r| r.schedule.name.clone());
         out.extend(page);
         if n < PAGE as usize {
             break;

@@ -36,11 +36,21 @@ pub enum Variant {
     HeartbeatTooClose,
     /// 12. Expiry does not stop the running handler (pg-boss #581).
     ExpiryDoesNotStopHandler,
+    /// 13. A scheduler decides which plan times are due from its own wall
+    ///     clock instead of the store's (seed 004's reason for reading the
+    ///     database clock): a scheduler behind the store fires late and
+    ///     leaves plan times unfired.
+    SchedulerOwnClock,
+    /// 14. Firing without the unique key: the store enqueues a plan time's
+    ///     job without looking for the one it already has, so a re-fire
+    ///     after a restart, or two schedulers racing, make two jobs
+    ///     (periodic jobs emitted twice after a leader change, River #1087).
+    FireWithoutKey,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 12] = [
+    pub const ALL: [Variant; 14] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -53,6 +63,8 @@ impl Variant {
         Variant::LateCancelOverwrites,
         Variant::HeartbeatTooClose,
         Variant::ExpiryDoesNotStopHandler,
+        Variant::SchedulerOwnClock,
+        Variant::FireWithoutKey,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -70,6 +82,8 @@ impl Variant {
             Variant::LateCancelOverwrites => "late-cancel-overwrites",
             Variant::HeartbeatTooClose => "heartbeat-too-close",
             Variant::ExpiryDoesNotStopHandler => "expiry-does-not-stop-handler",
+            Variant::SchedulerOwnClock => "scheduler-own-clock",
+            Variant::FireWithoutKey => "fire-without-key",
         }
     }
 

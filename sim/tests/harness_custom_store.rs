@@ -8,9 +8,9 @@
 #![allow(clippy::manual_async_fn)]
 
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, NewJob,
-    Outcome, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreError, StoreTime,
-    SweepRequest,
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
+    ListSchedulesRequest, NewJob, Outcome, Release, ReleaseRequest, RenewRequest, Renewal,
+    Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_sim::harness::check_store;
@@ -68,6 +68,21 @@ impl Store for ShortColumn {
         r: ListRequest,
     ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
         self.inner.list(r)
+    }
+    fn put_schedule(&self, s: Schedule) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.put_schedule(s)
+    }
+    fn remove_schedule(&self, n: String) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.inner.remove_schedule(n)
+    }
+    fn fire(&self, r: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send {
+        self.inner.fire(r)
+    }
+    fn list_schedules(
+        &self,
+        r: ListSchedulesRequest,
+    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
+        self.inner.list_schedules(r)
     }
 }
 

@@ -1,8 +1,9 @@
 //! A store that owns a guard (a temp directory, a schema) dropped after it.
 
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, NewJob,
-    Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreError, StoreTime, SweepRequest,
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
+    ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Schedule,
+    ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 
 /// `store`, with `guard` dropped after it (fields drop in order).
@@ -53,5 +54,20 @@ impl<S: Store, G: Send + Sync + 'static> Store for Guarded<S, G> {
     }
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         self.store.list(req).await
+    }
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        self.store.put_schedule(schedule).await
+    }
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        self.store.remove_schedule(name).await
+    }
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        self.store.fire(req).await
+    }
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.store.list_schedules(req).await
     }
 }

@@ -20,11 +20,14 @@ mod variants;
 pub use variants::RESULT_SECOND_STEP_DELAY;
 
 use index::Indexes;
-use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
+use leasehold_core::transition::{
+    self, Applied, EnqueuePlan, FirePlan, PutPlan, ReleasePlan, RenewPlan,
+};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, Event, InputError, JobId, JobRecord, Lease,
-    ListRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreClock,
-    StoreError, StoreTime, SweepRequest, SystemStoreClock,
+    CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
+    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
+    SweepRequest, SystemStoreClock,
 };
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +44,7 @@ pub struct MemoryState {
     next_id: u64,
     events: Vec<Event>,
     dropped_events: u64,
+    schedules: BTreeMap<String, ScheduleRecord>,
 }
 
 impl MemoryState {
@@ -358,6 +362,63 @@ impl MemoryStore {
         Ok(answer)
     }
 
+    fn do_put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        let now = self.clock.now();
+        let mut st = self.begin(now);
+        let existing = st.schedules.get(&schedule.name);
+        if let PutPlan::Write(rec) =
+            transition::put_schedule(&schedule, existing, &self.policy, now)?
+        {
+            st.schedules.insert(rec.schedule.name.clone(), rec);
+        }
+        Ok(())
+    }
+
+    fn do_remove_schedule(&self, name: &str) -> Result<bool, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.begin(now);
+        Ok(st.schedules.remove(name).is_some())
+    }
+
+    fn do_fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        let now = self.clock.now();
+        let mut st = self.begin(now);
+        #[cfg(feature = "buggy-variants")]
+        if let Some(answer) = self.buggy_fire(&mut st, &req, now) {
+            return answer;
+        }
+        let key = transition::fire_key(&req);
+        let existing = st
+            .keys
+            .get(&key)
+            .and_then(|id| st.rows.get(id))
+            .cloned();
+        let id = JobId(st.next_id + 1);
+        let schedule = st.schedules.get(&req.name);
+        match transition::fire(schedule, &req, id, existing.as_ref(), now)? {
+            FirePlan::Existing(id) => Ok(id),
+            FirePlan::Insert(applied) => {
+                st.next_id += 1;
+                st.put(applied, None, self.history_cap);
+                Ok(id)
+            }
+        }
+    }
+
+    fn do_list_schedules(&self, req: ListSchedulesRequest) -> Vec<ScheduleRecord> {
+        use std::ops::Bound;
+        let st = self.lock();
+        let from = match &req.after {
+            Some(a) => Bound::Excluded(a.clone()),
+            None => Bound::Unbounded,
+        };
+        st.schedules
+            .range((from, Bound::Unbounded))
+            .take(req.limit as usize)
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+
     fn do_list(&self, req: ListRequest) -> Vec<JobRecord> {
         let st = self.lock();
         let start = req.after.map(|a| JobId(a.0 + 1)).unwrap_or(JobId(0));
@@ -396,6 +457,21 @@ impl Store for MemoryStore {
     }
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         Ok(self.do_list(req))
+    }
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        self.do_put_schedule(schedule)
+    }
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        self.do_remove_schedule(&name)
+    }
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        self.do_fire(req)
+    }
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        Ok(self.do_list_schedules(req))
     }
 }
 

@@ -4,11 +4,12 @@
 //! They bypass the core's guards on purpose; nothing else calls them.
 
 use crate::{MemoryState, MemoryStore};
-use leasehold_core::transition::{self, Applied, ReleasePlan, RenewPlan};
+use leasehold_core::transition::{self, Applied, FirePlan, ReleasePlan, RenewPlan};
 use leasehold_core::variants::Variant;
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, Event, EventKind, JobId, JobRecord, JobState, Lease,
-    Millis, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime,
+    CancelOutcome, ClaimRequest, CrashReport, Event, EventKind, FireRequest, JobId, JobRecord,
+    JobState, Lease, Millis, Release, ReleaseRequest, RenewRequest, Renewal, StoreError,
+    StoreTime,
 };
 
 /// How long the second step of a result write lags behind the commit.
@@ -41,6 +42,31 @@ fn event_of(old: &JobRecord, new: &JobRecord, kind: EventKind) -> Event {
 }
 
 impl MemoryStore {
+    /// `fire-without-key`: the plan time's job is inserted without looking
+    /// up the key it already holds (no unique constraint either), so every
+    /// fire of one plan time makes another job. `None` under other variants.
+    pub(crate) fn buggy_fire(
+        &self,
+        st: &mut MemoryState,
+        req: &FireRequest,
+        now: StoreTime,
+    ) -> Option<Result<JobId, StoreError>> {
+        if self.variant != Some(Variant::FireWithoutKey) {
+            return None;
+        }
+        let id = JobId(st.next_id + 1);
+        let schedule = st.schedules.get(&req.name);
+        Some(match transition::fire(schedule, req, id, None, now) {
+            Err(e) => Err(e.into()),
+            Ok(FirePlan::Existing(id)) => Ok(id),
+            Ok(FirePlan::Insert(applied)) => {
+                st.next_id += 1;
+                st.put(applied, None, usize::MAX);
+                Ok(id)
+            }
+        })
+    }
+
     pub(crate) fn flush_deferred(&self, st: &mut MemoryState, now: StoreTime) {
         let mut scratch = self.scratch();
         let due: Vec<_> = scratch

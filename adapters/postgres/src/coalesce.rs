@@ -17,8 +17,9 @@
 use crate::PgStore;
 use leasehold_core::transition;
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, NewJob,
-    Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreError, StoreTime, SweepRequest,
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
+    ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Schedule,
+    ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -157,5 +158,20 @@ impl Store for Coalescing {
     }
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         self.store.list(req).await
+    }
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        self.store.put_schedule(schedule).await
+    }
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        self.store.remove_schedule(name).await
+    }
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        self.store.fire(req).await
+    }
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.store.list_schedules(req).await
     }
 }

@@ -71,9 +71,10 @@ pub use listener::WorkListener;
 
 use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, Event, InputError, JobId, JobRecord, Lease,
-    ListRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreClock,
-    StoreError, StoreTime, SweepRequest,
+    CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
+    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
+    SweepRequest,
 };
 use row::{decode, to_i64, Batch, COLUMNS};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
@@ -98,7 +99,7 @@ const ADVISORY_NAMESPACE: i32 = 0x6c68_6c64; // "lhld"
 const STMT_CLOCK: &str =
     "COALESCE($1::bigint, floor(extract(epoch from statement_timestamp()) * 1000)::bigint)";
 /// The database clock in ms at the moment of evaluation; `$1` overrides it.
-const LIVE_CLOCK: &str =
+pub(crate) const LIVE_CLOCK: &str =
     "COALESCE($1::bigint, floor(extract(epoch from clock_timestamp()) * 1000)::bigint)";
 
 /// Builds a [`PgStore`]. Start with [`PgStore::builder`].
@@ -247,6 +248,8 @@ macro_rules! in_tx {
         answer.ok_or(StoreError::Conflict(last_conflict))
     }};
 }
+
+mod schedules;
 
 /// Rows loaded under lock, and the store time read after the locks were held.
 struct Locked {
@@ -850,5 +853,25 @@ impl Store for PgStore {
             .await
             .map_err(error::map)?;
         rows.iter().map(decode).collect()
+    }
+
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        schedule.validate(&self.policy)?;
+        in_tx!(self, |conn| self.put_schedule_in(conn, &schedule).await)
+    }
+
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        in_tx!(self, |conn| Self::remove_schedule_in(conn, &name).await)
+    }
+
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        in_tx!(self, |conn| self.fire_in(conn, &req).await)
+    }
+
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.list_schedules_in(&req).await
     }
 }

@@ -48,9 +48,10 @@ mod row;
 
 use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, Event, InputError, JobId, JobRecord, Lease,
-    ListRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Store, StoreClock,
-    StoreError, StoreTime, SweepRequest, SystemStoreClock,
+    CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
+    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
+    SweepRequest, SystemStoreClock,
 };
 use row::{decode, to_i64, COLUMNS};
 use sqlx::sqlite::{
@@ -203,6 +204,8 @@ macro_rules! in_write_tx {
         answer.ok_or(StoreError::Conflict(last_conflict))
     }};
 }
+
+mod schedules;
 
 impl SqliteStore {
     /// A builder for a store on the file at `path`.
@@ -658,5 +661,27 @@ impl Store for SqliteStore {
             .await
             .map_err(error::map)?;
         rows.iter().map(decode).collect()
+    }
+
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        schedule.validate(&self.policy)?;
+        in_write_tx!(self, |conn, now| self
+            .put_schedule_in(conn, &schedule, now)
+            .await)
+    }
+
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        in_write_tx!(self, |conn, _now| Self::remove_schedule_in(conn, &name).await)
+    }
+
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        in_write_tx!(self, |conn, now| self.fire_in(conn, &req, now).await)
+    }
+
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.list_schedules_in(&req).await
     }
 }

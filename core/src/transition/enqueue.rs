@@ -51,6 +51,13 @@ pub fn validate_new_job(spec: &NewJob, policy: &Policy) -> Result<(), InputError
                 reason: "contains a NUL character",
             });
         }
+        // Schedule fires own this namespace (`schedule::job_key`): a user
+        // key inside it could take a plan time's job or collide with it.
+        if key.starts_with(crate::schedule::RESERVED_KEY_PREFIX) {
+            return Err(InputError::BadIdempotencyKey {
+                reason: "starts with the prefix reserved for schedule fires",
+            });
+        }
     }
     Ok(())
 }
@@ -82,6 +89,12 @@ pub fn enqueue(
             })
         };
     }
+    Ok(EnqueuePlan::Insert(insert_row(spec, id, now)))
+}
+
+/// The new `pending` row of `spec` as job `id` at `now`, with its event
+/// (the spec is already validated).
+pub(crate) fn insert_row(spec: &NewJob, id: JobId, now: StoreTime) -> Applied {
     let run_at = now.plus(spec.delay);
     let record = JobRecord {
         id,
@@ -109,7 +122,7 @@ pub fn enqueue(
         max_attempts: spec.max_attempts,
         run_at,
     };
-    Ok(EnqueuePlan::Insert(finish(None, record, None, kind)))
+    finish(None, record, None, kind)
 }
 
 #[cfg(test)]

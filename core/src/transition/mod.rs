@@ -19,6 +19,7 @@
 mod cancel;
 mod claim;
 mod enqueue;
+mod fire;
 mod release;
 mod renew;
 mod sweep;
@@ -26,6 +27,7 @@ mod sweep;
 pub use cancel::cancel;
 pub use claim::{claim, claim_capacity, validate_claim};
 pub use enqueue::{enqueue, validate_new_job, EnqueuePlan};
+pub use fire::{fire, fire_key, put_schedule, FirePlan, PutPlan};
 pub use release::{release, validate_outcome, ReleasePlan};
 pub use renew::{renew, RenewPlan};
 pub use sweep::sweep;

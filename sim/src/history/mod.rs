@@ -14,7 +14,9 @@ mod blob;
 mod record;
 
 pub use blob::Blob;
-pub use record::{BeliefWhat, Fate, HandlerPhase, LeaseRef, Op, ReadRow, Record, Reply};
+pub use record::{
+    BeliefWhat, Fate, HandlerPhase, LeaseRef, Op, ReadRow, Record, Reply, ScheduleView,
+};
 
 use leasehold_core::Event;
 use serde::{Deserialize, Serialize};

@@ -3,8 +3,8 @@
 use super::blob::Blob;
 use crate::config::ScriptedFault;
 use leasehold_core::{
-    CancelOutcome, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome, StoreTime,
-    Token, WorkerId,
+    CancelOutcome, CatchUp, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome, Rule,
+    ScheduleRecord, StoreTime, Token, WorkerId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +82,86 @@ pub enum Op {
         /// At most.
         limit: u32,
     },
+    /// Store a schedule (every field, the payload as a blob).
+    PutSchedule {
+        /// Name.
+        name: String,
+        /// Queue of its jobs.
+        queue: String,
+        /// Payload of its jobs.
+        payload: Blob,
+        /// Its plan times.
+        rule: Rule,
+        /// Catch-up policy.
+        catch_up: CatchUp,
+        /// Jitter bound.
+        jitter: Millis,
+        /// Attempt budget of its jobs.
+        max_attempts: u32,
+    },
+    /// Remove a schedule.
+    RemoveSchedule {
+        /// Name.
+        name: String,
+    },
+    /// Enqueue the job of one plan time.
+    Fire {
+        /// Schedule.
+        name: String,
+        /// Plan time (store time).
+        plan_time: StoreTime,
+    },
+    /// List schedules.
+    ListSchedules {
+        /// After this name.
+        after: Option<String>,
+        /// At most.
+        limit: u32,
+    },
+}
+
+/// A schedule as a reader saw it (the payload as a blob).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleView {
+    /// Name.
+    pub name: String,
+    /// Queue.
+    pub queue: String,
+    /// Payload.
+    pub payload: Blob,
+    /// Rule.
+    pub rule: Rule,
+    /// Catch-up policy.
+    pub catch_up: CatchUp,
+    /// Jitter bound.
+    pub jitter: Millis,
+    /// Attempt budget.
+    pub max_attempts: u32,
+    /// Version (bumped by each put that changed it).
+    pub version: u64,
+    /// Store time of the first put.
+    pub created_at: StoreTime,
+    /// Store time of the last put that changed it.
+    pub updated_at: StoreTime,
+}
+
+impl ScheduleView {
+    /// The reader's view of a stored schedule.
+    pub fn of(r: &ScheduleRecord) -> Self {
+        let s = &r.schedule;
+        ScheduleView {
+            name: s.name.clone(),
+            queue: s.queue.clone(),
+            payload: Blob::of(&s.payload),
+            rule: s.rule.clone(),
+            catch_up: s.catch_up,
+            jitter: s.jitter,
+            max_attempts: s.max_attempts,
+            version: r.version,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
 }
 
 /// What a reader saw of one job: every protocol field of the row (spec §1),
@@ -197,6 +277,12 @@ pub enum Reply {
     Row(Option<ReadRow>),
     /// Rows read.
     Rows(Vec<ReadRow>),
+    /// A schedule was stored (or was already stored as given).
+    Done,
+    /// Whether a removed schedule existed.
+    Removed(bool),
+    /// Schedules listed.
+    Schedules(Vec<ScheduleView>),
     /// A definite rejection (nothing changed).
     Rejected(String),
     /// Unknown outcome: the network or the store failed.

@@ -208,6 +208,10 @@ async fn execute<S: SimStore>(store: Arc<S>, op: WireOp) -> (WireReply, Vec<Read
         WireOp::Cancel(j) => wire(store.cancel(j).await, WireReply::Cancel),
         WireOp::Get(j) => wire(store.get(j).await, WireReply::Row),
         WireOp::List(l) => wire(store.list(l).await, WireReply::Rows),
+        WireOp::PutSchedule(s) => wire(store.put_schedule(s).await, |()| WireReply::Done),
+        WireOp::RemoveSchedule(n) => wire(store.remove_schedule(n).await, WireReply::Removed),
+        WireOp::Fire(f) => wire(store.fire(f).await, WireReply::Job),
+        WireOp::ListSchedules(l) => wire(store.list_schedules(l).await, WireReply::Schedules),
     };
     let after = touched(&*store, &op, &reply).await;
     (reply, after)

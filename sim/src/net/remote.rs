@@ -16,9 +16,9 @@ use super::wire::{read_frame, write_frame, WireOp, WireReply, WireRequest, STORE
 use crate::history::{Record, Reply};
 use crate::hosts::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, Millis, NewJob,
-    Release, ReleaseRequest, RenewRequest, Renewal, Runtime, Store, StoreError, StoreTime,
-    SweepRequest,
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
+    ListSchedulesRequest, Millis, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Runtime,
+    Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use std::io;
 use turmoil::net::TcpStream;
@@ -192,6 +192,33 @@ impl Store for RemoteStore {
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         match self.call(WireOp::List(req)).await? {
             WireReply::Rows(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        match self.call(WireOp::PutSchedule(schedule)).await? {
+            WireReply::Done => Ok(()),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        match self.call(WireOp::RemoveSchedule(name)).await? {
+            WireReply::Removed(b) => Ok(b),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        match self.call(WireOp::Fire(req)).await? {
+            WireReply::Job(j) => Ok(j),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        match self.call(WireOp::ListSchedules(req)).await? {
+            WireReply::Schedules(s) => Ok(s),
             r => Err(unexpected(r)),
         }
     }

@@ -1,10 +1,10 @@
 //! Wire types and framing.
 
-use crate::history::{Blob, LeaseRef, Op, ReadRow, Reply};
+use crate::history::{Blob, LeaseRef, Op, ReadRow, Reply, ScheduleView};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, InputError, JobId, JobRecord, Lease, ListRequest,
-    NewJob, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime, SweepRequest,
-    Token,
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, InputError, JobId, JobRecord, Lease,
+    ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal,
+    Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::io;
@@ -49,6 +49,14 @@ pub enum WireOp {
     Get(JobId),
     /// `list`.
     List(ListRequest),
+    /// `put_schedule`.
+    PutSchedule(Schedule),
+    /// `remove_schedule`.
+    RemoveSchedule(String),
+    /// `fire`.
+    Fire(FireRequest),
+    /// `list_schedules`.
+    ListSchedules(ListSchedulesRequest),
 }
 
 /// A store failure on the wire.
@@ -60,6 +68,10 @@ pub enum WireError {
     UnknownToken(JobId, Token),
     /// Other bad input (the simulator never sends any).
     Input(String),
+    /// No schedule of this name.
+    UnknownSchedule(String),
+    /// A fire the schedule's guard refused: (schedule, plan time, why).
+    NotAPlanTime(String, StoreTime, String),
     /// Write conflict.
     Conflict(JobId),
     /// Corrupt row.
@@ -90,6 +102,12 @@ pub enum WireReply {
     Row(Option<JobRecord>),
     /// Rows.
     Rows(Vec<JobRecord>),
+    /// A put was applied.
+    Done,
+    /// A remove: whether the schedule existed.
+    Removed(bool),
+    /// Schedules.
+    Schedules(Vec<ScheduleRecord>),
     /// A failure.
     Error(WireError),
 }
@@ -102,6 +120,14 @@ impl WireError {
             StoreError::Input(InputError::UnknownToken { job, token }) => {
                 WireError::UnknownToken(*job, *token)
             }
+            StoreError::Input(InputError::UnknownSchedule(n)) => {
+                WireError::UnknownSchedule(n.clone())
+            }
+            StoreError::Input(InputError::NotAPlanTime {
+                schedule,
+                plan_time,
+                reason,
+            }) => WireError::NotAPlanTime(schedule.clone(), *plan_time, reason.to_string()),
             StoreError::Input(i) => WireError::Input(i.to_string()),
             StoreError::Conflict(j) => WireError::Conflict(*j),
             StoreError::Corrupt(s) => WireError::Corrupt(s.clone()),
@@ -118,6 +144,14 @@ impl WireError {
                 StoreError::Input(InputError::UnknownToken { job, token })
             }
             WireError::Input(s) => StoreError::Corrupt(format!("store rejected input: {s}")),
+            WireError::UnknownSchedule(n) => StoreError::Input(InputError::UnknownSchedule(n)),
+            WireError::NotAPlanTime(schedule, plan_time, reason) => {
+                StoreError::Input(InputError::NotAPlanTime {
+                    schedule,
+                    plan_time,
+                    reason: known_reason(&reason),
+                })
+            }
             WireError::Conflict(j) => StoreError::Conflict(j),
             WireError::Corrupt(s) => StoreError::Corrupt(s),
             WireError::Unavailable(s) => StoreError::Unavailable(s),
@@ -127,6 +161,18 @@ impl WireError {
     fn text(&self) -> String {
         format!("{self:?}")
     }
+}
+
+/// The static text of a refusal reason the core gives, from its wire copy.
+fn known_reason(r: &str) -> &'static str {
+    const KNOWN: [&str; 2] = [
+        "it is after the store's now",
+        "it is not a plan time of the rule",
+    ];
+    KNOWN
+        .into_iter()
+        .find(|k| *k == r)
+        .unwrap_or("refused by the store")
 }
 
 impl WireOp {
@@ -168,6 +214,24 @@ impl WireOp {
                 after: l.after,
                 limit: l.limit,
             },
+            WireOp::PutSchedule(s) => Op::PutSchedule {
+                name: s.name.clone(),
+                queue: s.queue.clone(),
+                payload: Blob::of(&s.payload),
+                rule: s.rule.clone(),
+                catch_up: s.catch_up,
+                jitter: s.jitter,
+                max_attempts: s.max_attempts,
+            },
+            WireOp::RemoveSchedule(n) => Op::RemoveSchedule { name: n.clone() },
+            WireOp::Fire(f) => Op::Fire {
+                name: f.name.clone(),
+                plan_time: f.plan_time,
+            },
+            WireOp::ListSchedules(l) => Op::ListSchedules {
+                after: l.after.clone(),
+                limit: l.limit,
+            },
         }
     }
 }
@@ -204,6 +268,9 @@ impl WireReply {
             WireReply::Cancel(c) => Reply::Cancel(*c),
             WireReply::Row(r) => Reply::Row(r.as_ref().map(ReadRow::of)),
             WireReply::Rows(rs) => Reply::Rows(rs.iter().map(ReadRow::of).collect()),
+            WireReply::Done => Reply::Done,
+            WireReply::Removed(b) => Reply::Removed(*b),
+            WireReply::Schedules(ss) => Reply::Schedules(ss.iter().map(ScheduleView::of).collect()),
             WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
             WireReply::Error(e) => Reply::Rejected(e.text()),
         }

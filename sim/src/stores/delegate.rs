@@ -75,6 +75,36 @@ macro_rules! delegate_store {
             > + Send {
                 self.$field.list(req)
             }
+            fn put_schedule(
+                &self,
+                schedule: leasehold_core::Schedule,
+            ) -> impl std::future::Future<Output = Result<(), leasehold_core::StoreError>> + Send
+            {
+                self.$field.put_schedule(schedule)
+            }
+            fn remove_schedule(
+                &self,
+                name: String,
+            ) -> impl std::future::Future<Output = Result<bool, leasehold_core::StoreError>> + Send
+            {
+                self.$field.remove_schedule(name)
+            }
+            fn fire(
+                &self,
+                req: leasehold_core::FireRequest,
+            ) -> impl std::future::Future<
+                Output = Result<leasehold_core::JobId, leasehold_core::StoreError>,
+            > + Send {
+                self.$field.fire(req)
+            }
+            fn list_schedules(
+                &self,
+                req: leasehold_core::ListSchedulesRequest,
+            ) -> impl std::future::Future<
+                Output = Result<Vec<leasehold_core::ScheduleRecord>, leasehold_core::StoreError>,
+            > + Send {
+                self.$field.list_schedules(req)
+            }
         }
     };
 }

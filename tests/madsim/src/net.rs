@@ -13,9 +13,9 @@
 
 use crate::world::Host;
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, JobId, JobRecord, Lease, ListRequest, Millis, NewJob,
-    Release, ReleaseRequest, RenewRequest, Renewal, Runtime, Store, StoreError, StoreTime,
-    SweepRequest,
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
+    ListSchedulesRequest, Millis, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Runtime,
+    Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use leasehold_memory::MemoryStore;
 use leasehold_sim::history::{Fate, ReadRow, Record, Reply};
@@ -188,6 +188,33 @@ impl Store for RemoteStore {
             r => Err(unexpected(r)),
         }
     }
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        match self.call(WireOp::PutSchedule(schedule)).await? {
+            WireReply::Done => Ok(()),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        match self.call(WireOp::RemoveSchedule(name)).await? {
+            WireReply::Removed(b) => Ok(b),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        match self.call(WireOp::Fire(req)).await? {
+            WireReply::Job(j) => Ok(j),
+            r => Err(unexpected(r)),
+        }
+    }
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        match self.call(WireOp::ListSchedules(req)).await? {
+            WireReply::Schedules(s) => Ok(s),
+            r => Err(unexpected(r)),
+        }
+    }
 }
 
 /// The store node's software: one incarnation serving `store` on
@@ -237,6 +264,10 @@ async fn serve(
         WireOp::Cancel(j) => wire(store.cancel(j).await, WireReply::Cancel),
         WireOp::Get(j) => wire(store.get(j).await, WireReply::Row),
         WireOp::List(l) => wire(store.list(l).await, WireReply::Rows),
+        WireOp::PutSchedule(s) => wire(store.put_schedule(s).await, |()| WireReply::Done),
+        WireOp::RemoveSchedule(n) => wire(store.remove_schedule(n).await, WireReply::Removed),
+        WireOp::Fire(f) => wire(store.fire(f).await, WireReply::Job),
+        WireOp::ListSchedules(l) => wire(store.list_schedules(l).await, WireReply::Schedules),
     };
     let after = touched(&store, &op, &reply).await;
     for row in &after {

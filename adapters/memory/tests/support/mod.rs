@@ -110,6 +110,21 @@ impl Store for Flaky {
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         self.inner.list(req).await
     }
+    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
+        self.inner.put_schedule(schedule).await
+    }
+    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
+        self.inner.remove_schedule(name).await
+    }
+    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        self.inner.fire(req).await
+    }
+    async fn list_schedules(
+        &self,
+        req: ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        self.inner.list_schedules(req).await
+    }
 }
 
 /// What a scripted handler does.

@@ -188,6 +188,23 @@ pub(crate) fn op_text(op: &Op, host: &str) -> String {
         Op::Cancel { job } => format!("cancel({job})"),
         Op::Get { job } => format!("get({job})"),
         Op::List { after, limit } => format!("list(after={}, limit={limit})", opt(after)),
+        Op::PutSchedule {
+            name,
+            queue,
+            rule,
+            catch_up,
+            jitter,
+            ..
+        } => format!(
+            "put_schedule({}, queue={queue}, rule={rule:?}, catch_up={catch_up}, jitter={jitter})",
+            quote(name)
+        ),
+        Op::RemoveSchedule { name } => format!("remove_schedule({})", quote(name)),
+        Op::Fire { name, plan_time } => format!("fire({}, {plan_time})", quote(name)),
+        Op::ListSchedules { after, limit } => format!(
+            "list_schedules(after={}, limit={limit})",
+            after.as_deref().map_or("none".into(), quote)
+        ),
     }
 }
 
@@ -257,6 +274,13 @@ pub(crate) fn reply_text(r: &Reply) -> String {
         Reply::Row(None) => "no row".into(),
         Reply::Row(Some(r)) => format!("row {}", row_text(r)),
         Reply::Rows(rs) => format!("rows {}", list(rs, |r| r.job.to_string())),
+        Reply::Done => "done".into(),
+        Reply::Removed(true) => "removed".into(),
+        Reply::Removed(false) => "no such schedule".into(),
+        Reply::Schedules(ss) => format!(
+            "schedules {}",
+            list(ss, |s| format!("{} v{}", quote(&s.name), s.version))
+        ),
         Reply::Rejected(s) => format!("rejected {}", quote(s)),
         Reply::Unavailable(s) => format!("unavailable {}", quote(s)),
     }

@@ -62,6 +62,7 @@
 mod backoff;
 mod compare;
 mod model;
+mod schedules;
 pub(crate) use model::stored_error;
 
 use crate::checker::Violation;
@@ -134,7 +135,10 @@ impl Served<'_> {
 
     /// Whether the request may change rows.
     fn writes(&self) -> bool {
-        !matches!(self.op, Op::Now | Op::Get { .. } | Op::List { .. })
+        !matches!(
+            self.op,
+            Op::Now | Op::Get { .. } | Op::List { .. } | Op::ListSchedules { .. }
+        )
     }
 
     /// The job a single-job request names.
@@ -239,6 +243,7 @@ impl Replay {
         if let (Verdict::Agrees, Some(p)) = (verdict, &plan) {
             self.apply(s, p);
         }
+        self.follow_schedules(s, plan.as_ref(), verdict);
         let mut flagged = verdict == Verdict::Differs;
         for img in s.after.iter().chain(s.read_rows()) {
             flagged |= self.image(s, img, verdict == Verdict::Agrees && !flagged);
@@ -278,8 +283,11 @@ impl Replay {
                     r.known = false;
                 }
             }
-            Op::Enqueue { .. } | Op::Claim { .. } | Op::Sweep { .. } => self.blind = true,
-            Op::Now | Op::Get { .. } | Op::List { .. } => {}
+            Op::Enqueue { .. } | Op::Claim { .. } | Op::Sweep { .. } | Op::Fire { .. } => {
+                self.blind = true
+            }
+            Op::PutSchedule { .. } | Op::RemoveSchedule { .. } => self.model.schedules.blind = true,
+            Op::Now | Op::Get { .. } | Op::List { .. } | Op::ListSchedules { .. } => {}
         }
     }
 
@@ -369,8 +377,38 @@ impl Replay {
         (jobs, tokens)
     }
 
+    /// Keeps the model's schedules in step with what the store did when
+    /// the answer was not judged or differed (see `schedules`).
+    fn follow_schedules(&mut self, s: &Served<'_>, plan: Option<&Plan>, verdict: Verdict) {
+        if verdict == Verdict::Agrees {
+            return;
+        }
+        match (s.op, s.reply) {
+            // A cron put the model does not judge: a `Done` says it stands.
+            (Op::PutSchedule { .. }, Reply::Done) if verdict == Verdict::Skipped => {
+                match plan.and_then(|p| p.schedule.as_ref()) {
+                    Some(c) if !self.model.schedules.blind => self.model.apply_schedule(c),
+                    _ => self.model.schedules.blind = true,
+                }
+            }
+            // A complete listing is the truth.
+            (Op::ListSchedules { after: None, limit }, Reply::Schedules(v))
+                if v.len() < *limit as usize =>
+            {
+                self.model.adopt_schedules(v)
+            }
+            (Op::PutSchedule { .. } | Op::RemoveSchedule { .. }, _) => {
+                self.model.schedules.blind = true
+            }
+            _ => {}
+        }
+    }
+
     /// Applies the model's changes of an answer that agreed.
     fn apply(&mut self, s: &Served<'_>, plan: &Plan) {
+        if let Some(c) = &plan.schedule {
+            self.model.apply_schedule(c);
+        }
         for r in &plan.changes {
             self.model.rows.insert(r.job, r.clone());
         }
@@ -488,7 +526,7 @@ impl Replay {
                 kind,
             };
             let e = match (s.op, before) {
-                (Op::Enqueue { .. }, None) if new == Some(j) || unknown => event(
+                (Op::Enqueue { .. } | Op::Fire { .. }, None) if new == Some(j) || unknown => event(
                     None,
                     None,
                     EventKind::Enqueued {

@@ -289,19 +289,22 @@ pub(crate) struct Plan {
     pub new_row: Option<Row>,
     /// Why the model expects this, when it is not obvious from the answer.
     pub note: Option<String>,
+    /// The change to the schedules, if the answer agrees.
+    pub schedule: Option<super::schedules::SchedChange>,
 }
 
 impl Plan {
-    fn want(want: Want) -> Plan {
+    pub(super) fn want(want: Want) -> Plan {
         Plan {
             want,
             changes: Vec::new(),
             new_row: None,
             note: None,
+            schedule: None,
         }
     }
 
-    fn note(mut self, n: impl Into<String>) -> Plan {
+    pub(super) fn note(mut self, n: impl Into<String>) -> Plan {
         self.note = Some(n.into());
         self
     }
@@ -314,13 +317,15 @@ pub(crate) struct Model {
     pub rules: Rules,
     /// Rows by id.
     pub rows: BTreeMap<JobId, Row>,
-    /// Idempotency keys.
+    /// Idempotency keys (schedule fires' keys included).
     pub keys: BTreeMap<String, JobId>,
+    /// The schedules.
+    pub schedules: super::schedules::Schedules,
 }
 
 /// Whether a queue name is acceptable: non-empty, bounded, no control or
 /// whitespace characters (spec §1).
-fn queue_ok(q: &str) -> bool {
+pub(super) fn queue_ok(q: &str) -> bool {
     !q.is_empty()
         && q.len() <= DEFAULT_MAX_QUEUE_LEN
         && !q.chars().any(|c| c.is_control() || c.is_whitespace())
@@ -358,6 +363,7 @@ impl Model {
             rules,
             rows: BTreeMap::new(),
             keys: BTreeMap::new(),
+            schedules: Default::default(),
         }
     }
 
@@ -431,6 +437,10 @@ impl Model {
                 }
                 Plan::want(Want::List(rows.iter().map(|r| r.job).collect()))
             }
+            Op::PutSchedule { .. }
+            | Op::RemoveSchedule { .. }
+            | Op::Fire { .. }
+            | Op::ListSchedules { .. } => self.plan_schedule(op, now),
         }
     }
 
@@ -445,9 +455,13 @@ impl Model {
         max_attempts: u32,
         now: StoreTime,
     ) -> Plan {
-        let bad_key = key
-            .as_ref()
-            .is_some_and(|k| k.is_empty() || k.len() > DEFAULT_MAX_KEY_LEN || k.contains('\0'));
+        // Keys in the schedules' namespace belong to fires (spec §3).
+        let bad_key = key.as_ref().is_some_and(|k| {
+            k.is_empty()
+                || k.len() > DEFAULT_MAX_KEY_LEN
+                || k.contains('\0')
+                || k.starts_with(super::schedules::FIRE_KEY_PREFIX)
+        });
         if !queue_ok(queue)
             || payload.len > self.rules.max_payload
             || max_attempts == 0

@@ -1,0 +1,219 @@
+//! Schedules on PostgreSQL: `leasehold_schedules`, and fires as inserts into
+//! `leasehold_jobs` under the plan time's key.
+//!
+//! Each operation is one transaction applying the core's `put_schedule` or
+//! `fire` transition. The schedule row is locked (`FOR UPDATE`) by a put;
+//! a fire reads it, looks up the plan time's key, and inserts. The unique
+//! index on `idempotency_key` is what holds "one job per plan time": two
+//! schedulers firing the same plan time at once both find no job, one
+//! insert waits for the other's commit and fails with a unique violation,
+//! and its retry finds the job and answers it.
+
+use crate::error;
+use crate::row::{decode, Batch, COLUMNS};
+use crate::{PgStore, LIVE_CLOCK};
+use leasehold_core::schedule::columns::{ScheduleColumns, SCHEDULE_COLUMNS};
+use leasehold_core::transition::{self, FirePlan, PutPlan};
+use leasehold_core::{
+    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError, StoreTime,
+};
+use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::Row;
+
+fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
+    row: &'r PgRow,
+    i: usize,
+) -> Result<T, StoreError> {
+    row.try_get(i)
+        .map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// Decodes the [`SCHEDULE_COLUMNS`] of `row`.
+fn decode_schedule(row: &PgRow) -> Result<ScheduleRecord, StoreError> {
+    ScheduleColumns {
+        name: get(row, 0)?,
+        queue: get(row, 1)?,
+        payload: get(row, 2)?,
+        rule_kind: get(row, 3)?,
+        cron_expr: get(row, 4)?,
+        time_zone: get(row, 5)?,
+        interval_ms: get(row, 6)?,
+        catch_up_max: get(row, 7)?,
+        jitter_ms: get(row, 8)?,
+        max_attempts: get(row, 9)?,
+        version: get(row, 10)?,
+        created_at: get(row, 11)?,
+        updated_at: get(row, 12)?,
+    }
+    .into_record()
+}
+
+impl PgStore {
+    /// The store's clock, read now.
+    async fn clock_now(&self, conn: &mut PgConnection) -> Result<StoreTime, StoreError> {
+        let t: i64 = sqlx::query_scalar(&format!("SELECT {LIVE_CLOCK}"))
+            .bind(self.clock_param())
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        Ok(StoreTime(t))
+    }
+
+    async fn load_schedule(
+        conn: &mut PgConnection,
+        name: &str,
+        lock: bool,
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name = $1{}",
+            if lock { " FOR UPDATE" } else { "" }
+        );
+        let row = sqlx::query(&sql)
+            .bind(name)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        row.as_ref().map(decode_schedule).transpose()
+    }
+
+    pub(crate) async fn put_schedule_in(
+        &self,
+        conn: &mut PgConnection,
+        spec: &Schedule,
+    ) -> Result<(), StoreError> {
+        let old = Self::load_schedule(conn, &spec.name, true).await?;
+        let now = self.clock_now(conn).await?;
+        let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
+        else {
+            return Ok(());
+        };
+        let c = ScheduleColumns::of(&rec)?;
+        let res = match &old {
+            // A concurrent first put of the name is a unique violation:
+            // retried, it becomes an update.
+            None => sqlx::query(&format!(
+                "INSERT INTO leasehold_schedules ({SCHEDULE_COLUMNS}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+            ))
+            .bind(&c.name)
+            .bind(&c.queue)
+            .bind(&c.payload)
+            .bind(&c.rule_kind)
+            .bind(&c.cron_expr)
+            .bind(&c.time_zone)
+            .bind(c.interval_ms)
+            .bind(c.catch_up_max)
+            .bind(c.jitter_ms)
+            .bind(c.max_attempts)
+            .bind(c.version)
+            .bind(c.created_at)
+            .bind(c.updated_at)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?,
+            Some(o) => sqlx::query(
+                "UPDATE leasehold_schedules SET queue = $1, payload = $2, rule_kind = $3, \
+                 cron_expr = $4, time_zone = $5, interval_ms = $6, catch_up_max = $7, \
+                 jitter_ms = $8, max_attempts = $9, version = $10, updated_at = $11 \
+                 WHERE name = $12 AND version = $13",
+            )
+            .bind(&c.queue)
+            .bind(&c.payload)
+            .bind(&c.rule_kind)
+            .bind(&c.cron_expr)
+            .bind(&c.time_zone)
+            .bind(c.interval_ms)
+            .bind(c.catch_up_max)
+            .bind(c.jitter_ms)
+            .bind(c.max_attempts)
+            .bind(c.version)
+            .bind(c.updated_at)
+            .bind(&c.name)
+            .bind(o.version as i64)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?,
+        };
+        if res.rows_affected() != 1 {
+            return Err(StoreError::Conflict(JobId(0)));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn remove_schedule_in(
+        conn: &mut PgConnection,
+        name: &str,
+    ) -> Result<bool, StoreError> {
+        let res = sqlx::query("DELETE FROM leasehold_schedules WHERE name = $1")
+            .bind(name)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    pub(crate) async fn fire_in(
+        &self,
+        conn: &mut PgConnection,
+        req: &FireRequest,
+    ) -> Result<JobId, StoreError> {
+        leasehold_core::schedule::check_name(&req.name)?;
+        let schedule = Self::load_schedule(conn, &req.name, false).await?;
+        let key = transition::fire_key(req);
+        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = $1");
+        let existing = sqlx::query(&sql)
+            .bind(&key)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::map)?
+            .as_ref()
+            .map(decode)
+            .transpose()?;
+        let now = self.clock_now(conn).await?;
+        // An id only when the plan time has no job yet (answers burn none).
+        let id = match &existing {
+            Some(job) => job.id,
+            None => {
+                let next: i64 = sqlx::query_scalar("SELECT nextval('leasehold_job_ids')")
+                    .fetch_one(&mut *conn)
+                    .await
+                    .map_err(error::map)?;
+                JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("job id sequence".into()))?)
+            }
+        };
+        match transition::fire(schedule.as_ref(), req, id, existing.as_ref(), now)? {
+            FirePlan::Existing(id) => Ok(id),
+            FirePlan::Insert(a) => {
+                let mut batch = Batch::default();
+                batch.push_row(&a.record, 0)?;
+                if self.audit {
+                    batch.push_event(&a.event)?;
+                }
+                batch
+                    .insert(self.channel.clone())
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(error::map)?;
+                Ok(id)
+            }
+        }
+    }
+
+    pub(crate) async fn list_schedules_in(
+        &self,
+        req: &ListSchedulesRequest,
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        // `COLLATE "C"`: byte order, as every other store lists names.
+        let sql = format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules \
+             WHERE name COLLATE \"C\" > $1 ORDER BY name COLLATE \"C\" LIMIT $2"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(req.after.as_deref().unwrap_or(""))
+            .bind(i64::from(req.limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(error::map)?;
+        rows.iter().map(decode_schedule).collect()
+    }
+}

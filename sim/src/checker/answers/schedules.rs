@@ -1,0 +1,249 @@
+//! The reference model's schedules (spec §3 "Schedules"): what
+//! `put_schedule`, `remove_schedule`, `fire` and `list_schedules` must
+//! answer, written from the spec and not from the core.
+//!
+//! - A put of a valid spec answers `Done`; it replaces the schedule of the
+//!   same name (version + 1, `updated_at` = the store's now) unless the spec
+//!   is identical, which changes nothing.
+//! - A remove answers whether the name existed; the jobs stay.
+//! - A fire of a plan time that already has a job (its key, spec §3:
+//!   `(name, plan_time)`) answers that job; otherwise the schedule must
+//!   exist, the plan time must not be after the store's now and must be a
+//!   plan time of the rule, and the answer is a new pending job with the
+//!   schedule's queue, payload and budget, priority 0, and `run_at` within
+//!   `[now, now + jitter]`.
+//!
+//! The model judges interval rules completely (a plan time is a multiple
+//! of the interval). It does not parse cron: whether a cron expression or
+//! time zone is valid, and whether an instant is one of its plan times, is
+//! not judged (the store's answer is taken), while every other field and
+//! every answer about existing keys still is.
+
+use super::model::{queue_ok, ErrText, Model, Plan, Row, RunAt, Want};
+use crate::history::{Blob, Op, Reply, ScheduleView};
+use leasehold_core::{
+    CatchUp, JobId, JobState, Millis, Rule, StoreTime, Token, DEFAULT_MAX_ATTEMPTS_CAP,
+};
+use std::collections::BTreeMap;
+
+/// Keys of fires live under this prefix; an enqueue may not use it.
+pub(crate) const FIRE_KEY_PREFIX: &str = "leasehold:schedule:";
+/// Longest schedule name, bytes.
+const MAX_NAME: usize = 128;
+/// Largest catch-up bound.
+const MAX_CATCH_UP: u32 = 1000;
+/// Largest jitter, ms.
+const MAX_JITTER_MS: u64 = 3_600_000;
+
+/// The key of the job of `name`'s `plan_time`.
+pub(crate) fn fire_key(name: &str, plan_time: StoreTime) -> String {
+    format!("{FIRE_KEY_PREFIX}{name}@{}", plan_time.0)
+}
+
+/// The model's schedules.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Schedules {
+    /// By name.
+    pub by_name: BTreeMap<String, ScheduleView>,
+    /// The model lost track (an answer it could not judge or that differed).
+    pub blind: bool,
+}
+
+/// A change to the schedules an agreeing answer makes.
+#[derive(Clone, Debug)]
+pub(crate) enum SchedChange {
+    /// Stored as this.
+    Put(ScheduleView),
+    /// Removed.
+    Remove(String),
+}
+
+fn name_ok(n: &str) -> bool {
+    !n.is_empty() && n.len() <= MAX_NAME && !n.chars().any(|c| c.is_control() || c.is_whitespace())
+}
+
+impl Model {
+    /// The plan of a schedule operation.
+    pub(super) fn plan_schedule(&self, op: &Op, now: StoreTime) -> Plan {
+        match op {
+            Op::PutSchedule {
+                name,
+                queue,
+                payload,
+                rule,
+                catch_up,
+                jitter,
+                max_attempts,
+            } => self.put_schedule(name, queue, payload, rule, *catch_up, *jitter, *max_attempts, now),
+            Op::RemoveSchedule { name } => {
+                if self.schedules.blind {
+                    return Plan::want(Want::Unjudged);
+                }
+                let exists = self.schedules.by_name.contains_key(name);
+                let mut p = Plan::want(Want::Exact(Reply::Removed(exists)));
+                if exists {
+                    p.schedule = Some(SchedChange::Remove(name.clone()));
+                }
+                p
+            }
+            Op::Fire { name, plan_time } => self.fire(name, *plan_time, now),
+            Op::ListSchedules { after, limit } => {
+                if self.schedules.blind {
+                    return Plan::want(Want::Unjudged);
+                }
+                let views = self
+                    .schedules
+                    .by_name
+                    .iter()
+                    .filter(|(n, _)| after.as_ref().is_none_or(|a| *n > a))
+                    .take(*limit as usize)
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                Plan::want(Want::Exact(Reply::Schedules(views)))
+            }
+            _ => Plan::want(Want::Unjudged),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // the fields of one schedule spec
+    fn put_schedule(
+        &self,
+        name: &str,
+        queue: &str,
+        payload: &Blob,
+        rule: &Rule,
+        catch_up: CatchUp,
+        jitter: Millis,
+        max_attempts: u32,
+        now: StoreTime,
+    ) -> Plan {
+        let bad = !name_ok(name)
+            || !queue_ok(queue)
+            || payload.len > self.rules.max_payload
+            || max_attempts == 0
+            || max_attempts > DEFAULT_MAX_ATTEMPTS_CAP
+            || matches!(catch_up, CatchUp::Each { max } if max == 0 || max > MAX_CATCH_UP)
+            || jitter.0 > MAX_JITTER_MS
+            || matches!(rule, Rule::Every { interval } if interval.0 == 0);
+        if bad {
+            return Plan::want(Want::Rejected("Input")).note("the schedule is invalid");
+        }
+        let old = self.schedules.by_name.get(name);
+        let same = old.is_some_and(|o| {
+            o.queue == queue
+                && o.payload == *payload
+                && o.rule == *rule
+                && o.catch_up == catch_up
+                && o.jitter == jitter
+                && o.max_attempts == max_attempts
+        });
+        let view = match old {
+            Some(o) if same => o.clone(),
+            _ => ScheduleView {
+                name: name.to_string(),
+                queue: queue.to_string(),
+                payload: *payload,
+                rule: rule.clone(),
+                catch_up,
+                jitter,
+                max_attempts,
+                version: old.map_or(1, |o| o.version + 1),
+                created_at: old.map_or(now, |o| o.created_at),
+                updated_at: now,
+            },
+        };
+        // Cron validity is not the model's to judge: a `Done` is taken.
+        let want = if self.schedules.blind || matches!(rule, Rule::Cron { .. }) {
+            Want::Unjudged
+        } else {
+            Want::Exact(Reply::Done)
+        };
+        let mut p = Plan::want(want);
+        p.schedule = Some(SchedChange::Put(view));
+        p
+    }
+
+    fn fire(&self, name: &str, plan_time: StoreTime, now: StoreTime) -> Plan {
+        if !name_ok(name) {
+            return Plan::want(Want::Rejected("Input")).note("the schedule name is invalid");
+        }
+        if self.schedules.blind {
+            return Plan::want(Want::Unjudged);
+        }
+        let Some(s) = self.schedules.by_name.get(name) else {
+            return Plan::want(Want::Rejected("UnknownSchedule"));
+        };
+        let key = fire_key(name, plan_time);
+        if let Some(id) = self.keys.get(&key) {
+            return Plan::want(Want::Exact(Reply::Job(*id)))
+                .note(format!("{plan_time} of {name:?} already made {id}"));
+        }
+        if plan_time > now {
+            return Plan::want(Want::Rejected("NotAPlanTime"))
+                .note(format!("{plan_time} is after the store's now {now}"));
+        }
+        match &s.rule {
+            Rule::Every { interval } => {
+                let i = i64::try_from(interval.0).unwrap_or(i64::MAX);
+                if plan_time.0.rem_euclid(i) != 0 {
+                    return Plan::want(Want::Rejected("NotAPlanTime"))
+                        .note(format!("{plan_time} is not a multiple of {interval}"));
+                }
+            }
+            Rule::Cron { .. } => return Plan::want(Want::Unjudged),
+        }
+        let hi = StoreTime(now.0.saturating_add(i64::try_from(s.jitter.0).unwrap_or(0)));
+        let run_at = if hi == now {
+            RunAt::At(now)
+        } else {
+            RunAt::Between {
+                lo: now,
+                hi,
+                attempt: 0,
+            }
+        };
+        let row = Row {
+            job: JobId(0),
+            queue: s.queue.clone(),
+            payload: s.payload,
+            priority: 0,
+            run_at,
+            state: JobState::Pending,
+            attempt: 0,
+            max_attempts: s.max_attempts,
+            token: Token::NONE,
+            holder: None,
+            expires_at: None,
+            cancel_requested: false,
+            released: None,
+            earlier: BTreeMap::new(),
+            result: None,
+            error: ErrText::Is(None),
+            key: Some(key),
+            version: 1,
+            known: true,
+        };
+        Plan {
+            new_row: Some(row),
+            ..Plan::want(Want::NewJob)
+        }
+    }
+
+    /// Applies a schedule change.
+    pub(super) fn apply_schedule(&mut self, c: &SchedChange) {
+        match c {
+            SchedChange::Put(v) => {
+                self.schedules.by_name.insert(v.name.clone(), v.clone());
+            }
+            SchedChange::Remove(n) => {
+                self.schedules.by_name.remove(n);
+            }
+        }
+    }
+
+    /// Takes a complete listing as the truth about the schedules.
+    pub(super) fn adopt_schedules(&mut self, views: &[ScheduleView]) {
+        self.schedules.by_name = views.iter().map(|v| (v.name.clone(), v.clone())).collect();
+        self.schedules.blind = false;
+    }
+}

@@ -653,6 +653,11 @@ impl SimConfig {
 
     /// Checks the settings; answers every problem found.
     pub fn validate(&self) -> Result<(), Vec<ConfigProblem>> {
+        // Bounds first: the checks below allocate per host, job and event.
+        let beyond = crate::bounds::problems(self);
+        if !beyond.is_empty() {
+            return Err(beyond);
+        }
         let mut out = Vec::new();
         let mut bad = |path: &str, message: String| {
             out.push(ConfigProblem {
@@ -663,9 +668,6 @@ impl SimConfig {
         let p = &self.protocol;
         if self.topology.workers == 0 {
             bad("topology.workers", "at least one worker is needed".into());
-        }
-        if self.topology.workers > 1000 || self.topology.sweepers > 100 {
-            bad("topology", "at most 1000 workers and 100 sweepers".into());
         }
         if self.seeds == 0 {
             bad("seeds", "must be at least 1".into());
@@ -897,6 +899,11 @@ impl SimConfig {
                     );
                 }
             }
+        }
+        // Settings the correct core cannot work under are judged once each
+        // setting is valid on its own, so one mistake is reported once.
+        if out.is_empty() {
+            out.extend(crate::feasible::problems(self));
         }
         if out.is_empty() {
             Ok(())

@@ -26,32 +26,127 @@ impl Dur {
         Dur(Millis(n * 1000))
     }
     /// As milliseconds.
-    pub fn as_ms(self) -> u64 {
+    pub const fn as_ms(self) -> u64 {
         self.0 .0
     }
 }
 
+/// Most `<number><unit>` parts of one duration (`1h2m3s400ms` has four).
+const MAX_PARTS: usize = 8;
+/// Largest duration the parser accepts, in milliseconds (about 31,700
+/// years: far beyond any bound a scenario checks, far below `u64` and
+/// `i64` overflow and exact in `f64`).
+pub const MAX_PARSED_MS: u64 = 1_000_000_000_000_000;
+
+/// What is wrong with a duration's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DurationProblem {
+    /// Nothing but blanks.
+    Empty,
+    /// More than [`MAX_PARTS`] parts.
+    TooManyParts,
+    /// A unit with no number before it.
+    NumberExpected,
+    /// A number with no unit after it.
+    UnitMissing,
+    /// A unit other than `ms`, `s`, `m`, `min`, `h`.
+    UnknownUnit,
+    /// Digits and dots that are not a number (`1.2.3`).
+    BadNumber,
+    /// A fraction of a millisecond, or more than [`MAX_PARSED_MS`].
+    OutOfRange,
+    /// A sign where none is allowed (a plain duration is never negative).
+    Negative,
+}
+
+/// A duration that does not parse: the text, the byte offset in it where
+/// the problem starts, and what the problem is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DurationError {
+    /// The text as given.
+    pub text: String,
+    /// Byte offset in `text` of the offending part.
+    pub offset: usize,
+    /// What is wrong.
+    pub problem: DurationProblem,
+}
+
+impl fmt::Display for DurationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = &self.text;
+        let rest = text.get(self.offset..).unwrap_or("");
+        let number: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .take(32)
+            .collect();
+        match self.problem {
+            DurationProblem::Empty => write!(f, "empty duration"),
+            DurationProblem::TooManyParts => write!(
+                f,
+                "duration {text:?} has too many parts (at most {MAX_PARTS})"
+            ),
+            DurationProblem::NumberExpected => {
+                write!(f, "duration {text:?}: expected a number before {rest:?}")
+            }
+            DurationProblem::UnitMissing => {
+                write!(f, "duration {text:?} needs a unit (ms, s, m, h)")
+            }
+            DurationProblem::UnknownUnit => write!(
+                f,
+                "duration {text:?}: unknown unit {:?} (use ms, s, m, h)",
+                rest.split(|c: char| c.is_ascii_digit())
+                    .next()
+                    .unwrap_or("")
+            ),
+            DurationProblem::BadNumber => {
+                write!(f, "duration {text:?}: bad number {number:?}")
+            }
+            DurationProblem::OutOfRange => write!(
+                f,
+                "duration {text:?} is not a whole number of milliseconds in range (at most {MAX_PARSED_MS}ms)"
+            ),
+            DurationProblem::Negative => write!(f, "duration {text:?} must not be negative"),
+        }
+    }
+}
+
+impl std::error::Error for DurationError {}
+
+// Scenario sentences (`crash worker-1 at 5s`) carry their errors as text.
+impl From<DurationError> for String {
+    fn from(e: DurationError) -> String {
+        e.to_string()
+    }
+}
+
 /// Parses `1h2m3s400ms`-style text into milliseconds.
-pub fn parse_ms(text: &str) -> Result<u64, String> {
+pub fn parse_ms(text: &str) -> Result<u64, DurationError> {
+    let err = |offset: usize, problem| DurationError {
+        text: text.to_string(),
+        offset,
+        problem,
+    };
     let s = text.trim();
+    // Offsets count from the start of `text`, blanks included.
+    let lead = text.len() - text.trim_start().len();
     if s.is_empty() {
-        return Err("empty duration".into());
+        return Err(err(0, DurationProblem::Empty));
     }
     let mut total: u64 = 0;
     let mut rest = s;
     let mut parts = 0;
     while !rest.is_empty() {
+        let at = lead + (s.len() - rest.len());
         parts += 1;
-        if parts > 8 {
-            return Err(format!("duration {text:?} has too many parts"));
+        if parts > MAX_PARTS {
+            return Err(err(at, DurationProblem::TooManyParts));
         }
         let digits = rest
             .find(|c: char| !c.is_ascii_digit() && c != '.')
             .unwrap_or(rest.len());
         if digits == 0 {
-            return Err(format!(
-                "duration {text:?}: expected a number before {rest:?}"
-            ));
+            return Err(err(at, DurationProblem::NumberExpected));
         }
         let (num, tail) = rest.split_at(digits);
         let unit_len = tail
@@ -63,25 +158,20 @@ pub fn parse_ms(text: &str) -> Result<u64, String> {
             "s" => 1000.0,
             "m" | "min" => 60_000.0,
             "h" => 3_600_000.0,
-            "" => return Err(format!("duration {text:?} needs a unit (ms, s, m, h)")),
-            u => {
-                return Err(format!(
-                    "duration {text:?}: unknown unit {u:?} (use ms, s, m, h)"
-                ))
-            }
+            "" => return Err(err(at + digits, DurationProblem::UnitMissing)),
+            _ => return Err(err(at + digits, DurationProblem::UnknownUnit)),
         };
         let value: f64 = num
             .parse()
-            .map_err(|_| format!("duration {text:?}: bad number {num:?}"))?;
+            .map_err(|_| err(at, DurationProblem::BadNumber))?;
         let ms = value * scale;
-        if !ms.is_finite() || !(0.0..=1e15).contains(&ms) || ms.fract() != 0.0 {
-            return Err(format!(
-                "duration {text:?} is not a whole number of milliseconds in range"
-            ));
+        if !ms.is_finite() || !(0.0..=MAX_PARSED_MS as f64).contains(&ms) || ms.fract() != 0.0 {
+            return Err(err(at, DurationProblem::OutOfRange));
         }
         total = total
             .checked_add(ms as u64)
-            .ok_or_else(|| format!("duration {text:?} overflows"))?;
+            .filter(|&t| t <= MAX_PARSED_MS)
+            .ok_or_else(|| err(at, DurationProblem::OutOfRange))?;
         rest = tail;
     }
     Ok(total)
@@ -122,29 +212,52 @@ impl fmt::Display for SignedDur {
     }
 }
 
+/// Splits a leading `+` or `-` (after blanks) off `s`: (negative, body,
+/// offset of the body in `s`).
+fn sign(s: &str) -> (bool, &str, usize) {
+    let lead = s.len() - s.trim_start().len();
+    match s.as_bytes().get(lead) {
+        Some(b'-') => (true, &s[lead + 1..], lead + 1),
+        Some(b'+') => (false, &s[lead + 1..], lead + 1),
+        _ => (false, s, 0),
+    }
+}
+
+/// `parse_ms` on the part of `s` after its sign, with offsets into `s`.
+fn parse_body(s: &str, body: &str, at: usize) -> Result<u64, DurationError> {
+    parse_ms(body).map_err(|e| DurationError {
+        text: s.to_string(),
+        offset: at + e.offset,
+        problem: e.problem,
+    })
+}
+
 impl std::str::FromStr for Dur {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s.trim_start().starts_with('-') {
-            return Err(format!("duration {s:?} must not be negative"));
+    type Err = DurationError;
+    fn from_str(s: &str) -> Result<Self, DurationError> {
+        let (neg, body, at) = sign(s);
+        if neg {
+            return Err(DurationError {
+                text: s.to_string(),
+                offset: at - 1,
+                problem: DurationProblem::Negative,
+            });
         }
-        parse_ms(s.trim_start_matches('+')).map(|ms| Dur(Millis(ms)))
+        parse_body(s, body, at).map(|ms| Dur(Millis(ms)))
     }
 }
 
 impl std::str::FromStr for SignedDur {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        let (neg, body) = match t.as_bytes().first() {
-            Some(b'-') => (true, &t[1..]),
-            Some(b'+') => (false, &t[1..]),
-            _ => (false, t),
-        };
-        let ms = i64::try_from(parse_ms(body)?).map_err(|_| format!("duration {s:?} overflows"))?;
+    type Err = DurationError;
+    fn from_str(s: &str) -> Result<Self, DurationError> {
+        let (neg, body, at) = sign(s);
+        // MAX_PARSED_MS fits in an i64 either way.
+        let ms = parse_body(s, body, at)? as i64;
         Ok(SignedDur(if neg { -ms } else { ms }))
     }
 }
+
+const _: () = assert!(MAX_PARSED_MS < i64::MAX as u64);
 
 macro_rules! serde_text {
     ($t:ty, $expect:literal) => {
@@ -203,10 +316,25 @@ mod tests {
             ("s", "number"),
             ("0.5ms", "whole"),
         ] {
-            let e = parse_ms(bad).unwrap_err();
+            let e = parse_ms(bad).unwrap_err().to_string();
             assert!(e.contains(needle), "{bad}: {e}");
         }
-        assert!("-5s".parse::<Dur>().unwrap_err().contains("negative"));
+        assert!("-5s"
+            .parse::<Dur>()
+            .unwrap_err()
+            .to_string()
+            .contains("negative"));
+    }
+
+    #[test]
+    fn errors_point_at_the_offending_part() {
+        let at = |s: &str| s.parse::<SignedDur>().unwrap_err().offset;
+        assert_eq!(at("1m30x"), 4);
+        assert_eq!(at("  -1m 5s"), 4);
+        assert_eq!(at("1.2.3s"), 0);
+        assert_eq!(" -5s".parse::<Dur>().unwrap_err().offset, 1);
+        let e = parse_ms("1h2h3h4h5h6h7h8h9h").unwrap_err();
+        assert_eq!((e.offset, e.problem), (16, DurationProblem::TooManyParts));
     }
 
     #[test]

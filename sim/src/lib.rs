@@ -6,12 +6,14 @@
 
 #![warn(missing_docs)]
 
+pub mod bounds;
 pub mod catalogue;
-pub mod cli;
 // The command line drives the SQL stores too.
 #[cfg(feature = "sql")]
+pub mod cli;
 pub mod config;
 pub mod duration;
+pub mod feasible;
 pub mod harness;
 pub mod junit;
 pub mod scenario;

@@ -7,7 +7,10 @@
 //! from the job's enqueue if later. Every attempt of the job that ended in a
 //! retry after that point (a retryable failure, a return, a reclaim) earns
 //! it one more bound: failures are part of the workload, not faults. A job
-//! whose deadline falls after the end of the run is not judged. A backlog
+//! still unfinished when the run ends is reported even when its deadline
+//! falls after the end: a job never served must not pass unjudged, so
+//! either the scenario is too short to judge it (the report says how long
+//! it would have to be) or the job is stuck. A backlog
 //! is not a wedge: when more jobs of a queue are unfinished at the moment a
 //! job's clock starts (healing, or its enqueue if later) than the queue has
 //! slots (workers × concurrency, capped by its parallelism), each further
@@ -101,18 +104,30 @@ fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<Job
 /// Checks that every job ended.
 pub fn check(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     let bound = liveness_bound_ms(cfg);
-    let due = |base: u64, retries: u64| base + (1 + retries) * bound;
+    let due = |base: u64, retries: u64| {
+        base.saturating_add(retries.saturating_add(1).saturating_mul(bound))
+    };
     let judged = |deadline: u64| facts.quiet || facts.end_ms >= deadline;
     let jobs = deadlines(facts);
     let backlog = backlog_allowance(facts, cfg, bound);
     let mut out = Vec::new();
-    if facts.client_done.is_none() && judged(due(facts.heal_ms, 0)) {
+    if facts.client_done.is_none() {
+        let deadline = due(facts.heal_ms, 0);
+        let message = if judged(deadline) {
+            "the client never finished enqueueing its jobs".to_string()
+        } else {
+            format!(
+                "the client had not finished enqueueing its jobs when the run ended ({}ms),                  before its liveness deadline {deadline}ms: {}",
+                facts.end_ms,
+                too_short(deadline)
+            )
+        };
         out.push(
-            Violation::new(I6, "the client never finished enqueueing its jobs")
+            Violation::new(I6, message)
                 .hosts(["client"])
                 .at(facts.end_ms),
         );
-    } else if facts.client_done.is_some() {
+    } else {
         let keys: BTreeSet<&str> = facts
             .requests
             .values()
@@ -135,16 +150,21 @@ pub fn check(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     }
     for row in facts.finals.values() {
         let (base, retries) = jobs.get(&row.id).copied().unwrap_or((facts.heal_ms, 0));
-        let deadline = due(base, retries) + backlog.get(&row.id).copied().unwrap_or(0);
-        if !row.state.is_terminal() && judged(deadline) {
+        let deadline =
+            due(base, retries).saturating_add(backlog.get(&row.id).copied().unwrap_or(0));
+        if !row.state.is_terminal() {
+            let verdict = if judged(deadline) {
+                format!("past its deadline {deadline}ms")
+            } else {
+                format!("before its deadline {deadline}ms: {}", too_short(deadline))
+            };
             out.push(
                 Violation::new(
                     I6,
                     format!(
-                        "still {} at the end ({}ms), past its deadline {}ms (healed at {}ms, {} retries since), attempt {}/{}{}",
+                        "still {} at the end ({}ms), {verdict} (healed at {}ms, {} retries since), attempt {}/{}{}",
                         row.state,
                         facts.end_ms,
-                        deadline,
                         facts.heal_ms,
                         retries,
                         row.attempt,
@@ -164,4 +184,13 @@ pub fn check(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// Why a job unfinished before its deadline is still a finding.
+fn too_short(deadline: u64) -> String {
+    format!(
+        "the scenario is too short to judge it (its duration would have to reach {}), or it is \
+         stuck",
+        crate::duration::format_ms(deadline)
+    )
 }

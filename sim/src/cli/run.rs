@@ -19,6 +19,9 @@ use std::time::Instant;
 
 /// Most violation reports printed for one failing seed.
 const MAX_REPORTS_PER_SEED: usize = 3;
+/// Most (scenario, seed) runs one command plans: the plan and every
+/// result are held in memory.
+const MAX_PLANNED_RUNS: u64 = 10_000_000;
 
 /// Where human lines go: with `--json`, stdout carries only JSON Lines
 /// (see [`super::jsonl`]) and the human lines move to stderr.
@@ -114,6 +117,12 @@ fn seed_settings(args: &RunArgs) -> Result<(Option<u64>, Option<u64>), String> {
     };
     if count == Some(0) {
         return Err("--seeds 0 (or LEASEHOLD_SEEDS=0) runs no seed".into());
+    }
+    if let Some(n) = count.filter(|&n| n > crate::bounds::MAX_SEEDS) {
+        return Err(format!(
+            "--seeds {n} (or LEASEHOLD_SEEDS) is above the bound of {} seeds per scenario",
+            crate::bounds::MAX_SEEDS
+        ));
     }
     Ok((seed, count))
 }
@@ -218,6 +227,20 @@ pub fn run(args: &RunArgs) -> ExitCode {
             expects_violation: s.config.expect.violation.is_some(),
         })
         .collect();
+    let planned = inputs.iter().fold(0u64, |n, i| {
+        n.saturating_add(match seeds {
+            Seeds::PerScenario => i.seeds,
+            Seeds::Count(c) => c,
+            Seeds::One(_) => 1,
+        })
+    });
+    if planned > MAX_PLANNED_RUNS {
+        eprintln!(
+            "leasehold: this run would plan {planned} runs, above the bound of {MAX_PLANNED_RUNS}; \
+             use fewer seeds or scenarios"
+        );
+        return ExitCode::Input;
+    }
     let tasks = plan_from(&inputs, seeds, base, args.shard.unwrap_or(Shard::ALL));
     if tasks.is_empty() {
         eprintln!("leasehold: this run would execute no seed (check --seeds and --shard)");

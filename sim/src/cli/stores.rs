@@ -1,15 +1,17 @@
 //! Which store a command runs on: `--store`, a scenario's `store = …`, or
 //! memory; and the factories behind each, made once per command.
 
+use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use crate::config::SimConfig;
-use crate::runner::{run_seed_on, HarnessError, RunOutcome};
+use crate::runner::{run_seed_within, HarnessError, RunOutcome};
 use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Store selection flags shared by `run`, `replay` and `shrink`.
-#[derive(Clone, Debug, Default, Args)]
+/// Store selection flags shared by `run`, `replay` and `shrink`, and the
+/// wall-clock limit of each run they make.
+#[derive(Clone, Debug, Args)]
 pub struct StoreArgs {
     /// The store to simulate (default: each scenario's `store`, else memory).
     #[arg(long, value_enum)]
@@ -23,6 +25,22 @@ pub struct StoreArgs {
     /// Directory for the per-seed SQLite files (default: the system's temp directory).
     #[arg(long, value_name = "DIR")]
     pub sqlite_dir: Option<PathBuf>,
+    /// Wall-clock limit of one run (one seed); a run that hits it is stopped
+    /// and reported as an error, not a pass.
+    #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_RUN_TIMEOUT)]
+    pub run_timeout: RunTimeout,
+}
+
+impl Default for StoreArgs {
+    fn default() -> Self {
+        StoreArgs {
+            store: None,
+            database_url: None,
+            pg_schema_prefix: None,
+            sqlite_dir: None,
+            run_timeout: DEFAULT_RUN_TIMEOUT,
+        }
+    }
 }
 
 /// The factories of one command.
@@ -32,6 +50,7 @@ pub struct Stores {
     sqlite: Arc<SqliteFactory>,
     postgres: Option<Arc<PostgresFactory>>,
     postgres_error: Option<String>,
+    run_timeout: std::time::Duration,
 }
 
 impl Stores {
@@ -53,6 +72,7 @@ impl Stores {
             sqlite: Arc::new(SqliteFactory::new(args.sqlite_dir.clone())),
             postgres,
             postgres_error,
+            run_timeout: args.run_timeout.as_duration(),
         }
     }
 
@@ -101,12 +121,13 @@ impl Stores {
         cfg: &SimConfig,
         seed: u64,
     ) -> Result<RunOutcome, HarnessError> {
+        let limit = Some(self.run_timeout);
         match kind {
-            StoreKind::Memory => run_seed_on(cfg, seed, &self.memory),
-            StoreKind::Sqlite => run_seed_on(cfg, seed, &self.sqlite),
+            StoreKind::Memory => run_seed_within(cfg, seed, &self.memory, limit),
+            StoreKind::Sqlite => run_seed_within(cfg, seed, &self.sqlite, limit),
             StoreKind::Postgres => {
                 let f = self.postgres().map_err(HarnessError::Store)?;
-                run_seed_on(cfg, seed, f)
+                run_seed_within(cfg, seed, f, limit)
             }
         }
     }

@@ -140,6 +140,25 @@ pub enum HarnessError {
     /// a schema that holds data, a variant the store does not carry).
     #[error("store: {0}")]
     Store(String),
+    /// The run used up its wall-clock limit and was stopped between two
+    /// steps: nothing was judged (it is neither a pass nor a violation).
+    #[error(
+        "stopped by the run timeout of {}s of wall time, after {} of {} simulated ({steps} steps); \
+         raise --run-timeout or shorten the scenario",
+        limit.as_secs_f64(),
+        crate::duration::format_ms(*sim_ms),
+        crate::duration::format_ms(*duration_ms)
+    )]
+    Timeout {
+        /// The wall-clock limit.
+        limit: Duration,
+        /// Simulated time reached.
+        sim_ms: u64,
+        /// The scenario's duration.
+        duration_ms: u64,
+        /// Steps taken.
+        steps: u64,
+    },
 }
 
 /// The concrete fault schedule `seed` draws for `cfg`.
@@ -204,6 +223,20 @@ pub fn run_seed_on<F: StoreFactory>(
     seed: u64,
     factory: &Arc<F>,
 ) -> Result<RunOutcome, HarnessError> {
+    run_seed_within(cfg, seed, factory, None)
+}
+
+/// [`run_seed_on`] stopped with [`HarnessError::Timeout`] once `limit` of
+/// wall time has passed. The wall clock is read between steps only to
+/// abort, never to decide anything the simulation sees, so a run that
+/// finishes in time has the same history with or without a limit.
+pub fn run_seed_within<F: StoreFactory>(
+    cfg: &SimConfig,
+    seed: u64,
+    factory: &Arc<F>,
+    limit: Option<Duration>,
+) -> Result<RunOutcome, HarnessError> {
+    let deadline = limit.map(|l| (std::time::Instant::now() + l, l));
     cfg.validate().map_err(HarnessError::Config)?;
     let variant = variant_of(cfg)?;
     if let Some(v) = variant {
@@ -223,7 +256,7 @@ pub fn run_seed_on<F: StoreFactory>(
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
     );
-    let out = run_world(cfg, seed, variant, &backend);
+    let out = run_world(cfg, seed, variant, &backend, deadline);
     backend.destroy();
     out
 }
@@ -233,6 +266,7 @@ fn run_world<F: StoreFactory>(
     seed: u64,
     variant: Option<Variant>,
     backend: &Arc<Backend<F>>,
+    deadline: Option<(std::time::Instant, Duration)>,
 ) -> Result<RunOutcome, HarnessError> {
     let schedule = fault_schedule(cfg, seed);
     let plan = FaultPlan::new(&schedule);
@@ -339,6 +373,18 @@ fn run_world<F: StoreFactory>(
         steps += 1;
         if let Some(p) = shared.panics().first() {
             return Err(HarnessError::Panic(p.clone()));
+        }
+        // Between steps, so the overshoot is at most one step (or one
+        // store call, which the SQL driver bounds).
+        if let Some((at, limit)) = deadline {
+            if std::time::Instant::now() >= at {
+                return Err(HarnessError::Timeout {
+                    limit,
+                    sim_ms: ms(sim.elapsed()),
+                    duration_ms: end,
+                    steps,
+                });
+            }
         }
         if now >= next_quiet_check {
             next_quiet_check = now + QUIET_CHECK_EVERY_MS;

@@ -34,15 +34,6 @@
 
 #![warn(missing_docs)]
 
-// sqlx does its own I/O and threads on a real tokio runtime, so this adapter
-// cannot serve a madsim simulation: say so once instead of a wall of errors.
-#[cfg(madsim)]
-compile_error!(
-    "leasehold-sqlite cannot be built under `--cfg madsim`: sqlx does its own I/O on a real tokio \
-     runtime, outside madsim's control. Inside a madsim simulation use leasehold-memory, or \
-     your own Store behind madsim's network (README, \"Inside your madsim simulation\")."
-);
-
 mod error;
 mod row;
 

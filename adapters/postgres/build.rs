@@ -1,0 +1,17 @@
+//! sqlx does its own I/O and threads on a real tokio runtime, outside
+//! madsim's control, so this adapter cannot serve a madsim simulation. A
+//! `--cfg madsim` build stops in this script, without waiting for sqlx to
+//! compile, with one message instead of a wall of errors.
+
+fn main() {
+    println!("cargo::rerun-if-env-changed=CARGO_CFG_MADSIM");
+    if std::env::var_os("CARGO_CFG_MADSIM").is_some() {
+        println!(
+            "cargo::error=leasehold-postgres cannot be built under `--cfg madsim`: sqlx does its own \
+             I/O on a real tokio runtime, outside madsim's control. Inside a madsim simulation use \
+             leasehold-memory, or your own Store behind madsim's network (README, \
+             \"Inside your madsim simulation\")."
+        );
+        std::process::exit(1);
+    }
+}

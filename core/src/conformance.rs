@@ -32,6 +32,7 @@ pub mod cases;
 pub mod limits;
 pub mod race;
 pub mod runtime;
+pub mod schedules;
 
 use crate::clock::ManualStoreClock;
 use crate::history::Event;
@@ -154,6 +155,11 @@ pub const CASES: &[&str] = &[
     "concurrent_enqueues_of_one_key_make_one_job",
     "poison_payload_is_dead_after_one_attempt",
     "nul_in_an_error_is_replaced_and_in_a_key_is_refused",
+    "schedules_are_put_listed_replaced_and_removed_keeping_their_jobs",
+    "fire_makes_one_job_per_plan_time",
+    "schedule_bad_input_is_refused_naming_the_field_and_changes_nothing",
+    "concurrent_firers_of_one_plan_time_make_one_job",
+    "two_schedulers_fire_each_plan_time_once",
 ];
 
 /// Generates one `#[tokio::test]` per conformance case.
@@ -191,6 +197,11 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, race::parallelism_limit_holds_under_concurrent_claimers);
         $crate::conformance_tests!(@case $harness, race::concurrent_enqueues_of_one_key_make_one_job);
         $crate::conformance_tests!(@case $harness, runtime::poison_payload_is_dead_after_one_attempt);
+        $crate::conformance_tests!(@case $harness, schedules::schedules_are_put_listed_replaced_and_removed_keeping_their_jobs);
+        $crate::conformance_tests!(@case $harness, schedules::fire_makes_one_job_per_plan_time);
+        $crate::conformance_tests!(@case $harness, schedules::schedule_bad_input_is_refused_naming_the_field_and_changes_nothing);
+        $crate::conformance_tests!(@case $harness, schedules::concurrent_firers_of_one_plan_time_make_one_job);
+        $crate::conformance_tests!(@case $harness, schedules::two_schedulers_fire_each_plan_time_once);
     };
     (@case $harness:path, $module:ident :: $case:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -34,7 +34,18 @@ pub enum Command {
     /// Reduce a failing scenario and seed to a minimal scenario file.
     #[command(after_help = EXIT_CODES)]
     Shrink(ShrinkArgs),
-    /// Check a recorded history (one store event JSON per line).
+    /// Check a recorded history (store events or a replay trace, JSON lines).
+    ///
+    /// JSON lines are store events (an adapter's audit log, from
+    /// `leasehold-export`) or a `leasehold replay --trace` history, whose
+    /// store events are checked; the first line tells which. An empty
+    /// history is refused. Without the simulator's ground truth, store
+    /// events show I1 single grant, I2 single winner, I4 no lost results, I7
+    /// cancel, I8 retry budget, and I9 parallelism given `--parallelism`.
+    /// They cannot show I3 exclusive belief (workers' beliefs), I5 no false
+    /// crash reports (which faults happened), I6 liveness (when faults
+    /// healed), I10 determinism (a rerun) or I11 answers (requests and
+    /// answers).
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
 }
@@ -127,7 +138,8 @@ pub struct ShrinkArgs {
 /// `leasehold check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The history: one `leasehold_core::Event` JSON object per line.
+    /// The history: one `leasehold_core::Event` JSON object per line, or a
+    /// `leasehold replay --trace` file.
     pub history: PathBuf,
     /// The queue's parallelism limit, to check I9.
     #[arg(long)]

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod check;
+pub mod check_input;
 pub mod engine;
 pub mod jsonl;
 pub mod parallel;

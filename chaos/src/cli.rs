@@ -112,7 +112,9 @@ pub struct ChaosArgs {
 
 /// Parses `1h2m3s400ms`-style durations.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    leasehold_sim::duration::parse_ms(s).map(Duration::from_millis)
+    leasehold_sim::duration::parse_ms(s)
+        .map(Duration::from_millis)
+        .map_err(|e| e.to_string())
 }
 
 impl ChaosArgs {
@@ -121,14 +123,12 @@ impl ChaosArgs {
         let store = match self.store {
             StoreArg::Sqlite => StoreTarget::Sqlite,
             StoreArg::Postgres => {
-                let url = self
-                    .database_url
-                    .clone()
-                    .filter(|u| !u.is_empty())
-                    .ok_or(ChaosError::BadArg {
+                let url = self.database_url.clone().filter(|u| !u.is_empty()).ok_or(
+                    ChaosError::BadArg {
                         flag: "--database-url",
                         reason: "--store postgres needs a URL (or DATABASE_URL)".into(),
-                    })?;
+                    },
+                )?;
                 let control = match (&self.pg_ctl, &self.pg_data) {
                     (Some(pg_ctl), Some(data)) => Some(PgControl {
                         pg_ctl: pg_ctl.clone(),

@@ -108,14 +108,15 @@ impl FaultKind {
 
     /// Whether this fault applies to `store`.
     pub fn applies_to(self, store: &StoreTarget) -> bool {
-        match (self, store) {
-            (FaultKind::Kill | FaultKind::Pause, _) => true,
-            (FaultKind::TerminateBackend | FaultKind::Restart, StoreTarget::Postgres { .. }) => {
-                true
-            }
-            (FaultKind::KillWriter, StoreTarget::Sqlite) => true,
-            _ => false,
-        }
+        matches!(
+            (self, store),
+            (FaultKind::Kill | FaultKind::Pause, _)
+                | (
+                    FaultKind::TerminateBackend | FaultKind::Restart,
+                    StoreTarget::Postgres { .. }
+                )
+                | (FaultKind::KillWriter, StoreTarget::Sqlite)
+        )
     }
 }
 
@@ -272,7 +273,10 @@ impl ChaosConfigBuilder {
                 format!("{} is outside 1..={MAX_CONCURRENCY}", c.concurrency),
             );
         }
-        for (flag, d) in [("--duration", c.duration), ("--heal-timeout", c.heal_timeout)] {
+        for (flag, d) in [
+            ("--duration", c.duration),
+            ("--heal-timeout", c.heal_timeout),
+        ] {
             if d.is_zero() || d > MAX_DURATION {
                 return bad(flag, format!("{d:?} is outside (0, 24h]"));
             }
@@ -342,7 +346,14 @@ pub fn default_faults(store: &StoreTarget) -> Vec<FaultKind> {
     .into_iter()
     .filter(|k| k.applies_to(store))
     .filter(|k| {
-        *k != FaultKind::Restart || matches!(store, StoreTarget::Postgres { control: Some(_), .. })
+        *k != FaultKind::Restart
+            || matches!(
+                store,
+                StoreTarget::Postgres {
+                    control: Some(_),
+                    ..
+                }
+            )
     })
     .collect()
 }
@@ -369,7 +380,11 @@ mod tests {
         let c = ChaosConfig::builder(pg, 1, "w".into()).build().unwrap();
         assert_eq!(
             c.faults,
-            [FaultKind::Kill, FaultKind::Pause, FaultKind::TerminateBackend]
+            [
+                FaultKind::Kill,
+                FaultKind::Pause,
+                FaultKind::TerminateBackend
+            ]
         );
     }
 

@@ -114,11 +114,7 @@ impl Fleet {
     }
 
     fn spawn(&mut self, slot: u32) -> Result<(), ChaosError> {
-        let n = self
-            .incarnations
-            .iter()
-            .filter(|i| i.slot == slot)
-            .count() as u32;
+        let n = self.incarnations.iter().filter(|i| i.slot == slot).count() as u32;
         let log = self.spec.dir.join(format!("effects-{slot}.{n}.jsonl"));
         let stderr_path = self.spec.dir.join(format!("worker-{slot}.{n}.log"));
         let stderr = std::fs::File::create(&stderr_path)

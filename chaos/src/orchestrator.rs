@@ -379,7 +379,10 @@ fn worker_args(cfg: &ChaosConfig, schema: &str, sqlite_db: &Path) -> Vec<OsStrin
     push("--lease-ms", cfg.lease.0.to_string());
     push("--renew-ms", cfg.renew.0.to_string());
     push("--sweep-ms", cfg.sweep.0.to_string());
-    push("--request-timeout-ms", request_timeout(cfg.lease).0.to_string());
+    push(
+        "--request-timeout-ms",
+        request_timeout(cfg.lease).0.to_string(),
+    );
     push("--poll-ms", "50".to_string());
     push("--grace-ms", "2000".to_string());
     if let Some(bug) = cfg.planted_bug {

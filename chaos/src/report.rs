@@ -173,7 +173,10 @@ impl fmt::Display for Report {
         } else {
             writeln!(f, "FAIL: {} violations", self.violations)?;
         }
-        writeln!(f, "rerun (the same fault schedule; the interleavings differ):")?;
+        writeln!(
+            f,
+            "rerun (the same fault schedule; the interleavings differ):"
+        )?;
         write!(f, "  {}", self.rerun)
     }
 }
@@ -189,7 +192,11 @@ pub fn rerun_command(program: &str, cfg: &ChaosConfig) -> String {
             c += &format!(" --{name} {value}");
         }
     };
-    flag("jobs", cfg.jobs.to_string(), config::DEFAULT_JOBS.to_string());
+    flag(
+        "jobs",
+        cfg.jobs.to_string(),
+        config::DEFAULT_JOBS.to_string(),
+    );
     flag(
         "duration",
         secs(cfg.duration),

@@ -239,7 +239,10 @@ mod tests {
                     assert!(busy[slot as usize] <= f.at, "seed {seed}: {s:?}");
                 }
                 let impaired = busy.iter().filter(|b| **b > f.at).count();
-                assert!(impaired <= 2, "seed {seed}: at most half the slots impaired");
+                assert!(
+                    impaired <= 2,
+                    "seed {seed}: at most half the slots impaired"
+                );
                 match f.fault {
                     Fault::Pause { slot, len } => {
                         assert!(len > Duration::from_millis(3_000 + 500));

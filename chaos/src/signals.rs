@@ -33,7 +33,10 @@ pub fn send(pid: u32, sig: Signal) -> io::Result<()> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "pid out of range"))?;
     if pid <= 0 {
         // kill(0 or negative) would signal process groups: never.
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "pid must be positive"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "pid must be positive",
+        ));
     }
     // SAFETY: kill(2) with a positive pid signals exactly that process.
     if unsafe { libc::kill(pid, sig.raw()) } == 0 {
@@ -65,11 +68,7 @@ fn lock_line_is_write_lock(line: &str, pid: u32, inode: u64) -> bool {
         return false;
     }
     let pid_ok = f[4].parse::<u32>().ok() == Some(pid);
-    let inode_ok = f[5]
-        .rsplit(':')
-        .next()
-        .and_then(|i| i.parse::<u64>().ok())
-        == Some(inode);
+    let inode_ok = f[5].rsplit(':').next().and_then(|i| i.parse::<u64>().ok()) == Some(inode);
     let start = f[6].parse::<u64>().unwrap_or(u64::MAX);
     // "EOF" means to the end of the file.
     let end = if f[7] == "EOF" {

@@ -23,10 +23,20 @@ struct Cell {
 
 impl CounterFn for Cell {
     fn increment(&self, value: u64) {
-        *self.tally.0.lock().unwrap().entry(self.key.clone()).or_default() += value as f64;
+        *self
+            .tally
+            .0
+            .lock()
+            .unwrap()
+            .entry(self.key.clone())
+            .or_default() += value as f64;
     }
     fn absolute(&self, value: u64) {
-        self.tally.0.lock().unwrap().insert(self.key.clone(), value as f64);
+        self.tally
+            .0
+            .lock()
+            .unwrap()
+            .insert(self.key.clone(), value as f64);
     }
 }
 
@@ -40,7 +50,10 @@ impl HistogramFn for Cell {
 }
 
 fn render(key: &Key) -> String {
-    let mut labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+    let mut labels: Vec<String> = key
+        .labels()
+        .map(|l| format!("{}={}", l.key(), l.value()))
+        .collect();
     labels.sort();
     if labels.is_empty() {
         key.name().to_string()
@@ -54,13 +67,19 @@ impl Recorder for Tally {
     fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
     fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
-        Counter::from_arc(Arc::new(Cell { tally: self.clone(), key: render(key) }))
+        Counter::from_arc(Arc::new(Cell {
+            tally: self.clone(),
+            key: render(key),
+        }))
     }
     fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
         Gauge::noop()
     }
     fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
-        Histogram::from_arc(Arc::new(Cell { tally: self.clone(), key: render(key) }))
+        Histogram::from_arc(Arc::new(Cell {
+            tally: self.clone(),
+            key: render(key),
+        }))
     }
 }
 
@@ -88,7 +107,12 @@ impl Handler for Sleepy {
 
 async fn wait_for(store: &MemoryStore, job: JobId, state: JobState) {
     for _ in 0..10_000 {
-        if store.get(job).await.unwrap().is_some_and(|j| j.state == state) {
+        if store
+            .get(job)
+            .await
+            .unwrap()
+            .is_some_and(|j| j.state == state)
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -107,7 +131,14 @@ async fn worker_and_sweeper_count_what_happened() {
         .build()
         .unwrap();
     let (stop, shutdown) = shutdown_channel();
-    let worker = Worker::new(store.clone(), Sleepy { work: Duration::from_secs(25) }, TokioRuntime::new(), config);
+    let worker = Worker::new(
+        store.clone(),
+        Sleepy {
+            work: Duration::from_secs(25),
+        },
+        TokioRuntime::new(),
+        config,
+    );
     let running = tokio::spawn(worker.run(shutdown));
 
     // One job runs 25 s: two renews on the way (every 10 s), then a commit.
@@ -117,7 +148,10 @@ async fn worker_and_sweeper_count_what_happened() {
     assert_eq!(tally.get(names::RENEWED), 2.0);
     assert_eq!(tally.get(&format!("{}:count", names::RENEW_RTT)), 2.0);
     assert_eq!(
-        tally.get(&format!("{}{{answer=committed,outcome=succeeded}}", names::RELEASED)),
+        tally.get(&format!(
+            "{}{{answer=committed,outcome=succeeded}}",
+            names::RELEASED
+        )),
         1.0
     );
 
@@ -126,7 +160,11 @@ async fn worker_and_sweeper_count_what_happened() {
     let held = store.enqueue(NewJob::new("q", "hold")).await.unwrap();
     wait_for(&store, held, JobState::Running).await;
     clock.advance(Millis(31_000));
-    let sweeper = Sweeper::new(store.clone(), TokioRuntime::new(), SweeperConfig::new(Millis(1_000), 10).unwrap());
+    let sweeper = Sweeper::new(
+        store.clone(),
+        TokioRuntime::new(),
+        SweeperConfig::new(Millis(1_000), 10).unwrap(),
+    );
     let reports = sweeper.sweep_once().await.unwrap();
     assert_eq!(reports.len(), 1, "the expired lease is reclaimed");
     assert_eq!(tally.get(names::CRASH_REPORTS), 1.0);
@@ -147,7 +185,10 @@ async fn worker_and_sweeper_count_what_happened() {
     // Shutdown returns the reclaimed job's new lease.
     assert_eq!(tally.get(names::CLAIMED), 3.0);
     assert_eq!(
-        tally.get(&format!("{}{{answer=committed,outcome=returned}}", names::RELEASED)),
+        tally.get(&format!(
+            "{}{{answer=committed,outcome=returned}}",
+            names::RELEASED
+        )),
         1.0
     );
 }
@@ -159,4 +200,47 @@ fn every_documented_name_is_prefixed_and_distinct() {
         assert!(name.starts_with("leasehold_"), "{name}");
         assert!(seen.insert(name), "{name} twice");
     }
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn scheduler_counts_its_fires() {
+    let tally = Tally::default();
+    let _guard = metrics::set_default_local_recorder(&tally);
+    let clock = ManualStoreClock::new(StoreTime(1_000_000));
+    let store = Arc::new(MemoryStore::with_clock(Policy::default(), clock.clone()));
+    let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)))
+        .catch_up(CatchUp::Each { max: 10 });
+    store.put_schedule(every_10s).await.unwrap();
+    let cfg = SchedulerConfig::builder("metrics-scheduler")
+        .build()
+        .unwrap();
+    let mut scheduler = Scheduler::new(store.clone(), TokioRuntime::new(), cfg);
+
+    let first = scheduler.tick_once().await.unwrap();
+    clock.advance(Millis(25_000));
+    let second = scheduler.tick_once().await.unwrap();
+    let fired = first.fired.len() + second.fired.len();
+    assert_eq!(
+        second.fired.len(),
+        2,
+        "two plan times fell due in 25 s: {second:?}"
+    );
+    assert_eq!(tally.get(names::SCHEDULE_FIRED), fired as f64);
+    assert_eq!(tally.get(names::SCHEDULE_FIRE_UNKNOWN), 0.0);
+    assert_eq!(tally.get(names::SCHEDULE_FIRE_REFUSED), 0.0);
+
+    // A second scheduler fires the same plan times: the store answers the
+    // jobs the first made (a definite answer, counted), and makes none.
+    let cfg = SchedulerConfig::builder("metrics-scheduler-2")
+        .build()
+        .unwrap();
+    let mut other = Scheduler::new(store.clone(), TokioRuntime::new(), cfg);
+    let again = other.tick_once().await.unwrap();
+    let jobs: Vec<JobId> = second.fired.iter().map(|f| f.2).collect();
+    assert_eq!(again.fired.len(), 2, "{again:?}");
+    assert!(again.fired.iter().all(|f| jobs.contains(&f.2)), "{again:?}");
+    assert_eq!(
+        tally.get(names::SCHEDULE_FIRED),
+        (fired + again.fired.len()) as f64
+    );
 }

@@ -37,7 +37,10 @@ pub fn check(e: &Evidence<'_>, stats: &mut CheckStats) -> Vec<Violation> {
             EventKind::Swept { expired_at, .. } => {
                 stats.crash_reports += 1;
                 let holder = ev.worker.as_ref().map_or("", |w| w.as_str());
-                let granted = live.get(&(ev.job, ev.token)).copied().unwrap_or(*expired_at);
+                let granted = live
+                    .get(&(ev.job, ev.token))
+                    .copied()
+                    .unwrap_or(*expired_at);
                 let window = (granted.0 - MATCH_SLACK_MS, expired_at.0 + MATCH_SLACK_MS);
                 let pid = pid_of.get(holder).copied();
                 let explained = e
@@ -78,7 +81,13 @@ fn clock_ms(t: StoreTime) -> String {
 }
 
 /// Whether fault `f` explains a reclaim of `holder`'s lease live over `window`.
-fn explains(f: &Injected, holder: &str, pid: Option<u32>, sqlite: bool, window: (i64, i64)) -> bool {
+fn explains(
+    f: &Injected,
+    holder: &str,
+    pid: Option<u32>,
+    sqlite: bool,
+    window: (i64, i64),
+) -> bool {
     let on_holder = f.worker.as_deref() == Some(holder) || (pid.is_some() && f.pid == pid);
     let meets = |from: i64, to: i64| from <= window.1 && to >= window.0;
     let instant = (f.from_ms, f.from_ms + MATCH_SLACK_MS);
@@ -115,11 +124,20 @@ mod tests {
         let kill = fault(FaultKind::Kill, "a", 3_000, 3_000);
         assert!(explains(&kill, "a", None, false, w));
         assert!(!explains(&kill, "b", Some(11), false, w), "another worker");
-        assert!(explains(&kill, "b", Some(11), true, w), "on SQLite a kill is store-wide");
+        assert!(
+            explains(&kill, "b", Some(11), true, w),
+            "on SQLite a kill is store-wide"
+        );
         let late = fault(FaultKind::Kill, "a", 9_000, 9_000);
-        assert!(!explains(&late, "a", None, false, w), "killed after the expiry");
+        assert!(
+            !explains(&late, "a", None, false, w),
+            "killed after the expiry"
+        );
         let pause = fault(FaultKind::Pause, "a", 5_000, 9_000);
-        assert!(!explains(&pause, "a", None, false, w), "paused after the expiry");
+        assert!(
+            !explains(&pause, "a", None, false, w),
+            "paused after the expiry"
+        );
         let pause = fault(FaultKind::Pause, "a", 3_500, 9_000);
         assert!(explains(&pause, "a", None, false, w));
         assert!(!explains(&pause, "b", Some(11), false, w));

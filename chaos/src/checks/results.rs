@@ -17,7 +17,9 @@ pub fn check(e: &Evidence<'_>, stats: &mut CheckStats) -> Vec<Violation> {
     let mut out = Vec::new();
     for (&id, job) in e.expected {
         let Some(row) = rows.get(&id) else {
-            out.push(Violation::new(CheckId::Results, "enqueued job missing from the store").job(id));
+            out.push(
+                Violation::new(CheckId::Results, "enqueued job missing from the store").job(id),
+            );
             continue;
         };
         if row.state != JobState::Succeeded {

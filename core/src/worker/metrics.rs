@@ -1,4 +1,6 @@
-//! Counters and a histogram through the [`metrics`] facade.
+//! Counters and a histogram through the [`metrics`] facade, for the
+//! [`Worker`](super::Worker), [`Sweeper`](super::Sweeper) and
+//! [`Scheduler`](super::Scheduler).
 //!
 //! The runtime records to whatever recorder the application installed
 //! (Prometheus, StatsD, ...); with none installed every call is a no-op, so
@@ -15,15 +17,21 @@
 //! | [`SWEEPS`] | counter | | sweep calls answered by the store |
 //! | [`CRASH_REPORTS`] | counter | | expired leases reclaimed (one crash report each) |
 //! | [`RENEW_RTT`] | histogram | | renew round-trip time in seconds, on the worker's own clock |
+//! | [`SCHEDULE_FIRED`] | counter | | plan times fired with a definite answer (a new job, or the one an earlier fire made) |
+//! | [`SCHEDULE_FIRE_UNKNOWN`] | counter | | fires whose outcome was unknown (retried next tick) |
+//! | [`SCHEDULE_FIRE_REFUSED`] | counter | | fires the store refused (the schedule was removed or replaced meanwhile) |
+//! | [`SCHEDULER_TICK_FAILED`] | counter | | scheduler ticks that could not read the store's clock or schedules |
 //!
 //! Invariant: every [`RuntimeEvent`] the runtime emits is counted here
-//! exactly once, by [`record_event`]; metrics never change what the runtime
-//! does (they are written after the decision, and never read back).
+//! exactly once, by [`record_event`], and every scheduler tick once, by
+//! [`record_tick`] or [`record_tick_failed`]; metrics never change what the
+//! runtime does (they are written after the decision, and never read back).
 //!
 //! In the simulator the clock is simulated, so [`RENEW_RTT`] there measures
 //! simulated time.
 
 use super::observer::{BeliefEnd, RuntimeEvent};
+use super::scheduler::TickReport;
 use crate::job::Release;
 use crate::time::Millis;
 
@@ -46,8 +54,17 @@ pub const CRASH_REPORTS: &str = "leasehold_crash_reports_total";
 /// Renew round-trip time, seconds.
 pub const RENEW_RTT: &str = "leasehold_renew_rtt_seconds";
 
+/// Plan times fired with a definite answer.
+pub const SCHEDULE_FIRED: &str = "leasehold_schedule_fired_total";
+/// Fires whose outcome was unknown.
+pub const SCHEDULE_FIRE_UNKNOWN: &str = "leasehold_schedule_fire_unknown_total";
+/// Fires the store refused.
+pub const SCHEDULE_FIRE_REFUSED: &str = "leasehold_schedule_fire_refused_total";
+/// Scheduler ticks that failed before firing anything.
+pub const SCHEDULER_TICK_FAILED: &str = "leasehold_scheduler_tick_failed_total";
+
 /// Every metric name, for exporters that want to pre-register them.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 13] = [
     CLAIMED,
     RENEWED,
     RENEW_UNKNOWN,
@@ -57,6 +74,10 @@ pub const ALL: [&str; 9] = [
     SWEEPS,
     CRASH_REPORTS,
     RENEW_RTT,
+    SCHEDULE_FIRED,
+    SCHEDULE_FIRE_UNKNOWN,
+    SCHEDULE_FIRE_REFUSED,
+    SCHEDULER_TICK_FAILED,
 ];
 
 /// Counts one runtime event.
@@ -95,4 +116,16 @@ pub(crate) fn record_sweep() {
 /// Records one renew's round trip, on the worker's own clock.
 pub(crate) fn record_renew_rtt(rtt: Millis) {
     metrics::histogram!(RENEW_RTT).record(rtt.0 as f64 / 1000.0);
+}
+
+/// Counts one scheduler tick's fires.
+pub(crate) fn record_tick(report: &TickReport) {
+    metrics::counter!(SCHEDULE_FIRED).increment(report.fired.len() as u64);
+    metrics::counter!(SCHEDULE_FIRE_UNKNOWN).increment(u64::from(report.unknown));
+    metrics::counter!(SCHEDULE_FIRE_REFUSED).increment(u64::from(report.refused));
+}
+
+/// Counts one scheduler tick that failed before firing.
+pub(crate) fn record_tick_failed() {
+    metrics::counter!(SCHEDULER_TICK_FAILED).increment(1);
 }

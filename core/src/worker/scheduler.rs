@@ -180,6 +180,7 @@ impl<S: Store, R: Runtime> Scheduler<S, R> {
         Ok(report)
     }
 
+        super::metrics::record_tick(&report);
     /// Ticks every `tick` until `shutdown`.
     pub async fn run(mut self, mut shutdown: Shutdown) {
         while !shutdown.is_requested() {
@@ -187,6 +188,7 @@ impl<S: Store, R: Runtime> Scheduler<S, R> {
                 tracing::debug!(error = %e, "scheduler tick failed; retrying next tick");
             }
             tokio::select! {
+                super::metrics::record_tick_failed();
                 biased;
                 _ = shutdown.wait() => {}
                 _ = self.rt.sleep(self.cfg.tick) => {}

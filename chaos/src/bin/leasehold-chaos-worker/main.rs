@@ -171,7 +171,11 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
 
 /// Connects and applies the migrations, retrying while the server is
 /// unreachable (it may be restarting), at most [`CONNECT_TRIES`] times.
-async fn connect_postgres(url: &str, schema: Option<&str>, id: &str) -> Result<PgStore, StoreError> {
+async fn connect_postgres(
+    url: &str,
+    schema: Option<&str>,
+    id: &str,
+) -> Result<PgStore, StoreError> {
     let mut last = StoreError::Unavailable("not tried".into());
     for attempt in 1..=CONNECT_TRIES {
         // The identity as application_name: operators (and the chaos
@@ -222,7 +226,11 @@ async fn serve<S: Store>(
     let stats = worker.await?;
     sweeper.await?;
     if stats.undrained > 0 {
-        return Err(format!("{} leases still running after the grace time", stats.undrained).into());
+        return Err(format!(
+            "{} leases still running after the grace time",
+            stats.undrained
+        )
+        .into());
     }
     Ok(stats)
 }

@@ -31,16 +31,31 @@ fn sql_adapters_refuse_a_madsim_build_with_one_message() {
     for adapter in ["sqlite", "postgres"] {
         let exe = build_script(adapter, &dir);
 
-        let madsim = Command::new(&exe).env("CARGO_CFG_MADSIM", "").output().unwrap();
-        assert!(!madsim.status.success(), "{adapter}: a madsim build must stop");
+        let madsim = Command::new(&exe)
+            .env("CARGO_CFG_MADSIM", "")
+            .output()
+            .unwrap();
+        assert!(
+            !madsim.status.success(),
+            "{adapter}: a madsim build must stop"
+        );
         let stdout = String::from_utf8_lossy(&madsim.stdout);
-        let errors: Vec<&str> = stdout.lines().filter(|l| l.starts_with("cargo::error=")).collect();
+        let errors: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with("cargo::error="))
+            .collect();
         assert_eq!(errors.len(), 1, "{adapter}: one message, got {stdout}");
         let want = format!("cargo::error=leasehold-{adapter} cannot be built under `--cfg madsim`");
         assert!(errors[0].starts_with(&want), "{adapter}: {}", errors[0]);
-        assert!(errors[0].contains("leasehold-memory"), "{adapter}: the message says what to use");
+        assert!(
+            errors[0].contains("leasehold-memory"),
+            "{adapter}: the message says what to use"
+        );
 
-        let normal = Command::new(&exe).env_remove("CARGO_CFG_MADSIM").output().unwrap();
+        let normal = Command::new(&exe)
+            .env_remove("CARGO_CFG_MADSIM")
+            .output()
+            .unwrap();
         assert!(normal.status.success(), "{adapter}: a normal build goes on");
         assert!(
             !String::from_utf8_lossy(&normal.stdout).contains("cargo::error"),

@@ -1,0 +1,50 @@
+//! The wall-clock limit of a run: a run that hits it stops with an error
+//! (never a pass), and a limit only aborts: a run that finishes in time has
+//! the history it has without one.
+
+use leasehold_sim::bounds::MAX_DURATION;
+use leasehold_sim::duration::Dur;
+use leasehold_sim::runner::{builtin, run_seed_on, run_seed_within, HarnessError};
+use leasehold_sim::stores::MemoryFactory;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
+    let mut cfg = builtin::calm();
+    cfg.duration = MAX_DURATION;
+    // Enqueues spread over the week keep the run from ending quiet early.
+    cfg.workload.enqueue_over = Dur::secs(6 * 24 * 3600);
+    let limit = Duration::from_millis(300);
+    let started = Instant::now();
+    let e = match run_seed_within(&cfg, 1, &Arc::new(MemoryFactory), Some(limit)) {
+        Ok(out) => panic!("finished after {} simulated ms", out.sim_time_ms),
+        Err(e) => e,
+    };
+    let took = started.elapsed();
+    match &e {
+        HarnessError::Timeout {
+            limit: l,
+            sim_ms,
+            duration_ms,
+            steps,
+        } => {
+            assert_eq!(*l, limit);
+            assert!(*steps > 0 && sim_ms < duration_ms, "{e}");
+        }
+        other => panic!("not a timeout: {other}"),
+    }
+    assert!(e.to_string().contains("--run-timeout"), "{e}");
+    // Checked between steps: the overshoot is a step, not the run.
+    assert!(took < Duration::from_secs(10), "stopped after {took:?}");
+}
+
+#[test]
+fn a_limit_never_changes_a_history() {
+    let cfg = builtin::small_swarm();
+    let factory = Arc::new(MemoryFactory);
+    let free = run_seed_on(&cfg, 3, &factory).expect("runs");
+    let limited =
+        run_seed_within(&cfg, 3, &factory, Some(Duration::from_secs(600))).expect("in time");
+    assert_eq!(free.history_hash, limited.history_hash);
+}

@@ -15,6 +15,7 @@ pub mod config;
 pub mod duration;
 pub mod feasible;
 pub mod harness;
+pub mod jepsen;
 pub mod junit;
 pub mod scenario;
 pub mod shrink;

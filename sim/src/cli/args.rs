@@ -34,7 +34,8 @@ pub enum Command {
     /// Reduce a failing scenario and seed to a minimal scenario file.
     #[command(after_help = EXIT_CODES)]
     Shrink(ShrinkArgs),
-    /// Check a recorded history (store events or a replay trace, JSON lines).
+    /// Check a recorded history: store events (JSON lines), or a Jepsen
+    /// history of lease operations (EDN, `--format jepsen`).
     ///
     /// JSON lines are store events (an adapter's audit log, from
     /// `leasehold-export`) or a `leasehold replay --trace` history, whose
@@ -48,6 +49,9 @@ pub enum Command {
     /// answers).
     #[command(after_help = EXIT_CODES)]
     Check(CheckArgs),
+    /// Write a run's history in another tool's format (Jepsen EDN).
+    #[command(after_help = EXIT_CODES)]
+    Export(ExportArgs),
 }
 
 /// `leasehold run`.
@@ -138,12 +142,53 @@ pub struct ShrinkArgs {
 /// `leasehold check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The history: one `leasehold_core::Event` JSON object per line, or a
-    /// `leasehold replay --trace` file.
+    /// The history: one `leasehold_core::Event` JSON object per line, a
+    /// `leasehold replay --trace` file, or with `--format jepsen` Jepsen
+    /// operations in EDN (docs/JEPSEN.md).
     pub history: PathBuf,
-    /// The queue's parallelism limit, to check I9.
+    /// The queue's parallelism limit, to check I9 (store events only).
     #[arg(long)]
     pub parallelism: Option<u32>,
+    /// What the history file holds.
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Events)]
+    pub format: HistoryFormat,
+}
+
+/// The formats `leasehold check` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    /// Store events, one JSON object per line (an audit log), or a
+    /// `leasehold replay --trace` history (its store events).
+    Events,
+    /// Jepsen operations (`:invoke`/`:ok`/`:fail`/`:info`) in EDN.
+    Jepsen,
+}
+
+/// `leasehold export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A scenario file (run at `--seed`), or a history written by
+    /// `leasehold replay --trace`.
+    pub input: PathBuf,
+    /// The seed to run, when INPUT is a scenario file.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jepsen)]
+    pub format: ExportFormat,
+    /// Where to write (default: stdout).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
+}
+
+/// The formats `leasehold export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Jepsen operations in EDN, one map per line (docs/JEPSEN.md).
+    Jepsen,
 }
 
 /// Where the seeds of a run start.

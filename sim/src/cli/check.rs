@@ -22,6 +22,9 @@ pub const NOT_CHECKED: &str = "I3, I5, I6, I10 and I11 need the simulator's grou
 
 /// Runs the command.
 pub fn run(args: &CheckArgs) -> ExitCode {
+    if args.format == super::args::HistoryFormat::Jepsen {
+        return super::check_jepsen::run(args);
+    }
     let input = match read_history(&args.history) {
         Ok(h) => h,
         Err(errors) => {

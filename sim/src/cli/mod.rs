@@ -5,8 +5,10 @@
 
 pub mod args;
 pub mod check;
+pub mod check_jepsen;
 pub mod check_input;
 pub mod engine;
+pub mod export;
 pub mod jsonl;
 pub mod parallel;
 pub mod plan;
@@ -39,5 +41,6 @@ pub fn main() -> ExitCode {
         args::Command::Check(a) => check::run(a),
         args::Command::Replay(a) => replay::run(a),
         args::Command::Shrink(a) => shrink::run(a),
+        args::Command::Export(a) => export::run(a),
     }
 }

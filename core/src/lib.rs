@@ -71,6 +71,6 @@ pub use store::{
 };
 pub use time::{Millis, StoreTime};
 pub use worker::{
-    shutdown_channel, Handler, HandlerError, Shutdown, ShutdownHandle, StopReason, StopSignal,
-    Scheduler, SchedulerConfig, Sweeper, SweeperConfig, Worker, WorkerConfig,
+    shutdown_channel, Handler, HandlerError, Scheduler, SchedulerConfig, Shutdown, ShutdownHandle,
+    StopReason, StopSignal, Sweeper, SweeperConfig, Worker, WorkerConfig,
 };

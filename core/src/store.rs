@@ -110,8 +110,10 @@ pub trait Store: Send + Sync + 'static {
         schedule: Schedule,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
     /// Removes a schedule; answers whether it existed. Its jobs stay.
-    fn remove_schedule(&self, name: String)
-        -> impl Future<Output = Result<bool, StoreError>> + Send;
+    fn remove_schedule(
+        &self,
+        name: String,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
     /// Enqueues the job of one plan time of a schedule, judged on the
     /// store's clock; answers its id (the existing one if that plan time
     /// already fired).

@@ -64,6 +64,7 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::ResultSecondStep
                 | Variant::ClaimWithoutCas
                 | Variant::LateCancelOverwrites
+                | Variant::FireWithoutKey
                 // Its worker reuses its name, but the bug that keeps a dead
                 // lease alive is the store's liveness-by-name renewal.
                 | Variant::RestartReusesIdentity
@@ -98,6 +99,19 @@ pub fn configure_worker(b: WorkerConfigBuilder, v: Option<Variant>) -> WorkerCon
     #[cfg(feature = "catalogue")]
     if let Some(v) = v {
         return b.variant(v);
+    }
+    let _ = v;
+    b
+}
+
+/// Puts a scheduler-side variant into a scheduler's configuration.
+pub fn configure_scheduler(
+    b: leasehold_core::worker::SchedulerConfigBuilder,
+    v: Option<Variant>,
+) -> leasehold_core::worker::SchedulerConfigBuilder {
+    #[cfg(feature = "catalogue")]
+    if v == Some(Variant::SchedulerOwnClock) {
+        return b.variant(Variant::SchedulerOwnClock);
     }
     let _ = v;
     b

@@ -92,6 +92,9 @@ pub struct Topology {
     pub workers: u32,
     /// Sweeper hosts (`sweeper-1` …).
     pub sweepers: u32,
+    /// Scheduler hosts (`scheduler-1` …), each running the real
+    /// `leasehold_core::Scheduler` over every schedule of the scenario.
+    pub schedulers: u32,
 }
 
 impl Default for Topology {
@@ -99,6 +102,7 @@ impl Default for Topology {
         Topology {
             workers: 4,
             sweepers: 1,
+            schedulers: 0,
         }
     }
 }
@@ -131,6 +135,10 @@ pub struct Protocol {
     pub request_timeout: Dur,
     /// Idle poll interval of workers.
     pub poll_interval: Dur,
+    /// Interval between two ticks of a scheduler (its own clock).
+    pub scheduler_tick: Dur,
+    /// Age past which a plan time is late for a scheduler (store time).
+    pub misfire_grace: Dur,
     /// Largest payload the store accepts, in bytes.
     pub max_payload_bytes: u64,
     /// Largest result the store accepts, in bytes.
@@ -154,6 +162,8 @@ impl Default for Protocol {
             parallelism: None,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             poll_interval: DEFAULT_POLL,
+            scheduler_tick: crate::schedules::DEFAULT_SCHEDULER_TICK,
+            misfire_grace: crate::schedules::DEFAULT_MISFIRE_GRACE,
             max_payload_bytes: leasehold_core::DEFAULT_MAX_PAYLOAD_BYTES as u64,
             max_result_bytes: leasehold_core::DEFAULT_MAX_RESULT_BYTES as u64,
             max_error_bytes: leasehold_core::DEFAULT_MAX_ERROR_BYTES as u64,
@@ -243,6 +253,8 @@ pub struct Faults {
     pub worker_crash_rate: Range<f64>,
     /// Sweeper crashes per sweeper per minute.
     pub sweeper_crash_rate: Range<f64>,
+    /// Scheduler crashes per scheduler per minute.
+    pub scheduler_crash_rate: Range<f64>,
     /// Time until a crashed host restarts.
     pub restart_after: Range<Dur>,
     /// Store crashes per minute.
@@ -282,6 +294,7 @@ impl Default for Faults {
             window: Dur::secs(300),
             worker_crash_rate: none,
             sweeper_crash_rate: none,
+            scheduler_crash_rate: none,
             restart_after: Range::new(Dur::secs(1), Dur::secs(30)),
             store_crash_rate: none,
             partition_rate: none,
@@ -525,11 +538,13 @@ pub enum InvariantId {
     I10,
     /// Answers: every store answer equals the reference model's.
     I11,
+    /// Schedules: at most one job per plan time; exactly one once healed.
+    I12,
 }
 
 impl InvariantId {
     /// Every invariant, in order.
-    pub const ALL: [InvariantId; 11] = [
+    pub const ALL: [InvariantId; 12] = [
         InvariantId::I1,
         InvariantId::I2,
         InvariantId::I3,
@@ -541,6 +556,7 @@ impl InvariantId {
         InvariantId::I9,
         InvariantId::I10,
         InvariantId::I11,
+        InvariantId::I12,
     ];
 
     /// The spec's name for it.
@@ -557,6 +573,7 @@ impl InvariantId {
             InvariantId::I9 => "parallelism",
             InvariantId::I10 => "determinism",
             InvariantId::I11 => "answers",
+            InvariantId::I12 => "schedules",
         }
     }
 }
@@ -609,6 +626,8 @@ pub struct SimConfig {
     pub events: Vec<ScriptedFault>,
     /// Expectation.
     pub expect: Expect,
+    /// Schedules (periodic jobs), put by every scheduler host at its start.
+    pub schedules: Vec<crate::schedules::ScheduleSpec>,
 }
 
 impl Default for SimConfig {
@@ -628,6 +647,7 @@ impl Default for SimConfig {
             faults: Faults::default(),
             events: Vec::new(),
             expect: Expect::default(),
+            schedules: Vec::new(),
         }
     }
 }
@@ -648,6 +668,7 @@ impl SimConfig {
         let mut v = vec!["store".to_string(), "client".to_string()];
         v.extend((1..=self.topology.workers).map(|i| format!("worker-{i}")));
         v.extend((1..=self.topology.sweepers).map(|i| format!("sweeper-{i}")));
+        v.extend((1..=self.topology.schedulers).map(|i| format!("scheduler-{i}")));
         v
     }
 
@@ -827,6 +848,7 @@ impl SimConfig {
         for (path, r) in [
             ("faults.worker_crash_rate", &f.worker_crash_rate),
             ("faults.sweeper_crash_rate", &f.sweeper_crash_rate),
+            ("faults.scheduler_crash_rate", &f.scheduler_crash_rate),
             ("faults.store_crash_rate", &f.store_crash_rate),
             ("faults.partition_rate", &f.partition_rate),
             ("faults.pause_rate", &f.pause_rate),
@@ -900,6 +922,7 @@ impl SimConfig {
                 }
             }
         }
+        out.extend(crate::schedules::problems(self));
         // Settings the correct core cannot work under are judged once each
         // setting is valid on its own, so one mistake is reported once.
         if out.is_empty() {

@@ -18,6 +18,7 @@ pub mod harness;
 pub mod jepsen;
 pub mod junit;
 pub mod scenario;
+pub mod schedules;
 pub mod shrink;
 pub mod timeline;
 

@@ -388,11 +388,7 @@ impl MemoryStore {
             return answer;
         }
         let key = transition::fire_key(&req);
-        let existing = st
-            .keys
-            .get(&key)
-            .and_then(|id| st.rows.get(id))
-            .cloned();
+        let existing = st.keys.get(&key).and_then(|id| st.rows.get(id)).cloned();
         let id = JobId(st.next_id + 1);
         let schedule = st.schedules.get(&req.name);
         match transition::fire(schedule, &req, id, existing.as_ref(), now)? {

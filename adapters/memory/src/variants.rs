@@ -8,8 +8,7 @@ use leasehold_core::transition::{self, Applied, FirePlan, ReleasePlan, RenewPlan
 use leasehold_core::variants::Variant;
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, Event, EventKind, FireRequest, JobId, JobRecord,
-    JobState, Lease, Millis, Release, ReleaseRequest, RenewRequest, Renewal, StoreError,
-    StoreTime,
+    JobState, Lease, Millis, Release, ReleaseRequest, RenewRequest, Renewal, StoreError, StoreTime,
 };
 
 /// How long the second step of a result write lags behind the commit.

@@ -178,7 +178,10 @@ impl PgStore {
                     .fetch_one(&mut *conn)
                     .await
                     .map_err(error::map)?;
-                JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("job id sequence".into()))?)
+                JobId(
+                    u64::try_from(next)
+                        .map_err(|_| StoreError::Corrupt("job id sequence".into()))?,
+                )
             }
         };
         match transition::fire(schedule.as_ref(), req, id, existing.as_ref(), now)? {

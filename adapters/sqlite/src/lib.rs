@@ -662,7 +662,8 @@ impl Store for SqliteStore {
     }
 
     async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        in_write_tx!(self, |conn, _now| Self::remove_schedule_in(conn, &name).await)
+        in_write_tx!(self, |conn, _now| Self::remove_schedule_in(conn, &name)
+            .await)
     }
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {

@@ -46,9 +46,7 @@ async fn fire<S: Store>(s: &S, name: &str, plan_time: StoreTime) -> Result<JobId
 
 /// A put is listed; an identical put changes nothing; a changed spec is a
 /// new version; remove answers whether it existed, and the jobs it made stay.
-pub async fn schedules_are_put_listed_replaced_and_removed_keeping_their_jobs<H: Harness>(
-    h: &H,
-) {
+pub async fn schedules_are_put_listed_replaced_and_removed_keeping_their_jobs<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
     let s = &*f.store;
     let name = h.name();
@@ -71,17 +69,32 @@ pub async fn schedules_are_put_listed_replaced_and_removed_keeping_their_jobs<H:
     assert_eq!(after[1].schedule, changed, "{name}: replaced");
     assert_eq!(after[1].version, 2, "{name}: a new version");
     assert_eq!(after[1].created_at, first.created_at, "{name}");
-    assert!(after[1].updated_at > first.updated_at, "{name}: updated_at moves");
+    assert!(
+        after[1].updated_at > first.updated_at,
+        "{name}: updated_at moves"
+    );
     let p = last_plan_time(s).await;
     let job = fire(s, "b-report", p).await.expect("fire");
-    assert!(s.remove_schedule("b-report".into()).await.expect("remove"), "{name}");
-    assert!(!s.remove_schedule("b-report".into()).await.expect("remove"), "{name}");
+    assert!(
+        s.remove_schedule("b-report".into()).await.expect("remove"),
+        "{name}"
+    );
+    assert!(
+        !s.remove_schedule("b-report".into()).await.expect("remove"),
+        "{name}"
+    );
     let left = list_all_schedules(s).await.expect("list");
     assert_eq!(left.len(), 1, "{name}: only a-cleanup is left");
-    assert_eq!(row(s, job).await.state, JobState::Pending, "{name}: the job stays");
+    assert_eq!(
+        row(s, job).await.state,
+        JobState::Pending,
+        "{name}: the job stays"
+    );
     assert_eq!(
         fire(s, "b-report", p).await,
-        Err(StoreError::Input(InputError::UnknownSchedule("b-report".into()))),
+        Err(StoreError::Input(InputError::UnknownSchedule(
+            "b-report".into()
+        ))),
         "{name}: a removed schedule does not fire"
     );
 }
@@ -105,8 +118,14 @@ pub async fn fire_makes_one_job_per_plan_time<H: Harness>(h: &H) {
     assert_eq!(r.priority, 0, "{name}");
     assert_eq!(r.idempotency_key, Some(job_key("tick", p)), "{name}");
     assert!(r.run_at >= before, "{name}: no jitter, due at once");
-    assert_eq!(fire(s, "tick", p).await, Ok(a), "{name}: a repeat answers the job");
-    let b = fire(s, "tick", StoreTime(p.0 - EVERY.0 as i64)).await.expect("fire");
+    assert_eq!(
+        fire(s, "tick", p).await,
+        Ok(a),
+        "{name}: a repeat answers the job"
+    );
+    let b = fire(s, "tick", StoreTime(p.0 - EVERY.0 as i64))
+        .await
+        .expect("fire");
     assert_ne!(a, b, "{name}: another plan time, another job");
     assert_eq!(rows(s).await.len(), 2, "{name}: two jobs in all");
 }
@@ -114,9 +133,7 @@ pub async fn fire_makes_one_job_per_plan_time<H: Harness>(h: &H) {
 /// The guards: an unknown schedule, a plan time after the store's now or
 /// off the rule, a bad name; a user key in the schedules' namespace; bad
 /// schedules name their field. Nothing changes.
-pub async fn schedule_bad_input_is_refused_naming_the_field_and_changes_nothing<H: Harness>(
-    h: &H,
-) {
+pub async fn schedule_bad_input_is_refused_naming_the_field_and_changes_nothing<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
     let s = &*f.store;
     let name = h.name();
@@ -129,21 +146,61 @@ pub async fn schedule_bad_input_is_refused_naming_the_field_and_changes_nothing<
     let e = refused(fire(s, "nope", p).await);
     assert_eq!(e, InputError::UnknownSchedule("nope".into()), "{name}");
     let e = refused(fire(s, "tick", StoreTime(p.0 + 3_600_000)).await);
-    assert!(matches!(e, InputError::NotAPlanTime { .. }), "{name}: future: {e}");
+    assert!(
+        matches!(e, InputError::NotAPlanTime { .. }),
+        "{name}: future: {e}"
+    );
     let e = refused(fire(s, "tick", StoreTime(p.0 - 1)).await);
-    assert!(matches!(e, InputError::NotAPlanTime { .. }), "{name}: off the rule: {e}");
+    assert!(
+        matches!(e, InputError::NotAPlanTime { .. }),
+        "{name}: off the rule: {e}"
+    );
     let e = refused(fire(s, "", p).await);
-    assert!(matches!(e, InputError::BadSchedule { field: "name", .. }), "{name}: {e}");
+    assert!(
+        matches!(e, InputError::BadSchedule { field: "name", .. }),
+        "{name}: {e}"
+    );
     let key = job_key("tick", p);
-    let e = refused(s.enqueue(NewJob::new("q", b"x".to_vec()).idempotency_key(key)).await);
-    assert!(matches!(e, InputError::BadIdempotencyKey { .. }), "{name}: reserved key: {e}");
+    let e = refused(
+        s.enqueue(NewJob::new("q", b"x".to_vec()).idempotency_key(key))
+            .await,
+    );
+    assert!(
+        matches!(e, InputError::BadIdempotencyKey { .. }),
+        "{name}: reserved key: {e}"
+    );
     let bad: Vec<(Schedule, &str)> = vec![
-        (Schedule::new("c", "q", "p", Rule::cron("not a cron")), "rule.cron"),
-        (Schedule::new("c", "q", "p", Rule::cron("61 * * * *")), "rule.cron"),
-        (Schedule::new("c", "q", "p", Rule::cron_in("* * * * *", "Atlantis/Capital")), "rule.time_zone"),
-        (Schedule::new("c", "q", "p", Rule::every(Millis(0))), "rule.interval"),
-        (every("c").catch_up(CatchUp::Each { max: 0 }), "catch_up.max"),
-        (every("c").catch_up(CatchUp::Each { max: MAX_CATCH_UP + 1 }), "catch_up.max"),
+        (
+            Schedule::new("c", "q", "p", Rule::cron("not a cron")),
+            "rule.cron",
+        ),
+        (
+            Schedule::new("c", "q", "p", Rule::cron("61 * * * *")),
+            "rule.cron",
+        ),
+        (
+            Schedule::new(
+                "c",
+                "q",
+                "p",
+                Rule::cron_in("* * * * *", "Atlantis/Capital"),
+            ),
+            "rule.time_zone",
+        ),
+        (
+            Schedule::new("c", "q", "p", Rule::every(Millis(0))),
+            "rule.interval",
+        ),
+        (
+            every("c").catch_up(CatchUp::Each { max: 0 }),
+            "catch_up.max",
+        ),
+        (
+            every("c").catch_up(CatchUp::Each {
+                max: MAX_CATCH_UP + 1,
+            }),
+            "catch_up.max",
+        ),
         (every("bad name"), "name"),
     ];
     for (sched, field) in bad {
@@ -155,7 +212,10 @@ pub async fn schedule_bad_input_is_refused_naming_the_field_and_changes_nothing<
         }
     }
     let e = s.put_schedule(every("c").max_attempts(0)).await;
-    assert!(matches!(e, Err(StoreError::Input(InputError::BadMaxAttempts { .. }))), "{name}: {e:?}");
+    assert!(
+        matches!(e, Err(StoreError::Input(InputError::BadMaxAttempts { .. }))),
+        "{name}: {e:?}"
+    );
     assert!(rows(s).await.is_empty(), "{name}: no job was made");
     let listed = list_all_schedules(s).await.expect("list");
     assert_eq!(listed.len(), 1, "{name}: only tick is stored");
@@ -186,7 +246,11 @@ pub async fn concurrent_firers_of_one_plan_time_make_one_job<H: Harness>(h: &H) 
         }
     }
     ids.dedup();
-    assert_eq!(ids.len(), 1, "{name}: every firer got the same job: {ids:?}");
+    assert_eq!(
+        ids.len(),
+        1,
+        "{name}: every firer got the same job: {ids:?}"
+    );
     assert_eq!(rows(&*s).await.len(), 1, "{name}: exactly one job");
 }
 
@@ -218,7 +282,10 @@ pub async fn two_schedulers_fire_each_plan_time_once<H: Harness>(h: &H) {
         assert_eq!((ra.unknown, rb.unknown), (0, 0), "{name}");
     }
     let all = rows(&*s).await;
-    let mut keys: Vec<String> = all.iter().filter_map(|r| r.idempotency_key.clone()).collect();
+    let mut keys: Vec<String> = all
+        .iter()
+        .filter_map(|r| r.idempotency_key.clone())
+        .collect();
     let n = keys.len();
     keys.sort();
     keys.dedup();

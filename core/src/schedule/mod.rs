@@ -190,7 +190,9 @@ pub fn check_name(name: &str) -> Result<(), InputError> {
         return Err(bad("is empty"));
     }
     if name.len() > MAX_SCHEDULE_NAME_LEN {
-        return Err(bad(&format!("is longer than {MAX_SCHEDULE_NAME_LEN} bytes")));
+        return Err(bad(&format!(
+            "is longer than {MAX_SCHEDULE_NAME_LEN} bytes"
+        )));
     }
     if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
         return Err(bad("contains control or whitespace characters"));
@@ -298,7 +300,10 @@ mod tests {
         let mut s = base();
         s.name = "a b".into();
         assert_eq!(field(s), "name");
-        assert_eq!(field(base().catch_up(CatchUp::Each { max: 0 })), "catch_up.max");
+        assert_eq!(
+            field(base().catch_up(CatchUp::Each { max: 0 })),
+            "catch_up.max"
+        );
         assert_eq!(
             field(base().catch_up(CatchUp::Each {
                 max: MAX_CATCH_UP + 1

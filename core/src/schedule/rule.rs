@@ -99,7 +99,12 @@ impl Rule {
                     .seconds(Seconds::Optional)
                     .build()
                     .parse(expr)
-                    .map_err(|e| bad("rule.cron", format!("{expr:?} is not a cron expression: {e}")))?;
+                    .map_err(|e| {
+                        bad(
+                            "rule.cron",
+                            format!("{expr:?} is not a cron expression: {e}"),
+                        )
+                    })?;
                 let tz = tz_db().get(time_zone).map_err(|_| {
                     bad(
                         "rule.time_zone",
@@ -145,7 +150,9 @@ const SECOND: i64 = 1000;
 
 impl CompiledRule {
     fn zoned(tz: &TimeZone, t: i64) -> Option<Zoned> {
-        Timestamp::from_millisecond(t).ok().map(|ts| ts.to_zoned(tz.clone()))
+        Timestamp::from_millisecond(t)
+            .ok()
+            .map(|ts| ts.to_zoned(tz.clone()))
     }
 
     fn millis(z: &Zoned) -> i64 {
@@ -217,7 +224,10 @@ mod tests {
         assert_eq!(r.next_after(StoreTime(20_000)), Some(StoreTime(30_000)));
         assert_eq!(r.next_after(StoreTime(19_999)), Some(StoreTime(20_000)));
         assert_eq!(r.previous(StoreTime(29_999)), Some(StoreTime(20_000)));
-        assert_eq!(r.previous_before(StoreTime(20_000)), Some(StoreTime(10_000)));
+        assert_eq!(
+            r.previous_before(StoreTime(20_000)),
+            Some(StoreTime(10_000))
+        );
         assert_eq!(r.previous(StoreTime(-1)), Some(StoreTime(-10_000)));
     }
 
@@ -270,7 +280,9 @@ mod tests {
     #[test]
     fn a_fixed_time_in_the_spring_gap_runs_once_right_after_it() {
         // Europe/Berlin skips 02:00-03:00 on 2024-03-31.
-        let r = Rule::cron_in("30 2 * * *", "Europe/Berlin").compile().unwrap();
+        let r = Rule::cron_in("30 2 * * *", "Europe/Berlin")
+            .compile()
+            .unwrap();
         let got = walks_agree(&r, ms("2024-03-30T00:00:00Z"), ms("2024-04-01T12:00:00Z"));
         assert_eq!(
             got,
@@ -285,14 +297,18 @@ mod tests {
     #[test]
     fn a_fixed_time_repeated_in_the_fall_runs_once() {
         // Europe/Berlin repeats 02:00-03:00 on 2024-10-27.
-        let r = Rule::cron_in("30 2 * * *", "Europe/Berlin").compile().unwrap();
+        let r = Rule::cron_in("30 2 * * *", "Europe/Berlin")
+            .compile()
+            .unwrap();
         let got = walks_agree(&r, ms("2024-10-26T12:00:00Z"), ms("2024-10-27T12:00:00Z"));
         assert_eq!(got, vec![ms("2024-10-27T00:30:00Z")]);
     }
 
     #[test]
     fn an_interval_pattern_runs_on_both_halves_of_a_repeated_hour() {
-        let r = Rule::cron_in("0 * * * *", "Europe/Berlin").compile().unwrap();
+        let r = Rule::cron_in("0 * * * *", "Europe/Berlin")
+            .compile()
+            .unwrap();
         let got = walks_agree(&r, ms("2024-10-26T23:30:00Z"), ms("2024-10-27T02:30:00Z"));
         assert_eq!(
             got,
@@ -315,6 +331,9 @@ mod tests {
         assert_eq!(field(Rule::cron("not cron")), "rule.cron");
         assert_eq!(field(Rule::cron("")), "rule.cron");
         assert_eq!(field(Rule::cron("0 0 30 2 *")), "rule.cron");
-        assert_eq!(field(Rule::cron_in("* * * * *", "Mars/Olympus")), "rule.time_zone");
+        assert_eq!(
+            field(Rule::cron_in("* * * * *", "Mars/Olympus")),
+            "rule.time_zone"
+        );
     }
 }

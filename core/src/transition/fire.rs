@@ -148,12 +148,16 @@ mod tests {
     #[test]
     fn a_plan_time_becomes_a_pending_job_under_its_key() {
         let r = rec();
-        let FirePlan::Insert(a) = fire(Some(&r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
+        let FirePlan::Insert(a) =
+            fire(Some(&r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
         else {
             panic!("insert")
         };
         assert_eq!(a.record.state, JobState::Pending);
-        assert_eq!(a.record.idempotency_key, Some(job_key("tick", StoreTime(2000))));
+        assert_eq!(
+            a.record.idempotency_key,
+            Some(job_key("tick", StoreTime(2000)))
+        );
         assert_eq!(a.record.payload, b"p");
         let delay = r.schedule.jitter_of(StoreTime(2000));
         assert_eq!(a.record.run_at, StoreTime(2100).plus(delay));
@@ -162,11 +166,19 @@ mod tests {
     #[test]
     fn a_second_fire_answers_the_first_job() {
         let r = rec();
-        let FirePlan::Insert(a) = fire(Some(&r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
+        let FirePlan::Insert(a) =
+            fire(Some(&r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
         else {
             panic!("insert")
         };
-        let again = fire(Some(&r), &req(2000), JobId(2), Some(&a.record), StoreTime(9000)).unwrap();
+        let again = fire(
+            Some(&r),
+            &req(2000),
+            JobId(2),
+            Some(&a.record),
+            StoreTime(9000),
+        )
+        .unwrap();
         assert_eq!(again, FirePlan::Existing(JobId(1)));
     }
 
@@ -201,6 +213,9 @@ mod tests {
         let PutPlan::Write(n) = put_schedule(&other, Some(&r), &p, StoreTime(9000)).unwrap() else {
             panic!("write")
         };
-        assert_eq!((n.version, n.created_at, n.updated_at), (2, StoreTime(500), StoreTime(9000)));
+        assert_eq!(
+            (n.version, n.created_at, n.updated_at),
+            (2, StoreTime(500), StoreTime(9000))
+        );
     }
 }

@@ -90,9 +90,12 @@ impl<S: Store, R: Runtime> Scheduler<S, R> {
                 after,
                 limit: LIST_PAGE,
             };
-            let page =
-                with_timeout(&self.rt, self.cfg.request_timeout, self.store.list_schedules(req))
-                    .await?;
+            let page = with_timeout(
+                &self.rt,
+                self.cfg.request_timeout,
+                self.store.list_schedules(req),
+            )
+            .await?;
             let n = page.len();
             after = page.last().map(|r| r.schedule.name.clone());
             out.extend(page);
@@ -177,18 +180,18 @@ impl<S: Store, R: Runtime> Scheduler<S, R> {
             }
         }
         self.cursors.retain(|name, _| seen.contains_key(name));
+        super::metrics::record_tick(&report);
         Ok(report)
     }
 
-        super::metrics::record_tick(&report);
     /// Ticks every `tick` until `shutdown`.
     pub async fn run(mut self, mut shutdown: Shutdown) {
         while !shutdown.is_requested() {
             if let Err(e) = self.tick_once().await {
+                super::metrics::record_tick_failed();
                 tracing::debug!(error = %e, "scheduler tick failed; retrying next tick");
             }
             tokio::select! {
-                super::metrics::record_tick_failed();
                 biased;
                 _ = shutdown.wait() => {}
                 _ = self.rt.sleep(self.cfg.tick) => {}

@@ -222,7 +222,10 @@ mod tests {
     fn nonsense_is_refused_naming_the_field() {
         let f = |b: SchedulerConfigBuilder| b.build().unwrap_err();
         assert_eq!(f(SchedulerConfig::builder("")).field, "scheduler_id");
-        assert_eq!(f(SchedulerConfig::builder("s").tick(Millis(0))).field, "tick");
+        assert_eq!(
+            f(SchedulerConfig::builder("s").tick(Millis(0))).field,
+            "tick"
+        );
         assert_eq!(
             f(SchedulerConfig::builder("s").misfire_grace(Millis(1999))).field,
             "misfire_grace"
@@ -232,7 +235,10 @@ mod tests {
             "max_fires_per_tick"
         );
         let e = f(SchedulerConfig::builder("s").ensure(s("a")).ensure(s("a")));
-        assert!(e.reason.contains("schedules[1].name") && e.reason.contains("duplicate"), "{e}");
+        assert!(
+            e.reason.contains("schedules[1].name") && e.reason.contains("duplicate"),
+            "{e}"
+        );
         let e = f(SchedulerConfig::builder("s").ensure(s("a").catch_up(CatchUp::Each { max: 0 })));
         assert!(e.reason.contains("schedules[0].catch_up.max"), "{e}");
         let bad_cron = Schedule::new("c", "q", "p", Rule::cron("nope"));

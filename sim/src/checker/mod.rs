@@ -19,6 +19,7 @@ mod parallelism;
 mod reclaim;
 pub mod replay;
 mod results;
+mod schedules;
 mod winner;
 
 use crate::config::{InvariantId, ScriptedFault, SimConfig};
@@ -138,7 +139,8 @@ pub fn check_store_events(events: &[Event], parallelism: Option<u32>) -> Vec<Vio
     limit(out)
 }
 
-/// Checks I1–I9 on a run's history (I10 is checked by comparing hashes).
+/// Checks I1–I9, I11 and I12 on a run's history (I10 is checked by
+/// comparing hashes).
 pub fn check(history: &History, cfg: &SimConfig) -> Vec<Violation> {
     let facts = Facts::of(history, cfg);
     let timed: Vec<Timed<'_>> = facts.events.iter().map(|(t, r, e)| (*t, *r, e)).collect();
@@ -159,6 +161,7 @@ pub fn check(history: &History, cfg: &SimConfig) -> Vec<Violation> {
     out.extend(budget::check_events(&steps));
     out.extend(parallelism::check_events(&steps, cfg.protocol.parallelism));
     out.extend(answers::check(history, cfg));
+    out.extend(schedules::check(history, &facts, cfg));
     let mut out = limit(out);
     for v in &mut out {
         v.faults_nearby = faults_nearby(&facts, cfg, v);

@@ -28,6 +28,8 @@ pub struct SwarmDraw {
     pub message_loss: f64,
     /// Probability an answer is lost after its request committed (inside the window).
     pub answer_loss: f64,
+    /// Scheduler crashes per scheduler per minute.
+    pub scheduler_crash_rate: f64,
 }
 
 fn draw(rng: &mut SimRng, r: &Range<f64>) -> f64 {
@@ -48,6 +50,8 @@ pub fn draw_swarm(cfg: &SimConfig, seed: u64) -> SwarmDraw {
         clock_step_rate: draw(&mut rng, &f.clock_step_rate),
         message_loss: draw(&mut rng, &f.message_loss),
         answer_loss: draw(&mut rng, &f.answer_loss),
+        // Drawn last, so scenarios without schedulers draw as before.
+        scheduler_crash_rate: draw(&mut rng, &f.scheduler_crash_rate),
     }
 }
 
@@ -116,6 +120,8 @@ pub fn swarm_faults(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
             d.worker_crash_rate
         } else if host.starts_with("sweeper-") {
             d.sweeper_crash_rate
+        } else if host.starts_with("scheduler-") {
+            d.scheduler_crash_rate
         } else {
             0.0
         };

@@ -1,9 +1,10 @@
-//! The simulated hosts: store, workers, sweepers and the client, each a
+//! The simulated hosts: store, workers, sweepers, schedulers and the client, each a
 //! turmoil host running real code on its own clock ([`runtime`]).
 
 pub mod client;
 pub mod handler;
 pub mod runtime;
+pub mod scheduler;
 pub mod shared;
 pub mod store;
 pub mod worker;

@@ -340,6 +340,16 @@ fn run_world<F: StoreFactory>(
             gated(s.clone(), &h, worker::run_sweeper(s.clone(), h.clone()))
         });
     }
+    for i in 1..=cfg.topology.schedulers {
+        let (s, h) = (shared.clone(), format!("scheduler-{i}"));
+        sim.host(h.clone(), move || {
+            gated(
+                s.clone(),
+                &h,
+                crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()),
+            )
+        });
+    }
     {
         let s = shared.clone();
         sim.host("client", move || {
@@ -388,7 +398,10 @@ fn run_world<F: StoreFactory>(
         }
         if now >= next_quiet_check {
             next_quiet_check = now + QUIET_CHECK_EVERY_MS;
-            let quiet = now >= heal
+            // Schedulers never run out of work, and I12 judges the plan
+            // times up to the end: a world with schedulers runs its length.
+            let quiet = cfg.topology.schedulers == 0
+                && now >= heal
                 && world.faults_done()
                 && shared.client_done()
                 && all_terminal(backend, &shared);

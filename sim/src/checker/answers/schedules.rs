@@ -74,7 +74,16 @@ impl Model {
                 catch_up,
                 jitter,
                 max_attempts,
-            } => self.put_schedule(name, queue, payload, rule, *catch_up, *jitter, *max_attempts, now),
+            } => self.put_schedule(
+                name,
+                queue,
+                payload,
+                rule,
+                *catch_up,
+                *jitter,
+                *max_attempts,
+                now,
+            ),
             Op::RemoveSchedule { name } => {
                 if self.schedules.blind {
                     return Plan::want(Want::Unjudged);

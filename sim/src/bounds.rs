@@ -95,6 +95,20 @@ fn counts(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
         MAX_SWEEPERS.into(),
         "sweepers",
     );
+    over(
+        bad,
+        "topology.schedulers",
+        t.schedulers.into(),
+        crate::schedules::MAX_SCHEDULERS.into(),
+        "schedulers",
+    );
+    over(
+        bad,
+        "schedules",
+        cfg.schedules.len() as u64,
+        crate::schedules::MAX_SCHEDULES as u64,
+        "schedules",
+    );
     let w = &cfg.workload;
     over(bad, "workload.jobs", w.jobs.into(), MAX_JOBS.into(), "jobs");
     over(
@@ -138,6 +152,8 @@ fn all_durations(cfg: &SimConfig) -> Vec<(String, Dur)> {
         ("protocol.backoff_cap", p.backoff_cap),
         ("protocol.request_timeout", p.request_timeout),
         ("protocol.poll_interval", p.poll_interval),
+        ("protocol.scheduler_tick", p.scheduler_tick),
+        ("protocol.misfire_grace", p.misfire_grace),
         ("workload.enqueue_over", w.enqueue_over),
         ("faults.window", f.window),
     ]
@@ -155,6 +171,13 @@ fn all_durations(cfg: &SimConfig) -> Vec<(String, Dur)> {
     for (k, r) in ranges {
         v.push((k.to_string(), r.lo));
         v.push((k.to_string(), r.hi));
+    }
+    for (i, s) in cfg.schedules.iter().enumerate() {
+        for (field, d) in [("every", s.every), ("jitter", s.jitter)] {
+            if let Some(d) = d {
+                v.push((format!("schedules[{i}].{field}"), d));
+            }
+        }
     }
     for (i, e) in cfg.events.iter().enumerate() {
         let path = format!("events[{i}]");
@@ -236,6 +259,7 @@ fn floats(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
     for (path, r) in [
         ("faults.worker_crash_rate", &f.worker_crash_rate),
         ("faults.sweeper_crash_rate", &f.sweeper_crash_rate),
+        ("faults.scheduler_crash_rate", &f.scheduler_crash_rate),
         ("faults.store_crash_rate", &f.store_crash_rate),
         ("faults.partition_rate", &f.partition_rate),
         ("faults.pause_rate", &f.pause_rate),
@@ -287,8 +311,9 @@ fn swarm_size(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
     let minutes = f.window.as_ms().min(cfg.duration.as_ms()) as f64 / 60_000.0;
     let workers = f64::from(cfg.topology.workers);
     let sweepers = f64::from(cfg.topology.sweepers);
-    // Workers, sweepers and the client: the hosts partitioned, paused and held.
-    let movable = workers + sweepers + 1.0;
+    let schedulers = f64::from(cfg.topology.schedulers);
+    // Every host but the store: the hosts partitioned, paused and held.
+    let movable = workers + sweepers + schedulers + 1.0;
     let kinds = [
         (
             "faults.worker_crash_rate",
@@ -299,6 +324,11 @@ fn swarm_size(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
             "faults.sweeper_crash_rate",
             f.sweeper_crash_rate.hi,
             2.0 * sweepers,
+        ),
+        (
+            "faults.scheduler_crash_rate",
+            f.scheduler_crash_rate.hi,
+            2.0 * schedulers,
         ),
         ("faults.store_crash_rate", f.store_crash_rate.hi, 2.0),
         ("faults.partition_rate", f.partition_rate.hi, movable),

@@ -274,3 +274,9 @@ fn store_caps_on_lease_attempts_and_queue_names_are_refused_at_load() {
         "every enqueue would be refused",
     );
 }
+
+#[test]
+fn schedule_intervals_are_bounded_at_their_key() {
+    let errs = errors("[[schedules]]\nname = \"a\"\nevery = \"100000h\"\n");
+    assert!(errs.iter().any(|e| e.line == 3), "{errs:?}");
+}

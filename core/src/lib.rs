@@ -25,6 +25,9 @@
 //! - I4: a result is written in the same transition as `succeeded`.
 //! - I7: cancel never touches a terminal row; a cancelled job is never retried.
 //! - I8: `attempt ≤ max_attempts`; `dead` only when spent or not retryable.
+//! - I12: a schedule's plan time is fired under a key unique per (schedule,
+//!   plan time) ([`schedule::job_key`]), judged on the store's clock only,
+//!   so a plan time never gets two jobs however many schedulers fire it.
 //!
 //! These are asserted in debug builds by [`JobRecord::check_invariants`] and
 //! the transition postconditions.

@@ -185,9 +185,11 @@ mod tests {
 
     #[test]
     fn a_round_trip_that_cannot_fit_its_timeout_is_refused() {
-        let mut cfg = SimConfig::default();
         // 3 hops of 650 ms fit in 2 s; of 700 ms they do not.
-        cfg.tick = Dur::ms(650);
+        let mut cfg = SimConfig {
+            tick: Dur::ms(650),
+            ..SimConfig::default()
+        };
         assert_eq!(paths(&cfg), Vec::<String>::new());
         cfg.tick = Dur::ms(700);
         assert_eq!(paths(&cfg), vec!["tick"]);

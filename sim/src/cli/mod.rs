@@ -5,8 +5,8 @@
 
 pub mod args;
 pub mod check;
-pub mod check_jepsen;
 pub mod check_input;
+pub mod check_jepsen;
 pub mod engine;
 pub mod export;
 pub mod jsonl;

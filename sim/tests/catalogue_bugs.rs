@@ -83,6 +83,8 @@ catalogue! {
     bug_10_late_cancel_overwrites_is_caught => "late_cancel_overwrites_a_success.toml",
     bug_11_heartbeat_too_close_is_caught => "heartbeat_too_close_to_the_lease_loses_it_under_latency.toml",
     bug_12_expiry_does_not_stop_handler_is_caught => "expiry_does_not_stop_the_handler.toml",
+    bug_13_scheduler_own_clock_is_caught => "scheduler_own_clock_fires_late_and_leaves_plan_times_unfired.toml",
+    bug_14_fire_without_key_is_caught => "fire_without_key_runs_a_plan_time_twice.toml",
 }
 
 #[test]

@@ -335,9 +335,12 @@ impl Scenario {
             duration: Dur::ms(self.duration),
             tick: Dur::ms(TICK_MS),
             variant: self.variant.map(|v| v.name().to_string()),
+            // The madsim world runs no scheduler (I12 is the turmoil
+            // simulator's): zero keeps the schedule checks out of it.
             topology: Topology {
                 workers: self.workers,
                 sweepers: self.sweepers,
+                schedulers: 0,
             },
             protocol: self.protocol.clone(),
             workload: Workload {

@@ -6,9 +6,17 @@
 //!
 //! - the holder's own process: a kill (from then on: the identity never
 //!   comes back), a pause (while stopped), a backend termination;
-//! - or the whole store: a PostgreSQL restart; on SQLite also any pause,
-//!   kill or kill-writer, since the stopped or dying process may hold the
-//!   file's single write lock that every renew needs.
+//! - or the whole store: a PostgreSQL restart; any pause (a stopped process
+//!   may be mid-transaction, holding locks that other workers' renews and
+//!   releases wait for); on SQLite also any kill or kill-writer, since the
+//!   dying process may hold the file's single write lock.
+//!
+//! Why a pause is store-wide on PostgreSQL too (found by the first long
+//! run): a claim's `FOR UPDATE SKIP LOCKED` scan re-checks a row that
+//! another worker claimed a moment earlier, skips it, but keeps its lock
+//! until the claim's transaction ends. A claimer stopped mid-transaction
+//! then blocks the release of a lease it never got; the worker does not
+//! renew while it releases, so that lease expires and is swept.
 //!
 //! Store times and fault times are both the host's wall clock (PostgreSQL
 //! and the SQLite store clock read it on the same host).
@@ -95,7 +103,7 @@ fn explains(
         FaultKind::Kill | FaultKind::KillWriter => {
             (on_holder && f.from_ms <= window.1) || (sqlite && meets(instant.0, instant.1))
         }
-        FaultKind::Pause => (on_holder || sqlite) && meets(f.from_ms, f.to_ms.max(f.from_ms)),
+        FaultKind::Pause => meets(f.from_ms, f.to_ms.max(f.from_ms)),
         FaultKind::TerminateBackend => on_holder && meets(instant.0, instant.1),
         FaultKind::Restart => meets(f.from_ms, f.to_ms.max(f.from_ms)),
     }
@@ -140,8 +148,17 @@ mod tests {
         );
         let pause = fault(FaultKind::Pause, "a", 3_500, 9_000);
         assert!(explains(&pause, "a", None, false, w));
-        assert!(!explains(&pause, "b", Some(11), false, w));
+        assert!(
+            explains(&pause, "b", Some(11), false, w),
+            "a stopped process may hold locks another holder waits for"
+        );
         assert!(explains(&pause, "b", Some(11), true, w));
+        let term = fault(FaultKind::TerminateBackend, "a", 3_000, 3_000);
+        assert!(explains(&term, "a", None, false, w));
+        assert!(
+            !explains(&term, "b", Some(11), false, w),
+            "only the holder's backends"
+        );
         let restart = fault(FaultKind::Restart, "", 0, 1_500);
         assert!(explains(&restart, "z", None, false, w));
         let old = fault(FaultKind::Restart, "", 0, 500);

@@ -7,7 +7,7 @@
 //! | `results` | rows, payloads, side effects | every job `succeeded` with its exact result bytes, from a handler that finished under the winning token |
 //! | `overlap` | side effects | no two tokens of a job have side effects that overlap in time (fencing permits none) |
 //! | `grants` | audit log, side effects | every handler ran under a lease the store granted to its own worker |
-//! | `crash-reports` | audit log, faults | every sweep reclaim (crash report) matches a fault the nemesis injected on the holder or the store |
+//! | `crash-reports` | audit log, faults | every sweep reclaim (crash report) matches a fault the nemesis injected on its holder or on the store (a restart, any pause, on SQLite any kill) |
 //! | `audit` | audit log | the offline checker (`leasehold check`): I1, I2, I4, I7, I8 |
 //! | `processes` | exit statuses | no worker died unasked or ignored SIGTERM |
 

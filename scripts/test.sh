@@ -11,19 +11,39 @@
 # target/madsim), the worker inside a madsim simulation.
 # Each `leasehold run` also replays one seed per scenario and compares the
 # history hashes (I10).
+# Last, `leasehold chaos` on SQLite and on PostgreSQL (restarts included):
+# real worker processes under real faults, 3,000 jobs and 30 s of faults
+# each, seed LEASEHOLD_CHAOS_SEED (default 1; the README gives the long run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec scripts/with-postgres.sh bash -c '
 set -euo pipefail
+start=$SECONDS
+# Each stage says how long the script has run, so a slow stage shows.
+stage() { echo "== [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s] $*"; }
+stage "cargo test, every crate"
 cargo test --workspace --all-targets
+stage "doc tests"
 cargo test --workspace --doc
+stage "madsim"
 scripts/test-madsim.sh
-cargo build --release -p leasehold-cli
-bin=target/release/leasehold
-echo "== scenario library on memory"
+# `cargo test` built these programs for the CLI and chaos tests, in the
+# test profile (the simulator, core and turmoil at opt-level 3: within about
+# 10% of a release build on the scenario library), so no second, release
+# build of the whole tree is needed here.
+bin=target/debug/leasehold
+for program in "$bin" target/debug/leasehold-chaos-worker; do
+    test -x "$program" || { echo "$program was not built by cargo test" >&2; exit 1; }
+done
+stage "scenario library on memory"
 $bin run scenarios/
-echo "== scenario library on sqlite, against memory"
+stage "scenario library on sqlite, against memory"
 $bin run scenarios/ --store sqlite --against memory
-echo "== scenario library on postgres, against memory (${LEASEHOLD_PG_SEEDS:-3} seeds per scenario)"
+stage "scenario library on postgres, against memory (${LEASEHOLD_PG_SEEDS:-3} seeds per scenario)"
 $bin run scenarios/ --store postgres --against memory --seeds "${LEASEHOLD_PG_SEEDS:-3}"
+stage "leasehold chaos on sqlite"
+$bin chaos --store sqlite --seed "${LEASEHOLD_CHAOS_SEED:-1}" --jobs 3000 --duration 30s
+stage "leasehold chaos on postgres"
+$bin chaos --store postgres --seed "${LEASEHOLD_CHAOS_SEED:-1}" --jobs 3000 --duration 30s
+stage "all passed"
 '

@@ -87,18 +87,69 @@ fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<Job
             .min(cfg.protocol.parallelism.map_or(u64::MAX, u64::from))
             .max(1)
     };
-    // Enqueue order is id order (the store assigns ids at enqueue).
-    jobs.iter()
-        .map(|(id, (q, enq, _))| {
-            let start = facts.heal_ms.max(*enq);
-            let ahead = jobs
-                .range(..id)
-                .filter(|(_, (q2, _, end))| q2 == q && end.is_none_or(|x| x > start))
-                .count() as u64;
-            let rounds = (ahead + 1).div_ceil(slots_of(q)).saturating_sub(1);
-            (*id, rounds * bound)
+    let names: BTreeSet<&str> = jobs.values().map(|j| j.0).collect();
+    let slots: BTreeMap<&str, u64> = names.into_iter().map(|q| (q, slots_of(q))).collect();
+    ahead_counts(&jobs, facts.heal_ms)
+        .into_iter()
+        .map(|(id, ahead)| {
+            let q = jobs.get(&id).map_or("", |j| j.0);
+            let rounds = (ahead + 1)
+                .div_ceil(slots.get(q).copied().unwrap_or(1))
+                .saturating_sub(1);
+            (id, rounds.saturating_mul(bound))
         })
         .collect()
+}
+
+/// Per job: how many jobs of its queue were enqueued before it (enqueue
+/// order is id order: the store assigns ids at enqueue) and had not
+/// finished when its clock started (healing, or its enqueue if later).
+/// A Fenwick tree over the finishing times keeps this O(n log n): a
+/// workload at the job bound must not make the checker quadratic.
+fn ahead_counts(
+    jobs: &BTreeMap<JobId, (&str, u64, Option<u64>)>,
+    heal_ms: u64,
+) -> BTreeMap<JobId, u64> {
+    let mut by_queue: BTreeMap<&str, Vec<(JobId, u64, u64)>> = BTreeMap::new();
+    for (id, (q, enq, end)) in jobs {
+        // Never finished: later than any start.
+        let end = end.unwrap_or(u64::MAX);
+        by_queue
+            .entry(q)
+            .or_default()
+            .push((*id, heal_ms.max(*enq), end));
+    }
+    let mut out = BTreeMap::new();
+    for list in by_queue.values() {
+        let mut ends: Vec<u64> = list.iter().map(|j| j.2).collect();
+        ends.sort_unstable();
+        ends.dedup();
+        let mut tree = vec![0u64; ends.len() + 1];
+        for (seen, (id, start, end)) in list.iter().enumerate() {
+            let finished = fenwick_prefix(&tree, ends.partition_point(|&e| e <= *start));
+            out.insert(*id, seen as u64 - finished);
+            fenwick_add(&mut tree, ends.partition_point(|&e| e < *end) + 1);
+        }
+    }
+    out
+}
+
+/// Adds one at 1-based position `i`.
+fn fenwick_add(tree: &mut [u64], mut i: usize) {
+    while i < tree.len() {
+        tree[i] += 1;
+        i += i & i.wrapping_neg();
+    }
+}
+
+/// The sum of 1-based positions `1..=i`.
+fn fenwick_prefix(tree: &[u64], mut i: usize) -> u64 {
+    let mut sum = 0;
+    while i > 0 {
+        sum += tree[i];
+        i -= i & i.wrapping_neg();
+    }
+    sum
 }
 
 /// Checks that every job ended.
@@ -193,4 +244,51 @@ fn too_short(deadline: u64) -> String {
          stuck",
         crate::duration::format_ms(deadline)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition, quadratic: earlier jobs of the queue not finished by
+    /// the job's start.
+    fn naive(jobs: &BTreeMap<JobId, (&str, u64, Option<u64>)>, heal: u64) -> BTreeMap<JobId, u64> {
+        jobs.iter()
+            .map(|(id, (q, enq, _))| {
+                let start = heal.max(*enq);
+                let ahead = jobs
+                    .range(..id)
+                    .filter(|(_, (q2, _, end))| q2 == q && end.is_none_or(|x| x > start))
+                    .count() as u64;
+                (*id, ahead)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ahead_counts_agree_with_the_definition() {
+        let mut x: u64 = 12345;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        for round in 0..50 {
+            let mut jobs = BTreeMap::new();
+            let mut enq = 0;
+            for id in 0..(round * 7 + 1) {
+                enq += next(5);
+                let end = (next(4) > 0).then(|| enq + next(40));
+                let q = ["a", "b", "c"][next(3) as usize];
+                jobs.insert(JobId(id), (q, enq, end));
+            }
+            let heal = next(100);
+            assert_eq!(
+                ahead_counts(&jobs, heal),
+                naive(&jobs, heal),
+                "round {round}"
+            );
+        }
+    }
 }

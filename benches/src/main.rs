@@ -22,6 +22,13 @@
 
 #![warn(missing_docs)]
 
+mod args;
+mod figures;
+
+use args::{Mode, Settings};
+use clap::Parser;
+use figures::{Figures, ENQUEUE_CHUNK};
+
 use leasehold_core::worker::RuntimeEvent;
 use leasehold_core::{
     shutdown_channel, ClaimRequest, Handler, HandlerError, JobId, Lease, Millis, NewJob, Policy,
@@ -36,91 +43,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const QUEUE: &str = "bench";
-const LEASE: Millis = Millis(60_000);
-const ENQUEUE_CHUNK: usize = 1_000;
+/// The lease every claim asks for.
+pub const LEASE: Millis = Millis(60_000);
 /// Longest a drain may take before the bench gives up.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(600);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Batch,
-    Worker,
-}
-
-#[derive(Clone, Debug)]
-struct Settings {
-    jobs: usize,
-    workers: usize,
-    batch: u32,
-    concurrency: u32,
-    mode: Mode,
-    audit: bool,
-    backends: Vec<String>,
-    sqlite_sync: Durability,
-    coalesce: bool,
-}
-
-fn usage() -> ! {
-    eprintln!(
-        "usage: leasehold-bench [--jobs N] [--workers W] [--batch B] [--concurrency C]\n\
-         \x20                      [--mode batch|worker] [--no-audit] [--backend postgres|sqlite|both]\n\
-         \x20                      [--sqlite-sync full|normal] [--coalesce]"
-    );
-    std::process::exit(2)
-}
-
-fn parse_args() -> Settings {
-    let mut s = Settings {
-        jobs: 20_000,
-        workers: 16,
-        batch: 200,
-        concurrency: 16,
-        mode: Mode::Batch,
-        audit: true,
-        backends: vec!["postgres".into(), "sqlite".into()],
-        sqlite_sync: Durability::Full,
-        coalesce: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| usage());
-        match a.as_str() {
-            "--jobs" => s.jobs = val().parse().unwrap_or_else(|_| usage()),
-            "--workers" => s.workers = val().parse().unwrap_or_else(|_| usage()),
-            "--batch" => s.batch = val().parse().unwrap_or_else(|_| usage()),
-            "--concurrency" => s.concurrency = val().parse().unwrap_or_else(|_| usage()),
-            "--mode" => {
-                s.mode = match val().as_str() {
-                    "batch" => Mode::Batch,
-                    "worker" => Mode::Worker,
-                    _ => usage(),
-                }
-            }
-            "--no-audit" => s.audit = false,
-            "--coalesce" => s.coalesce = true,
-            "--backend" => {
-                s.backends = match val().as_str() {
-                    "both" => vec!["postgres".into(), "sqlite".into()],
-                    b @ ("postgres" | "sqlite") => vec![b.to_string()],
-                    _ => usage(),
-                }
-            }
-            "--sqlite-sync" => {
-                s.sqlite_sync = match val().as_str() {
-                    "full" => Durability::Full,
-                    "normal" => Durability::Normal,
-                    _ => usage(),
-                }
-            }
-            "-h" | "--help" => usage(),
-            _ => usage(),
-        }
-    }
-    if s.jobs == 0 || s.workers == 0 || s.batch == 0 || s.concurrency == 0 {
-        usage();
-    }
-    s
-}
 
 /// The batch operations both adapters offer as inherent methods.
 trait BatchStore: Store {
@@ -233,22 +159,6 @@ async fn warm_up<S: BatchStore>(store: &Arc<S>, workers: usize) -> Result<(), St
     store.settle().await
 }
 
-/// What one drain measured.
-struct Figures {
-    enqueue: Duration,
-    drain: Duration,
-    latencies_us: Vec<u64>,
-    claims: u64,
-}
-
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
 async fn enqueue_all<S: BatchStore>(store: &S, n: usize) -> Result<Duration, StoreError> {
     let t = Instant::now();
     let mut left = n;
@@ -262,15 +172,15 @@ async fn enqueue_all<S: BatchStore>(store: &S, n: usize) -> Result<Duration, Sto
 }
 
 async fn drain_batched<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
-    let enqueue = enqueue_all(&*store, s.jobs).await?;
-    warm_up(&store, s.workers).await?;
+    let enqueue = enqueue_all(&*store, s.jobs()).await?;
+    warm_up(&store, s.workers()).await?;
     let done = Arc::new(AtomicU64::new(0));
     let claims = Arc::new(AtomicU64::new(0));
     let t = Instant::now();
     let mut tasks = Vec::new();
-    for w in 0..s.workers {
+    for w in 0..s.workers() {
         let (store, done, claims) = (store.clone(), done.clone(), claims.clone());
-        let (n, batch) = (s.jobs as u64, s.batch);
+        let (n, batch) = (s.jobs, s.batch);
         tasks.push(tokio::spawn(async move {
             let worker = WorkerId::new(format!("bench-{w}"));
             let mut lat = Vec::new();
@@ -315,7 +225,7 @@ async fn drain_batched<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
             Ok(lat)
         }));
     }
-    let mut latencies_us = Vec::with_capacity(s.jobs);
+    let mut latencies_us = Vec::with_capacity(s.jobs());
     for task in tasks {
         latencies_us.extend(
             task.await
@@ -355,15 +265,15 @@ impl Handler for NoOp {
 }
 
 async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
-    let enqueue = enqueue_all(&*store, s.jobs).await?;
-    warm_up(&store, s.workers).await?;
-    let latencies = Arc::new(Mutex::new(Vec::with_capacity(s.jobs)));
+    let enqueue = enqueue_all(&*store, s.jobs()).await?;
+    warm_up(&store, s.workers()).await?;
+    let latencies = Arc::new(Mutex::new(Vec::with_capacity(s.jobs())));
     let committed = Arc::new(AtomicU64::new(0));
     let all_done = Arc::new(tokio::sync::Notify::new());
     let (stop, shutdown) = shutdown_channel();
     let t = Instant::now();
     let mut tasks = Vec::new();
-    for w in 0..s.workers {
+    for w in 0..s.workers() {
         let cfg = WorkerConfig::builder(format!("bench-{w}"), QUEUE)
             .concurrency(s.concurrency)
             .lease(LEASE)
@@ -371,7 +281,7 @@ async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
             .poll_interval(Millis(2))
             .build()
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        let (committed, all_done, n) = (committed.clone(), all_done.clone(), s.jobs as u64);
+        let (committed, all_done, n) = (committed.clone(), all_done.clone(), s.jobs);
         let worker = Worker::new(
             store.clone(),
             NoOp {
@@ -424,49 +334,16 @@ async fn run<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, Stor
     }
 }
 
-fn report(backend: &str, detail: &str, s: &Settings, f: &mut Figures) {
-    f.latencies_us.sort_unstable();
-    let rate = s.jobs as f64 / f.drain.as_secs_f64();
-    let enq_rate = s.jobs as f64 / f.enqueue.as_secs_f64();
-    println!("== {backend} ({detail})");
-    match s.mode {
-        Mode::Batch => println!(
-            "   settings: mode=batch jobs={} workers={} claim/release batch={} lease={} audit={}",
-            s.jobs, s.workers, s.batch, LEASE, s.audit
-        ),
-        Mode::Worker => println!(
-            "   settings: mode=worker (leasehold_core::Worker) jobs={} workers={} concurrency/worker={} lease={} audit={}",
-            s.jobs, s.workers, s.concurrency, LEASE, s.audit
-        ),
-    }
-    println!(
-        "   enqueue:  {:.0} jobs/s ({:.2} s, batches of {ENQUEUE_CHUNK})",
-        enq_rate,
-        f.enqueue.as_secs_f64()
-    );
-    println!(
-        "   drain:    {:.0} jobs/s ({} jobs in {:.3} s, {} {})",
-        rate,
-        s.jobs,
-        f.drain.as_secs_f64(),
-        f.claims,
-        match s.mode {
-            Mode::Batch => "claim calls",
-            Mode::Worker => "leases granted",
-        }
-    );
-    let unit = if s.mode == Mode::Batch {
-        "claim sent"
+/// Prints one store's report: human lines on stdout, or with `--json` one
+/// JSON object on stdout and the human lines on stderr.
+fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) {
+    let (text, value) = figures::report(backend, detail, s, f);
+    if s.json {
+        eprintln!("{text}");
+        println!("{value}");
     } else {
-        "lease granted"
-    };
-    println!(
-        "   {unit} -> start latency: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples)",
-        percentile(&f.latencies_us, 0.50) as f64 / 1000.0,
-        percentile(&f.latencies_us, 0.99) as f64 / 1000.0,
-        f.latencies_us.last().copied().unwrap_or(0) as f64 / 1000.0,
-        f.latencies_us.len()
-    );
+        println!("{text}");
+    }
 }
 
 async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
@@ -480,8 +357,8 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
     let store = PgStore::builder(&url)
         .schema(schema.clone())
         .policy(Policy::default())
-        .audit(s.audit)
-        .max_connections((s.workers as u32 + 2).min(64))
+        .audit(s.audit())
+        .max_connections((s.workers + 2).min(64) as u32)
         .connect()
         .await?;
     store.migrate().await?;
@@ -507,7 +384,7 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
     let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .execute(store.pool())
         .await;
-    let mut f = result?;
+    let f = result?;
     let detail = format!(
         "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync_commit}, pool={}{}",
         (s.workers + 2).min(64),
@@ -517,35 +394,35 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
             String::new()
         }
     );
-    report("postgres", &detail, s, &mut f);
+    report("postgres", &detail, s, &f);
     Ok(())
 }
 
 async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
     let dir = tempfile::tempdir().map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let store = SqliteStore::builder(dir.path().join("bench.db"))
-        .audit(s.audit)
-        .durability(s.sqlite_sync)
+        .audit(s.audit())
+        .durability(s.sqlite_durability())
         .open()
         .await?;
     store.migrate().await?;
-    let mut f = run(Arc::new(store), s).await?;
+    let f = run(Arc::new(store), s).await?;
     let detail = format!(
         "WAL, synchronous={:?}, file in {}",
-        s.sqlite_sync,
+        s.sqlite_durability(),
         dir.path().display()
     );
-    report("sqlite", &detail, s, &mut f);
+    report("sqlite", &detail, s, &f);
     Ok(())
 }
 
 fn main() {
-    let s = parse_args();
+    let s = Settings::parse();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    println!(
+    let header = format!(
         "leasehold-bench: {} no-op jobs, {} workers, {} cores",
         s.jobs,
         s.workers,
@@ -553,9 +430,14 @@ fn main() {
             .map(|n| n.get())
             .unwrap_or(1)
     );
+    if s.json {
+        eprintln!("{header}");
+    } else {
+        println!("{header}");
+    }
     let mut failed = false;
-    for b in &s.backends {
-        let r = match b.as_str() {
+    for b in s.backends() {
+        let r = match b {
             "postgres" => rt.block_on(bench_postgres(&s)),
             _ => rt.block_on(bench_sqlite(&s)),
         };

@@ -2,11 +2,13 @@
 //!
 //! The shape CI systems read: `<testsuites>` holding one `<testsuite>` per
 //! scenario, holding one `<testcase>` per seed, with a `<failure>` or
-//! `<error>` child when the seed's expectation did not hold. All text and
-//! attribute values are escaped, and characters XML 1.0 cannot carry are
-//! replaced, so any report text is safe to embed.
+//! `<error>` child when the seed's expectation did not hold. Written by the
+//! `quick-junit` crate (nextest's JUnit writer), which escapes all text and
+//! drops characters XML 1.0 cannot carry, so any report text is safe to
+//! embed.
 
-use std::fmt::Write;
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+use std::time::Duration;
 
 /// One scenario's results.
 #[derive(Clone, Debug, Default)]
@@ -55,110 +57,71 @@ pub enum CaseOutcome {
 }
 
 impl Suite {
-    fn count(&self, f: impl Fn(&CaseOutcome) -> bool) -> usize {
-        self.cases.iter().filter(|c| f(&c.outcome)).count()
-    }
-    fn failures(&self) -> usize {
-        self.count(|o| matches!(o, CaseOutcome::Failed { .. }))
-    }
-    fn errors(&self) -> usize {
-        self.count(|o| matches!(o, CaseOutcome::Error { .. }))
-    }
-    fn time_s(&self) -> f64 {
-        self.cases.iter().map(|c| c.time_s).sum()
+    fn time(&self) -> Duration {
+        Duration::from_secs_f64(self.cases.iter().map(|c| c.time_s.max(0.0)).sum())
     }
 }
 
-/// Escapes text for an XML attribute value or element content, replacing
-/// characters XML 1.0 forbids with U+FFFD.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
+/// Report text for XML: `quick-junit` drops the characters XML cannot
+/// carry, tabs included, so tabs become spaces first.
+fn text(s: &str) -> String {
+    s.replace('\t', "    ")
+}
+
+fn case(c: &Case) -> TestCase {
+    let status = match &c.outcome {
+        CaseOutcome::Passed => TestCaseStatus::success(),
+        CaseOutcome::Failed {
+            message,
+            kind,
+            text: body,
+        } => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(text(message))
+                .set_type(kind.as_str())
+                .set_description(text(body));
+            s
         }
-    }
-    out
+        CaseOutcome::Error {
+            message,
+            text: body,
+        } => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(text(message))
+                .set_type("harness")
+                .set_description(text(body));
+            s
+        }
+    };
+    let mut t = TestCase::new(c.name.as_str(), status);
+    t.set_classname(c.classname.as_str())
+        .set_time(Duration::from_secs_f64(c.time_s.max(0.0)));
+    t
 }
 
 /// The JUnit XML document for `suites`, named `name` at the top.
+/// Counts of tests, failures and errors are computed by `quick-junit` from
+/// the cases; text and attributes are escaped, and characters XML 1.0
+/// cannot carry are left out.
 pub fn render(name: &str, suites: &[Suite]) -> String {
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let tests: usize = suites.iter().map(|s| s.cases.len()).sum();
-    let failures: usize = suites.iter().map(Suite::failures).sum();
-    let errors: usize = suites.iter().map(Suite::errors).sum();
-    let time: f64 = suites.iter().map(Suite::time_s).sum();
-    let _ = writeln!(
-        x,
-        "<testsuites name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time:.3}\">",
-        escape(name)
-    );
+    let mut report = Report::new(name);
+    let mut total = Duration::ZERO;
     for s in suites {
-        let _ = writeln!(
-            x,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{:.3}\">",
-            escape(&s.name),
-            s.cases.len(),
-            s.failures(),
-            s.errors(),
-            s.time_s()
-        );
-        for c in &s.cases {
-            let open = format!(
-                "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\"",
-                escape(&c.name),
-                escape(&c.classname),
-                c.time_s
-            );
-            match &c.outcome {
-                CaseOutcome::Passed => {
-                    let _ = writeln!(x, "{open}/>");
-                }
-                CaseOutcome::Failed {
-                    message,
-                    kind,
-                    text,
-                } => {
-                    let _ = writeln!(
-                        x,
-                        "{open}>\n      <failure message=\"{}\" type=\"{}\">{}</failure>\n    </testcase>",
-                        escape(message),
-                        escape(kind),
-                        escape(text)
-                    );
-                }
-                CaseOutcome::Error { message, text } => {
-                    let _ = writeln!(
-                        x,
-                        "{open}>\n      <error message=\"{}\" type=\"harness\">{}</error>\n    </testcase>",
-                        escape(message),
-                        escape(text)
-                    );
-                }
-            }
-        }
-        x.push_str("  </testsuite>\n");
+        let mut suite = TestSuite::new(s.name.as_str());
+        suite.add_test_cases(s.cases.iter().map(case));
+        suite.set_time(s.time());
+        total += s.time();
+        report.add_test_suite(suite);
     }
-    x.push_str("</testsuites>\n");
-    x
+    report.set_time(total);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- JUnit report not written: {e} -->\n"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_markup_quotes_and_control_characters() {
-        assert_eq!(escape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
-        assert_eq!(escape("x\u{1}y\n"), "x\u{FFFD}y\n");
-    }
 
     #[test]
     fn counts_failures_and_errors_per_suite() {
@@ -184,10 +147,9 @@ mod tests {
             ],
         };
         let xml = render("leasehold", &[suite]);
-        assert!(
-            xml.contains("tests=\"3\" failures=\"1\" errors=\"1\""),
-            "{xml}"
-        );
-        assert!(xml.contains("&lt;boom&gt;"));
+        for attr in ["tests=\"3\"", "failures=\"1\"", "errors=\"1\""] {
+            assert!(xml.contains(attr), "{attr}: {xml}");
+        }
+        assert!(xml.contains("&lt;boom&gt;"), "{xml}");
     }
 }

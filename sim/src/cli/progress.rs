@@ -1,22 +1,20 @@
-//! Progress on stderr: a redrawn bar when stderr is a terminal; otherwise
-//! (CI logs, pipes) one plain line per scenario as its last seed finishes.
+//! Progress on stderr: an `indicatif` bar when stderr is a terminal;
+//! otherwise (CI logs, pipes) one plain line per scenario as its last seed
+//! finishes. Wall time appears here only, never in a simulation.
 
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::time::Duration;
 
-/// Least time between two redraws.
-const REDRAW_EVERY: Duration = Duration::from_millis(100);
-/// Width of the bar in characters.
-const BAR: usize = 24;
+/// Redraws per second at most.
+const REDRAWS_PER_S: u8 = 10;
 
 /// The progress display.
 pub struct Progress {
-    enabled: bool,
+    bar: Option<ProgressBar>,
     total: usize,
     done: usize,
     failed: usize,
-    started: Instant,
-    last_draw: Option<Instant>,
     /// Per scenario: name, seeds left, seeds with violations.
     scenarios: Vec<(String, usize, usize)>,
 }
@@ -24,13 +22,27 @@ pub struct Progress {
 impl Progress {
     /// Progress over `scenarios` (name and number of seeds each).
     pub fn new(scenarios: Vec<(String, usize)>) -> Progress {
+        let total: usize = scenarios.iter().map(|s| s.1).sum();
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(
+                Some(total as u64),
+                ProgressDrawTarget::stderr_with_hz(REDRAWS_PER_S),
+            );
+            let style = ProgressStyle::with_template(
+                "[{bar:24}] {pos}/{len} {per_sec:.1} eta {eta} {prefix} {wide_msg}",
+            )
+            .map(|s| s.progress_chars("#>-"))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.set_prefix("0 failed");
+            bar.enable_steady_tick(Duration::from_millis(250));
+            bar
+        });
         Progress {
-            enabled: std::io::stderr().is_terminal(),
-            total: scenarios.iter().map(|s| s.1).sum(),
+            bar,
+            total,
             done: 0,
             failed: 0,
-            started: Instant::now(),
-            last_draw: None,
             scenarios: scenarios.into_iter().map(|(n, k)| (n, k, 0)).collect(),
         }
     }
@@ -45,7 +57,7 @@ impl Progress {
         s.1 = s.1.saturating_sub(1);
         s.2 += usize::from(failed);
         let (label, left, bad) = (s.0.clone(), s.1, s.2);
-        if !self.enabled {
+        let Some(bar) = &self.bar else {
             if left == 0 {
                 eprintln!(
                     "[{}/{}] {label}: done, {}",
@@ -59,36 +71,20 @@ impl Progress {
                 );
             }
             return;
+        };
+        bar.inc(1);
+        bar.set_prefix(format!("{} failed", self.failed));
+        if left == 0 && bad > 0 {
+            // Kept above the bar: which scenario failed, as it happens.
+            bar.println(format!("{label}: {bad} seeds with violations or errors"));
         }
-        let now = Instant::now();
-        if self.last_draw.is_some_and(|t| now - t < REDRAW_EVERY) && self.done < self.total {
-            return;
-        }
-        self.last_draw = Some(now);
-        let filled = (self.done * BAR).checked_div(self.total).unwrap_or(BAR);
-        let rate = self.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-        let label: String = label.chars().take(40).collect::<String>();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K[{}{}] {}/{} {:.1} seeds/s {} failed  {}",
-            "#".repeat(filled),
-            "-".repeat(BAR - filled),
-            self.done,
-            self.total,
-            rate,
-            self.failed,
-            label
-        );
-        let _ = err.flush();
+        bar.set_message(label);
     }
 
-    /// Erases the line.
+    /// Erases the bar.
     pub fn finish(&mut self) {
-        if self.enabled && self.last_draw.is_some() {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K");
-            let _ = err.flush();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

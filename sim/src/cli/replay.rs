@@ -17,7 +17,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
     let scenario = match load_file(&args.scenario) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            crate::report::diagnostic::eprint_load_errors(&e);
             return ExitCode::Input;
         }
     };

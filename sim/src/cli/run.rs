@@ -153,7 +153,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         }
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            crate::report::diagnostic::eprint_load_errors(&e);
             return ExitCode::Input;
         }
     };

@@ -16,7 +16,7 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
     let scenario = match load_file(&args.scenario) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("{e}");
+            crate::report::diagnostic::eprint_load_errors(&e);
             return ExitCode::Input;
         }
     };

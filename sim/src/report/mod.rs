@@ -2,6 +2,7 @@
 //! faults, and the command that replays it. Times read as durations from
 //! the run's start ([`times`]).
 
+pub mod diagnostic;
 pub mod times;
 
 use crate::checker::Violation;

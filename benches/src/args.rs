@@ -1,0 +1,102 @@
+//! Command-line settings (clap derive).
+
+use clap::{Parser, ValueEnum};
+use leasehold_sqlite::Durability;
+
+/// How the drain runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Each worker loops: claim up to `--batch`, start each (no-op),
+    /// release them all with one batch release.
+    Batch,
+    /// W instances of the real `leasehold_core::Worker` runtime.
+    Worker,
+}
+
+/// Which stores to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// PostgreSQL at `DATABASE_URL` (skipped when unset).
+    Postgres,
+    /// SQLite in a temporary file.
+    Sqlite,
+    /// Both, PostgreSQL first.
+    Both,
+}
+
+/// SQLite's `synchronous` setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SqliteSync {
+    /// `synchronous=FULL`.
+    Full,
+    /// `synchronous=NORMAL`.
+    Normal,
+}
+
+/// Throughput and latency of the leasehold SQL adapters: enqueue N no-op
+/// jobs, drain them with W concurrent workers.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "leasehold-bench", version, about)]
+pub struct Settings {
+    /// Jobs to enqueue and drain.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub jobs: u64,
+    /// Concurrent workers.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub workers: u64,
+    /// Leases per claim and releases per batch (`--mode batch`).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub batch: u32,
+    /// Leases each `Worker` runs at once (`--mode worker`).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: u32,
+    /// How the drain runs.
+    #[arg(long, value_enum, default_value_t = Mode::Batch)]
+    pub mode: Mode,
+    /// Do not write the `lease_events` audit log.
+    #[arg(long)]
+    pub no_audit: bool,
+    /// Which stores to measure.
+    #[arg(long, value_enum, default_value_t = Backend::Both)]
+    pub backend: Backend,
+    /// SQLite's `synchronous` setting.
+    #[arg(long, value_enum, default_value_t = SqliteSync::Full)]
+    pub sqlite_sync: SqliteSync,
+    /// Coalesce one process's claims and releases on PostgreSQL.
+    #[arg(long)]
+    pub coalesce: bool,
+    /// Machine output: one JSON object per store on stdout (JSON Lines);
+    /// the human report moves to stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Settings {
+    /// Jobs as a count.
+    pub fn jobs(&self) -> usize {
+        usize::try_from(self.jobs).unwrap_or(usize::MAX)
+    }
+    /// Workers as a count.
+    pub fn workers(&self) -> usize {
+        usize::try_from(self.workers).unwrap_or(usize::MAX)
+    }
+    /// Whether the audit log is written.
+    pub fn audit(&self) -> bool {
+        !self.no_audit
+    }
+    /// The stores to measure, in order.
+    pub fn backends(&self) -> Vec<&'static str> {
+        match self.backend {
+            Backend::Postgres => vec!["postgres"],
+            Backend::Sqlite => vec!["sqlite"],
+            Backend::Both => vec!["postgres", "sqlite"],
+        }
+    }
+    /// SQLite's durability.
+    pub fn sqlite_durability(&self) -> Durability {
+        match self.sqlite_sync {
+            SqliteSync::Full => Durability::Full,
+            SqliteSync::Normal => Durability::Normal,
+        }
+    }
+}

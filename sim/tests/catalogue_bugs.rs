@@ -43,7 +43,12 @@ fn catches(file: &str) {
                 Ok(clean) => clean,
                 // The correct worker refuses settings that cannot work
                 // (for example a renew interval past its self-fencing point).
-                Err(e) if e.contains("invalid configuration") => {
+                // Refused at load (the scenario loader applies the worker
+                // runtime's own checks) or by the runtime itself.
+                Err(e)
+                    if e.contains("invalid configuration")
+                        || e.contains("the worker runtime refuses it") =>
+                {
                     eprintln!("the correct core refuses this configuration: {e}");
                     return;
                 }

@@ -1,14 +1,18 @@
 //! Builds a [`Timeline`] from a run's [`History`].
 
-use super::{ClockLane, FaultSpan, JobLane, LeaseBar, Mark, Timeline};
+use super::{Arrow, ClockLane, FaultSpan, JobLane, LeaseBar, Mark, Timeline};
 use crate::clock::{ClockModel, EPOCH_MS};
 use crate::config::ScriptedFault;
-use crate::history::{BeliefWhat, History, Record};
+use crate::history::{BeliefWhat, Fate, History, Record};
 use leasehold_core::{EventKind, JobId};
 use std::collections::BTreeMap;
 
 /// Samples per clock lane (plus three around each fault).
 const CLOCK_SAMPLES: u64 = 300;
+/// A message that took this long (true ms) or longer is drawn as an arrow.
+pub const LATE_MS: u64 = 250;
+/// The store host's name in a simulator history.
+const STORE: &str = "store";
 
 /// A violation to mark: true time, text, job.
 pub struct MarkAt {
@@ -30,6 +34,10 @@ pub fn from_history(
     let mut jobs: BTreeMap<JobId, JobLane> = BTreeMap::new();
     let mut open: BTreeMap<(JobId, u64), usize> = BTreeMap::new();
     let mut hosts: Vec<String> = Vec::new();
+    let mut workers: BTreeMap<String, String> = BTreeMap::new();
+    let mut sent: BTreeMap<u64, (u64, String, String)> = BTreeMap::new();
+    let mut served: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut late: Vec<(u64, u64, String, String, String)> = Vec::new();
     let mut schedule: Vec<ScriptedFault> = Vec::new();
     let mut faults = Vec::new();
     let mut crashed_at: BTreeMap<String, u64> = BTreeMap::new();
@@ -48,9 +56,14 @@ pub fn from_history(
             Record::HostCrashed { t, host } => {
                 crashed_at.insert(host.clone(), *t);
             }
-            Record::HostStarted { t, host, .. } => {
+            Record::HostStarted {
+                t, host, worker, ..
+            } => {
                 if !hosts.contains(host) {
                     hosts.push(host.clone());
+                }
+                if let Some(w) = worker {
+                    workers.insert(host.clone(), w.as_str().to_string());
                 }
                 if let Some(from) = crashed_at.remove(host) {
                     faults.push(FaultSpan {
@@ -59,6 +72,40 @@ pub fn from_history(
                         to_ms: *t,
                         hosts: vec![host.clone()],
                     });
+                }
+            }
+            Record::Request {
+                t, host, id, op, ..
+            } => {
+                let what = serde_json::to_value(op)
+                    .ok()
+                    .and_then(|v| v["op"].as_str().map(str::to_string))
+                    .unwrap_or_default();
+                sent.insert(*id, (*t, host.clone(), what));
+            }
+            Record::Served { t, id, fate, .. } => {
+                served.insert(*id, *t);
+                if let Some((t0, host, what)) = sent.get(id) {
+                    if *fate != Fate::RequestLost && t.saturating_sub(*t0) >= LATE_MS {
+                        late.push((*t0, *t, host.clone(), STORE.into(), format!("{what} #{id}")));
+                    }
+                }
+            }
+            Record::Answer {
+                t, id, host, reply, ..
+            } => {
+                let (Some(t0), true) = (served.get(id), reply.is_known()) else {
+                    continue;
+                };
+                if t.saturating_sub(*t0) >= LATE_MS {
+                    let what = sent.get(id).map_or("", |s| s.2.as_str());
+                    late.push((
+                        *t0,
+                        *t,
+                        STORE.into(),
+                        host.clone(),
+                        format!("answer to {what} #{id}"),
+                    ));
                 }
             }
             Record::StoreEvent { t, event, .. } => {
@@ -139,7 +186,22 @@ pub fn from_history(
         jobs: jobs.into_values().collect(),
         clocks: hosts
             .iter()
-            .map(|h| clock_lane(h, &schedule, end_ms))
+            .map(|h| {
+                let mut lane = clock_lane(h, &schedule, end_ms);
+                lane.worker = workers.get(h).cloned();
+                lane
+            })
+            .collect(),
+        arrows: late
+            .into_iter()
+            .map(|(from_ms, to_ms, from, to, label)| Arrow {
+                held: held(&schedule, &from, &to, from_ms),
+                from,
+                to,
+                sent_ms: from_ms,
+                delivered_ms: to_ms.min(end_ms),
+                label,
+            })
             .collect(),
         faults,
         marks: marks
@@ -177,11 +239,28 @@ fn clock_lane(host: &str, schedule: &[ScriptedFault], end_ms: u64) -> ClockLane 
     at.dedup();
     ClockLane {
         host: host.to_string(),
+        worker: None,
         offsets: at
             .into_iter()
             .map(|t| (t, model.wall(t).0 - EPOCH_MS - t as i64))
             .collect(),
     }
+}
+
+/// Whether a hold between `a` and `b` was on at true time `t`.
+fn held(schedule: &[ScriptedFault], a: &str, b: &str, t: u64) -> bool {
+    schedule.iter().any(|f| match f {
+        ScriptedFault::Hold {
+            a: x,
+            b: y,
+            from,
+            to,
+        } => {
+            let pair = (x == a && y == b) || (x == b && y == a);
+            pair && from.as_ms() <= t && t < to.as_ms()
+        }
+        _ => false,
+    })
 }
 
 fn close(

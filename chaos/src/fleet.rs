@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 /// How often a stopping fleet checks whether its processes have exited.
 const EXIT_POLL: Duration = Duration::from_millis(20);
+/// Longest wait for a just-started worker to be ready for SIGTERM.
+const STARTUP_WAIT: Duration = Duration::from_secs(10);
 
 /// The wall clock in ms since the epoch (the store's clock on this host).
 pub fn wall_ms() -> i64 {
@@ -271,6 +273,19 @@ impl Fleet {
     /// must be killed is a finding, answered here.
     pub fn stop_all(&mut self, timeout: Duration) -> Vec<String> {
         let mut problems = Vec::new();
+        // A worker writes its identity once its SIGTERM handler is in place;
+        // a process signalled before that would die of the signal's default
+        // action, so wait (bounded) for every identity first.
+        let ready_by = Instant::now() + STARTUP_WAIT;
+        for s in &self.slots {
+            let Some(inc) = s.child.as_ref().map(|_| &self.incarnations[s.current]) else {
+                continue;
+            };
+            // Bounded by `ready_by`.
+            while read_identity(&inc.log).is_none() && Instant::now() < ready_by {
+                std::thread::sleep(EXIT_POLL);
+            }
+        }
         for s in self.slots.iter_mut() {
             if let Some(child) = &s.child {
                 let pid = child.id();

@@ -142,6 +142,9 @@ fn fresh_identity(prefix: &str) -> String {
 }
 
 async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Error>> {
+    // First, before anything slow: a SIGTERM while connecting must end the
+    // process cleanly, not by the signal's default action.
+    let mut term = signal(SignalKind::terminate())?;
     let config = WorkerConfig::builder(id, &args.queue)
         .concurrency(args.concurrency)
         .lease(Millis(args.lease_ms))
@@ -154,8 +157,11 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
         .with_request_timeout(Millis(args.request_timeout_ms))?;
     let handler = ChaosHandler::new(id, args.effects_log.as_deref(), args.planted_bug)?;
     if let Some(path) = &args.sqlite {
-        let store = Arc::new(SqliteStore::open(path, Policy::default()).await?);
-        let stats = serve(store.clone(), handler, config, sweeper).await?;
+        let store = tokio::select! {
+            store = SqliteStore::open(path, Policy::default()) => Arc::new(store?),
+            _ = term.recv() => return Ok(WorkerStats::default()),
+        };
+        let stats = serve(store.clone(), handler, config, sweeper, term).await?;
         store.close().await;
         return Ok(stats);
     }
@@ -163,8 +169,11 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
         .database_url
         .as_deref()
         .ok_or("set DATABASE_URL (or --database-url), or --sqlite PATH")?;
-    let store = Arc::new(connect_postgres(url, args.schema.as_deref(), id).await?);
-    let stats = serve(store.clone(), handler, config, sweeper).await?;
+    let store = tokio::select! {
+        store = connect_postgres(url, args.schema.as_deref(), id) => Arc::new(store?),
+        _ = term.recv() => return Ok(WorkerStats::default()),
+    };
+    let stats = serve(store.clone(), handler, config, sweeper, term).await?;
     store.close().await;
     Ok(stats)
 }
@@ -210,8 +219,8 @@ async fn serve<S: Store>(
     handler: ChaosHandler,
     config: WorkerConfig,
     sweeper: SweeperConfig,
+    mut term: tokio::signal::unix::Signal,
 ) -> Result<WorkerStats, Box<dyn std::error::Error>> {
-    let mut term = signal(SignalKind::terminate())?;
     tracing::info!(worker = %config.worker_id, queue = %config.queue, "started");
     let (stop, shutdown) = shutdown_channel();
     let worker = Worker::new(store.clone(), handler, TokioRuntime::new(), config);

@@ -36,7 +36,7 @@ use leasehold_core::{
     WorkerId,
 };
 use leasehold_postgres::{Coalescing, PgStore, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
-use leasehold_sqlite::{Durability, SqliteStore};
+use leasehold_sqlite::SqliteStore;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

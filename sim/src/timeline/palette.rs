@@ -36,7 +36,7 @@ impl Palette {
             .flat_map(|j| j.leases.iter().map(|l| l.worker.as_str()))
             .chain(t.clocks.iter().filter_map(|c| c.worker.as_deref()))
             .collect();
-        names.sort_by(|a, b| natural(a).cmp(&natural(b)));
+        names.sort_by_key(|a| natural(a));
         names.dedup();
         let by_worker = names
             .into_iter()
@@ -58,7 +58,7 @@ impl Palette {
             .iter()
             .map(|(w, c)| (w.as_str(), c.as_str()))
             .collect();
-        v.sort_by(|a, b| natural(a.0).cmp(&natural(b.0)));
+        v.sort_by_key(|a| natural(a.0));
         v
     }
 }

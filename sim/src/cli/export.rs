@@ -51,8 +51,8 @@ fn load(args: &ExportArgs) -> Result<History, String> {
             args.input.display()
         ));
     };
-    let scenario = load_file(&args.input)
-        .map_err(|e| crate::report::diagnostic::load_errors(&e, false))?;
+    let scenario =
+        load_file(&args.input).map_err(|e| crate::report::diagnostic::load_errors(&e, false))?;
     let stores = Stores::new(&args.stores);
     let mut cfg = scenario.config.clone();
     let kind = stores.kind_for(&cfg);

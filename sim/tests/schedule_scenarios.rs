@@ -43,7 +43,9 @@ name = "c"
 every = "1s"
 catch_up_max = 0
 "#;
-    let err = load_str(text, Path::new("s.toml"), "s").unwrap_err().to_string();
+    let err = load_str(text, Path::new("s.toml"), "s")
+        .unwrap_err()
+        .to_string();
     for want in [
         "s.toml:11:1: schedules[0].every",
         "s.toml:14:1: schedules[1].name: duplicate schedule name \"a\"",
@@ -99,7 +101,8 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
     records.remove(at);
     let v = leasehold_sim::checker::check(&run.history, &cfg);
     assert!(
-        v.iter().any(|v| v.invariant == InvariantId::I12 && v.message.contains("has no job")),
+        v.iter()
+            .any(|v| v.invariant == InvariantId::I12 && v.message.contains("has no job")),
         "{v:?}"
     );
 }

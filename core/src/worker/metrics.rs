@@ -23,8 +23,8 @@
 //! | [`SCHEDULER_TICK_FAILED`] | counter | | scheduler ticks that could not read the store's clock or schedules |
 //!
 //! Invariant: every [`RuntimeEvent`] the runtime emits is counted here
-//! exactly once, by [`record_event`], and every scheduler tick once, by
-//! [`record_tick`] or [`record_tick_failed`]; metrics never change what the
+//! exactly once, by `record_event`, and every scheduler tick once, by
+//! `record_tick` or `record_tick_failed`; metrics never change what the
 //! runtime does (they are written after the decision, and never read back).
 //!
 //! In the simulator the clock is simulated, so [`RENEW_RTT`] there measures

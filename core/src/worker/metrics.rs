@@ -96,12 +96,12 @@ pub(crate) fn record_event(event: &RuntimeEvent) {
         } => {
             let answer = match answer {
                 Some(Release::Committed) => "committed",
-                Some(Release::Lost) => "lost",
+                Some(Release::Lost) => {
+                    metrics::counter!(LOST, "op" => "release").increment(1);
+                    "lost"
+                }
                 None => "unknown",
             };
-            if answer == "lost" {
-                metrics::counter!(LOST, "op" => "release").increment(1);
-            }
             metrics::counter!(RELEASED, "outcome" => *outcome, "answer" => answer).increment(1);
         }
         RuntimeEvent::CrashReported { .. } => metrics::counter!(CRASH_REPORTS).increment(1),

@@ -11,6 +11,10 @@ pub enum Mode {
     Batch,
     /// W instances of the real `leasehold_core::Worker` runtime.
     Worker,
+    /// Pickup latency: jobs arrive at `--rate` per second on an idle queue
+    /// for `--duration` seconds; one default `Worker` drains them
+    /// (`latency.rs`).
+    Latency,
 }
 
 /// Which stores to measure.
@@ -65,6 +69,12 @@ pub struct Settings {
     /// Coalesce one process's claims and releases on PostgreSQL.
     #[arg(long)]
     pub coalesce: bool,
+    /// Arrivals per second (`--mode latency`).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rate: u32,
+    /// Seconds of recorded arrivals (`--mode latency`).
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub duration: u64,
     /// Machine output: one JSON object per store on stdout (JSON Lines);
     /// the human report moves to stderr.
     #[arg(long)]
@@ -91,6 +101,10 @@ impl Settings {
             Backend::Sqlite => vec!["sqlite"],
             Backend::Both => vec!["postgres", "sqlite"],
         }
+    }
+    /// Recorded arrival time (`--mode latency`).
+    pub fn duration(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.duration)
     }
     /// SQLite's durability.
     pub fn sqlite_durability(&self) -> Durability {

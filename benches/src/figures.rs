@@ -61,10 +61,12 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
             s.concurrency,
             s.audit()
         ),
+        Mode::Latency => unreachable!("latency mode reports in latency.rs"),
     };
     let (claims_what, unit) = match s.mode {
         Mode::Batch => ("claim calls", "claim sent"),
         Mode::Worker => ("leases granted", "lease granted"),
+        Mode::Latency => unreachable!("latency mode reports in latency.rs"),
     };
     let text = format!(
         "== {backend} ({detail})\n   settings: {settings}\n   enqueue:  {enq_rate:.0} jobs/s ({:.2} s, batches of {ENQUEUE_CHUNK})\n   drain:    {rate:.0} jobs/s ({} jobs in {:.3} s, {} {claims_what})\n   {unit} -> start latency: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms ({} samples)",
@@ -81,7 +83,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
     );
     let value = json!({
         "backend": backend, "detail": detail,
-        "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker" },
+        "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", Mode::Latency => "latency" },
         "jobs": s.jobs, "workers": s.workers, "batch": s.batch, "concurrency": s.concurrency,
         "audit": s.audit(), "lease_ms": lease.0,
         "enqueue_s": f.enqueue.as_secs_f64(), "enqueue_jobs_per_s": enq_rate,

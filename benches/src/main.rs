@@ -24,6 +24,7 @@
 
 mod args;
 mod figures;
+mod latency;
 
 use args::{Mode, Settings};
 use clap::Parser;
@@ -331,6 +332,7 @@ async fn run<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, Stor
     match s.mode {
         Mode::Batch => drain_batched(store, s).await,
         Mode::Worker => drain_workers(store, s).await,
+        Mode::Latency => unreachable!("latency mode runs in latency.rs"),
     }
 }
 
@@ -434,6 +436,12 @@ fn main() {
         eprintln!("{header}");
     } else {
         println!("{header}");
+    }
+    if s.mode == Mode::Latency {
+        if !latency::main(&s, &rt) {
+            std::process::exit(1);
+        }
+        return;
     }
     let mut failed = false;
     for b in s.backends() {

@@ -33,6 +33,7 @@ pub mod limits;
 pub mod race;
 pub mod runtime;
 pub mod schedules;
+pub mod wake;
 
 use crate::clock::ManualStoreClock;
 use crate::history::Event;

@@ -77,3 +77,4 @@ pub use worker::{
     shutdown_channel, Handler, HandlerError, Scheduler, SchedulerConfig, Shutdown, ShutdownHandle,
     StopReason, StopSignal, Sweeper, SweeperConfig, Worker, WorkerConfig,
 };
+pub use worker::{wakes_workers, WorkSignal};

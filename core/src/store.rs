@@ -123,6 +123,21 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: ListSchedulesRequest,
     ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send;
+    /// A hint that work may have become claimable on `queue`: resolves at
+    /// the first such change committed **after this call returns** (the
+    /// subscription is taken when the future is made, not when it is first
+    /// polled), so a [`crate::Worker`] makes it before its claim and sleeps
+    /// on it after a short claim, next to its poll interval.
+    ///
+    /// Only a hint: it may resolve without work (the worker claims once and
+    /// waits again) and may miss work (the poll finds it). The default never
+    /// resolves, so a store that cannot tell keeps polling. The memory,
+    /// SQLite and PostgreSQL adapters implement it (see
+    /// [`crate::worker::wake`]).
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        let _ = queue;
+        std::future::pending()
+    }
 }
 
 impl<S: Store> Store for Arc<S> {
@@ -188,6 +203,9 @@ impl<S: Store> Store for Arc<S> {
         req: ListSchedulesRequest,
     ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
         (**self).list_schedules(req)
+    }
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        (**self).work_available(queue)
     }
 }
 

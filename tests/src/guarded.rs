@@ -70,4 +70,7 @@ impl<S: Store, G: Send + Sync + 'static> Store for Guarded<S, G> {
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         self.store.list_schedules(req).await
     }
+    fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {
+        self.store.work_available(queue)
+    }
 }

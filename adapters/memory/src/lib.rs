@@ -27,9 +27,10 @@ use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
     Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
-    SweepRequest, SystemStoreClock,
+    SweepRequest, SystemStoreClock, WorkSignal,
 };
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Most history events kept by default before the oldest are dropped.
@@ -91,6 +92,9 @@ pub struct MemoryStore {
     clock: Box<dyn StoreClock>,
     policy: Policy,
     history_cap: usize,
+    /// Wakes this process's idle workers when a write makes work claimable
+    /// (`Store::work_available`).
+    wake: WorkSignal,
     #[cfg(feature = "buggy-variants")]
     variant: Option<leasehold_core::variants::Variant>,
     #[cfg(feature = "buggy-variants")]
@@ -110,6 +114,7 @@ impl MemoryStore {
             clock: Box::new(clock),
             policy,
             history_cap: DEFAULT_HISTORY_CAP,
+            wake: WorkSignal::new(),
             #[cfg(feature = "buggy-variants")]
             variant: None,
             #[cfg(feature = "buggy-variants")]
@@ -130,6 +135,7 @@ impl MemoryStore {
             clock: Box::new(clock),
             policy,
             history_cap: DEFAULT_HISTORY_CAP,
+            wake: WorkSignal::new(),
             #[cfg(feature = "buggy-variants")]
             variant: None,
             #[cfg(feature = "buggy-variants")]
@@ -200,6 +206,24 @@ impl MemoryStore {
         st
     }
 
+    /// Writes `applied` over `old` (as loaded) and wakes idle workers of
+    /// its queue when the write made work claimable.
+    fn put_waking(
+        &self,
+        st: &mut MemoryState,
+        applied: Applied,
+        old: Option<&JobRecord>,
+        now: StoreTime,
+    ) {
+        let woken =
+            leasehold_core::wakes_workers(old.map(|r| r.state), &applied.record, now, &self.policy)
+                .then(|| applied.record.queue.clone());
+        st.put(applied, old.map(|r| r.version), self.history_cap);
+        if let Some(queue) = woken {
+            self.wake.announce(&queue);
+        }
+    }
+
     fn load(state: &MemoryState, id: JobId) -> Result<JobRecord, StoreError> {
         state
             .rows
@@ -222,7 +246,7 @@ impl MemoryStore {
             EnqueuePlan::Existing(id) => Ok(id),
             EnqueuePlan::Insert(applied) => {
                 st.next_id += 1;
-                st.put(applied, None, self.history_cap);
+                self.put_waking(&mut st, applied, None, now);
                 Ok(id)
             }
         }
@@ -298,7 +322,7 @@ impl MemoryStore {
             return answer;
         }
         let plan = transition::release(&row, req.token, &req.outcome, &self.policy, now);
-        self.apply_release(&mut st, &row, plan)
+        self.apply_release(&mut st, &row, plan, now)
     }
 
     /// Persists a release plan for `row` (as loaded) and answers it.
@@ -307,10 +331,11 @@ impl MemoryStore {
         st: &mut MemoryState,
         row: &JobRecord,
         plan: Result<ReleasePlan, InputError>,
+        now: StoreTime,
     ) -> Result<Release, StoreError> {
         match plan? {
             ReleasePlan::Apply(applied) => {
-                st.put(applied, Some(row.version), self.history_cap);
+                self.put_waking(st, applied, Some(row), now);
                 Ok(Release::Committed)
             }
             ReleasePlan::Repeat => Ok(Release::Committed),
@@ -338,7 +363,7 @@ impl MemoryStore {
             let row = Self::load(&st, id)?;
             // The guard is re-checked on the row as it is now.
             if let Ok((applied, report)) = transition::sweep(&row, now) {
-                st.put(applied, Some(row.version), self.history_cap);
+                self.put_waking(&mut st, applied, Some(&row), now);
                 reports.push(report);
             }
         }
@@ -395,7 +420,7 @@ impl MemoryStore {
             FirePlan::Existing(id) => Ok(id),
             FirePlan::Insert(applied) => {
                 st.next_id += 1;
-                st.put(applied, None, self.history_cap);
+                self.put_waking(&mut st, applied, None, now);
                 Ok(id)
             }
         }
@@ -468,6 +493,9 @@ impl Store for MemoryStore {
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         Ok(self.do_list_schedules(req))
+    }
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        self.wake.subscribe(queue)
     }
 }
 

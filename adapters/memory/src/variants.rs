@@ -96,7 +96,7 @@ impl MemoryStore {
             Variant::ReleaseWithoutToken if row.state == JobState::Running => {
                 // Matches by job id only: any holder's release acts on the current lease.
                 let plan = transition::release(row, row.token, &req.outcome, self.policy(), now);
-                Some(self.apply_release(st, row, plan))
+                Some(self.apply_release(st, row, plan, now))
             }
             Variant::ResultSecondStep => {
                 if let leasehold_core::Outcome::Succeeded(bytes) = &req.outcome {
@@ -114,7 +114,7 @@ impl MemoryStore {
                             bytes.clone(),
                         ));
                     }
-                    return Some(self.apply_release(st, row, plan));
+                    return Some(self.apply_release(st, row, plan, now));
                 }
                 None
             }

@@ -174,4 +174,7 @@ impl Store for Coalescing {
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         self.store.list_schedules(req).await
     }
+    fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {
+        self.store.work_available(queue)
+    }
 }

@@ -174,6 +174,7 @@ impl PgStoreBuilder {
             .await
             .map_err(error::map)?;
         Ok(PgStore {
+            wake: listener::PgWake::new(&pool, &self.channel),
             pool,
             schema: self.schema,
             policy: self.policy,
@@ -206,6 +207,8 @@ pub struct PgStore {
     clock_override: Option<Arc<dyn StoreClock>>,
     audit: bool,
     channel: String,
+    /// Wakes idle workers on `NOTIFY` (`Store::work_available`).
+    wake: listener::PgWake,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
@@ -318,8 +321,9 @@ impl PgStore {
         self.schema.as_deref()
     }
 
-    /// Closes the pool.
+    /// Closes the pool (and stops the wake listener).
     pub async fn close(&self) {
+        self.wake.close();
         self.pool.close().await;
     }
 
@@ -682,11 +686,24 @@ impl PgStore {
             );
         }
         let mut batch = Batch::default();
+        let mut woken = std::collections::BTreeSet::new();
         for (loaded, record) in rows.values() {
             if record.version != *loaded {
                 batch.push_row(record, *loaded)?;
+                // A release always ends a running lease.
+                if locked.now.is_some_and(|now| {
+                    leasehold_core::wakes_workers(
+                        Some(leasehold_core::JobState::Running),
+                        record,
+                        now,
+                        &self.policy,
+                    )
+                }) {
+                    woken.insert(record.queue.as_str());
+                }
             }
         }
+        listener::notify_queues(conn, &self.channel, &woken).await?;
         if self.audit {
             for e in &events {
                 batch.push_event(e)?;
@@ -762,13 +779,23 @@ impl PgStore {
         };
         let mut batch = Batch::default();
         let mut reports = Vec::with_capacity(locked.rows.len());
+        let mut woken = std::collections::BTreeSet::new();
         for record in &locked.rows {
             // The core re-checks the guard on the row as locked.
             if let Ok((applied, report)) = transition::sweep(record, now) {
+                if leasehold_core::wakes_workers(
+                    Some(record.state),
+                    &applied.record,
+                    now,
+                    &self.policy,
+                ) {
+                    woken.insert(record.queue.as_str());
+                }
                 self.push(&mut batch, &applied, record.version)?;
                 reports.push(report);
             }
         }
+        listener::notify_queues(conn, &self.channel, &woken).await?;
         self.write(conn, batch).await?;
         Ok(reports)
     }
@@ -864,5 +891,9 @@ impl Store for PgStore {
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         self.list_schedules_in(&req).await
+    }
+
+    fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {
+        self.wake.work_available(queue)
     }
 }

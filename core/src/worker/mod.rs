@@ -25,6 +25,7 @@ pub mod scheduler_config;
 pub mod shutdown;
 mod sweeper;
 mod timeout;
+pub mod wake;
 
 pub use config::{SweeperConfig, WorkerConfig, WorkerConfigBuilder};
 pub use fence::{safe_duration, Fence};
@@ -36,3 +37,4 @@ pub use scheduler_config::{SchedulerConfig, SchedulerConfigBuilder};
 pub use shutdown::{shutdown_channel, Shutdown, ShutdownHandle};
 pub use sweeper::Sweeper;
 pub use timeout::with_timeout;
+pub use wake::{wakes_workers, WorkSignal, WAKE_SLOTS};

@@ -87,6 +87,10 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
 
         // One iteration per claim or wake-up; ends on shutdown.
         while !shutdown.is_requested() {
+            // Made before the claim, so work committed after the claim's
+            // snapshot still ends the idle wait below (`Store::work_available`).
+            let wake = ctx.store.work_available(&cfg.queue);
+            tokio::pin!(wake);
             let free = cfg.concurrency - running;
             let mut idle = false;
             if free > 0 {
@@ -130,6 +134,9 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 biased;
                 _ = shutdown.wait() => {}
                 Some(end) = done_rx.recv() => { running -= 1; count(&mut stats, end); }
+                // One wake per burst: any number of announcements resolve
+                // it once, and the loop then claims once.
+                _ = &mut wake, if idle => {}
                 _ = rt.sleep(cfg.poll_interval), if idle => {}
             }
             // Collect every lease that already ended, so the next claim asks

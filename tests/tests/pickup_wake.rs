@@ -1,0 +1,117 @@
+//! Pickup latency: an idle `Worker` with a 30 s poll interval is woken by
+//! its store (in-process for memory and SQLite, `LISTEN/NOTIFY` for
+//! Postgres) and claims new work within seconds; with the wake-ups hidden
+//! the poll still finds it. The cases are `leasehold_core::conformance::wake`;
+//! the Postgres listener's reconnect is tested here. Postgres cases need
+//! `DATABASE_URL` (see `leasehold_tests::database_url`).
+
+macro_rules! wake_cases {
+    ($harness:path) => {
+        wake_cases!(@case $harness, idle_worker_claims_a_new_job_long_before_its_poll_interval);
+        wake_cases!(@case $harness, returned_job_wakes_an_idle_worker);
+        wake_cases!(@case $harness, a_burst_of_enqueues_is_claimed_without_a_claim_storm);
+        wake_cases!(@case $harness, without_wake_ups_the_poll_still_finds_the_job);
+    };
+    (@case $harness:path, $case:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $case() {
+            if let Some(h) = $harness().await {
+                leasehold_core::conformance::wake::$case(&h).await;
+            }
+        }
+    };
+}
+
+mod memory {
+    use leasehold_tests::memory_harness;
+    wake_cases!(memory_harness);
+}
+
+mod sqlite {
+    use leasehold_tests::sqlite_harness;
+    wake_cases!(sqlite_harness);
+}
+
+mod postgres_db_clock {
+    use leasehold_tests::pg_db_clock_harness;
+    wake_cases!(pg_db_clock_harness);
+}
+
+mod postgres_coalescing {
+    use leasehold_tests::pg_coalescing_harness;
+    wake_cases!(pg_coalescing_harness);
+}
+
+mod postgres_listener {
+    use leasehold_core::conformance::wake::{Counted, Running, LONG_POLL, QUEUE, WAKE_BOUND};
+    use leasehold_core::{NewJob, Policy, Store};
+    use leasehold_tests::{database_url, pg_store};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// Most passes looking for the listener's backend (every 20 ms).
+    const FIND_TRIES: u32 = 250;
+
+    /// The pid of the store's `LISTEN` connection, other than `not`.
+    async fn listener_pid(admin: &sqlx::PgPool, app: &str, not: Option<i32>) -> i32 {
+        for _ in 0..FIND_TRIES {
+            let pid: Option<i32> = sqlx::query_scalar(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1 \
+                 AND query LIKE 'LISTEN%' AND pid <> COALESCE($2, 0) LIMIT 1",
+            )
+            .bind(app)
+            .bind(not)
+            .fetch_optional(admin)
+            .await
+            .expect("pg_stat_activity");
+            if let Some(pid) = pid {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no LISTEN connection for {app}");
+    }
+
+    /// The listener's backend is terminated; a job enqueued right after is
+    /// still claimed well before the 30 s poll (the listener reconnects and
+    /// wakes every queue, since notifications were lost meanwhile), and
+    /// the next job is woken by a notification on the new connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn worker_wakes_after_its_listener_connection_is_terminated() {
+        let Some(url) = database_url() else { return };
+        let pg = Arc::new(pg_store(&url, Policy::default(), None).await);
+        let app = pg.inner().schema().expect("schema").to_string();
+        let admin = sqlx::PgPool::connect(&url).await.expect("admin");
+        let store = Arc::new(Counted::new(pg.clone(), true));
+        let mut w = Running::start(store.clone(), "reconnect-1", LONG_POLL);
+        let seen = store.short_claims_above(0, WAKE_BOUND).await;
+
+        let old = listener_pid(&admin, &app, None).await;
+        let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(old)
+            .fetch_one(&admin)
+            .await
+            .expect("terminate");
+        assert!(killed, "the listener's backend was terminated");
+        let t = Instant::now();
+        let job = pg
+            .enqueue(NewJob::new(QUEUE, b"a".to_vec()))
+            .await
+            .expect("enqueue");
+        assert_eq!(w.next_claim(WAKE_BOUND, "after the kill").await, job);
+        assert!(t.elapsed() < WAKE_BOUND, "took {:?}", t.elapsed());
+
+        let new = listener_pid(&admin, &app, Some(old)).await;
+        assert_ne!(new, old, "a new LISTEN connection");
+        store.short_claims_above(seen, WAKE_BOUND).await;
+        let t = Instant::now();
+        let job = pg
+            .enqueue(NewJob::new(QUEUE, b"b".to_vec()))
+            .await
+            .expect("enqueue");
+        assert_eq!(w.next_claim(WAKE_BOUND, "on the new connection").await, job);
+        assert!(t.elapsed() < WAKE_BOUND, "took {:?}", t.elapsed());
+        w.stop().await;
+        admin.close().await;
+    }
+}

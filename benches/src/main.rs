@@ -19,6 +19,9 @@
 //!   slots; one release per job). Latency is from the store granting the
 //!   lease (store time) to the handler starting (host wall clock, same
 //!   machine), so it has millisecond resolution.
+//! - `latency`: jobs arrive at `--rate` per second on an idle queue for
+//!   `--duration` seconds and one default `Worker` drains them; reports
+//!   enqueue-commit → handler-start percentiles (`latency.rs`).
 
 #![warn(missing_docs)]
 
@@ -424,6 +427,13 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    // Latency mode has its own settings and report (`latency.rs`).
+    if s.mode == Mode::Latency {
+        if !latency::main(&s, &rt) {
+            std::process::exit(1);
+        }
+        return;
+    }
     let header = format!(
         "leasehold-bench: {} no-op jobs, {} workers, {} cores",
         s.jobs,
@@ -436,12 +446,6 @@ fn main() {
         eprintln!("{header}");
     } else {
         println!("{header}");
-    }
-    if s.mode == Mode::Latency {
-        if !latency::main(&s, &rt) {
-            std::process::exit(1);
-        }
-        return;
     }
     let mut failed = false;
     for b in s.backends() {

@@ -31,10 +31,19 @@
 //!
 //! ## Wake-ups
 //! Enqueue sends `NOTIFY <channel>, '<queue>'` in its transaction (delivered
-//! at commit). [`PgStore::work_listener`] gives a [`WorkListener`] whose
+//! at commit), and so do a release or sweep that make a job claimable now
+//! (a `Returned` lease, a reclaim) or free a slot of a queue with a
+//! parallelism limit. Idle [`leasehold_core::Worker`]s on a `PgStore` wake
+//! on these without any setup: the first `Store::work_available` call
+//! starts one background task per store that `LISTEN`s on a connection of
+//! its own (not one of the pool's), reconnects after a dropped connection
+//! with a doubling backoff (50 ms to 5 s), and after every (re)connect wakes
+//! every waiting worker once, since notifications sent meanwhile were lost.
+//! The worker's poll interval stays the fallback for anything missed and for
+//! jobs whose `run_at` is in the future. [`PgStore::work_listener`] gives a
+//! [`WorkListener`] for callers who drive their own loop; its
 //! [`WorkListener::wait_for_work`] returns on a notification for the queue
-//! or after a bounded wait (the poll fallback: notifications can be missed
-//! across a reconnect).
+//! or after a bounded wait.
 //!
 //! ## Batches
 //! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and

@@ -9,7 +9,10 @@ pub enum Mode {
     /// Each worker loops: claim up to `--batch`, start each (no-op),
     /// release them all with one batch release.
     Batch,
-    /// W instances of the real `leasehold_core::Worker` runtime.
+    /// The store's batched ceiling (a `batch` drain), then W instances of
+    /// the real `leasehold_core::Worker` runtime with its default
+    /// configuration, on the same store in the same run; reports both and
+    /// their ratio.
     Worker,
     /// Pickup latency: jobs arrive at `--rate` per second on an idle queue
     /// for `--duration` seconds; one default `Worker` drains them
@@ -51,9 +54,10 @@ pub struct Settings {
     /// Leases per claim and releases per batch (`--mode batch`).
     #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub batch: u32,
-    /// Leases each `Worker` runs at once (`--mode worker`).
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub concurrency: u32,
+    /// Leases each `Worker` runs at once (`--mode worker`); unset, the
+    /// `Worker`'s default (`leasehold_core::worker::config::DEFAULT_CONCURRENCY`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub concurrency: Option<u32>,
     /// How the drain runs.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,

@@ -20,6 +20,11 @@ pub struct Figures {
     pub latencies_us: Vec<u64>,
     /// Claim calls (batch mode) or leases granted (worker mode).
     pub claims: u64,
+    /// Worker mode: the batched ceiling measured just before, on the same
+    /// store (jobs/s).
+    pub ceiling: Option<f64>,
+    /// Worker mode: the `Worker` configuration, as a line.
+    pub config: Option<String>,
 }
 
 /// The latency histogram: 1 µs to an hour, 3 significant digits.
@@ -55,11 +60,11 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
             s.audit()
         ),
         Mode::Worker => format!(
-            "mode=worker (leasehold_core::Worker) jobs={} workers={} concurrency/worker={} lease={lease} audit={}",
+            "mode=worker (leasehold_core::Worker) jobs={} workers={} audit={}\n   worker config: {}",
             s.jobs,
             s.workers,
-            s.concurrency,
-            s.audit()
+            s.audit(),
+            f.config.as_deref().unwrap_or("?")
         ),
         Mode::Latency => unreachable!("latency mode reports in latency.rs"),
     };
@@ -68,6 +73,13 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         Mode::Worker => ("leases granted", "lease granted"),
         Mode::Latency => unreachable!("latency mode reports in latency.rs"),
     };
+    let ceiling = f.ceiling.map(|c| {
+        format!(
+            "\n   batched ceiling (mode=batch, batch={}, same run): {c:.0} jobs/s; Worker/ceiling = {:.0}%",
+            s.batch,
+            100.0 * rate / c.max(1e-9)
+        )
+    });
     let text = format!(
         "== {backend} ({detail})\n   settings: {settings}\n   enqueue:  {enq_rate:.0} jobs/s ({:.2} s, batches of {ENQUEUE_CHUNK})\n   drain:    {rate:.0} jobs/s ({} jobs in {:.3} s, {} {claims_what})\n   {unit} -> start latency: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms ({} samples)",
         f.enqueue.as_secs_f64(),
@@ -80,7 +92,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         ms(p999),
         ms(max),
         h.len()
-    );
+    ) + ceiling.as_deref().unwrap_or("");
     let value = json!({
         "backend": backend, "detail": detail,
         "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", Mode::Latency => "latency" },
@@ -88,6 +100,8 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         "audit": s.audit(), "lease_ms": lease.0,
         "enqueue_s": f.enqueue.as_secs_f64(), "enqueue_jobs_per_s": enq_rate,
         "drain_s": f.drain.as_secs_f64(), "drain_jobs_per_s": rate, "claims": f.claims,
+        "worker_config": f.config, "ceiling_jobs_per_s": f.ceiling,
+        "ratio_to_ceiling": f.ceiling.map(|c| rate / c.max(1e-9)),
         "latency": {
             "from": unit, "unit": "us", "samples": h.len(),
             "p50": p50, "p90": p90, "p99": p99, "p999": p999, "max": max,
@@ -110,6 +124,8 @@ mod tests {
             // 1..=1000 ms, in µs.
             latencies_us: (1..=1000).map(|ms| ms * 1000).collect(),
             claims: 5,
+            ceiling: Some(1000.0),
+            config: None,
         };
         let (text, v) = report("sqlite", "test", &s, &f);
         let p50 = v["latency"]["p50"].as_u64().unwrap();
@@ -119,6 +135,8 @@ mod tests {
         assert!((989_000..=991_000).contains(&p99), "{p99}");
         assert_eq!(v["latency"]["samples"], 1000);
         assert_eq!(v["drain_jobs_per_s"], 500.0);
+        assert_eq!(v["ratio_to_ceiling"], 0.5);
+        assert!(text.contains("Worker/ceiling = 50%"), "{text}");
         assert!(
             text.contains("p50 500.") && text.contains("(1000 samples)"),
             "{text}"

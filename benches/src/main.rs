@@ -14,9 +14,12 @@
 //!   the store's throughput with batched claims and releases, the way
 //!   graphile-worker's batched mode is measured. Latency is from sending
 //!   the claim to the job starting, on the worker's monotonic clock (µs).
-//! - `worker`: W instances of the real `leasehold_core::Worker` runtime,
-//!   each running up to `--concurrency` leases (claims ask for the free
-//!   slots; one release per job). Latency is from the store granting the
+//! - `worker`: first a `batch` drain (the store's batched ceiling), then W
+//!   instances of the real `leasehold_core::Worker` runtime with its
+//!   **default** configuration (only `--concurrency` overrides one
+//!   setting), on the same store; prints both figures and their ratio.
+//!   Each worker sends its queued releases and its claims for the free
+//!   slots in one `Store::batch`. Latency is from the store granting the
 //!   lease (store time) to the handler starting (host wall clock, same
 //!   machine), so it has millisecond resolution.
 //! - `latency`: jobs arrive at `--rate` per second on an idle queue for
@@ -241,12 +244,16 @@ async fn drain_batched<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
         drain: t.elapsed(),
         latencies_us,
         claims: claims.load(Ordering::Relaxed),
+        ceiling: None,
+        config: None,
     })
 }
 
 /// The no-op handler of worker mode; records grant→start latency.
 struct NoOp {
     latencies_us: Arc<Mutex<Vec<u64>>>,
+    /// The lease the workers ask for (grant time = expiry − lease).
+    lease: Millis,
 }
 
 impl Handler for NoOp {
@@ -255,7 +262,7 @@ impl Handler for NoOp {
         lease: Lease,
         _stop: StopSignal,
     ) -> impl Future<Output = Result<Vec<u8>, HandlerError>> + Send {
-        let granted_ms = lease.expires_at.0 - LEASE.0 as i64;
+        let granted_ms = lease.expires_at.0 - self.lease.0 as i64;
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
@@ -277,19 +284,28 @@ async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
     let (stop, shutdown) = shutdown_channel();
     let t = Instant::now();
     let mut tasks = Vec::new();
+    let mut config = String::new();
     for w in 0..s.workers() {
-        let cfg = WorkerConfig::builder(format!("bench-{w}"), QUEUE)
-            .concurrency(s.concurrency)
-            .lease(LEASE)
-            .renew_interval(Millis(20_000))
-            .poll_interval(Millis(2))
+        // The default configuration: users run the `Worker` as built.
+        let mut builder = WorkerConfig::builder(format!("bench-{w}"), QUEUE);
+        if let Some(c) = s.concurrency {
+            builder = builder.concurrency(c);
+        }
+        let cfg = builder
             .build()
             .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        config = format!(
+            "{} (concurrency={}, lease={}, renew_interval={}, poll_interval={}, request_timeout={})",
+            if s.concurrency.is_some() { "defaults but --concurrency" } else { "defaults" },
+            cfg.concurrency, cfg.lease, cfg.renew_interval, cfg.poll_interval, cfg.request_timeout
+        );
+        let lease = cfg.lease;
         let (committed, all_done, n) = (committed.clone(), all_done.clone(), s.jobs);
         let worker = Worker::new(
             store.clone(),
             NoOp {
                 latencies_us: latencies.clone(),
+                lease,
             },
             TokioRuntime::new(),
             cfg,
@@ -328,13 +344,21 @@ async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
         drain,
         latencies_us,
         claims,
+        ceiling: None,
+        config: Some(config),
     })
 }
 
 async fn run<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
     match s.mode {
         Mode::Batch => drain_batched(store, s).await,
-        Mode::Worker => drain_workers(store, s).await,
+        Mode::Worker => {
+            // The ceiling first, on the same store and connections.
+            let ceiling = drain_batched(store.clone(), s).await?;
+            let mut f = drain_workers(store, s).await?;
+            f.ceiling = Some(s.jobs as f64 / ceiling.drain.as_secs_f64().max(1e-9));
+            Ok(f)
+        }
         Mode::Latency => unreachable!("latency mode runs in latency.rs"),
     }
 }

@@ -28,6 +28,7 @@
 //!   expire and long ones ([`LONG_LEASE`]) for leases that must not, so no
 //!   assertion depends on how fast the machine is.
 
+pub mod batch;
 pub mod cases;
 pub mod limits;
 pub mod race;
@@ -198,6 +199,9 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, race::parallelism_limit_holds_under_concurrent_claimers);
         $crate::conformance_tests!(@case $harness, race::concurrent_enqueues_of_one_key_make_one_job);
         $crate::conformance_tests!(@case $harness, runtime::poison_payload_is_dead_after_one_attempt);
+        $crate::conformance_tests!(@case $harness, runtime::one_worker_serves_several_queues_within_their_limits);
+        $crate::conformance_tests!(@case $harness, batch::batch_answers_each_release_and_claim_on_its_own);
+        $crate::conformance_tests!(@case $harness, batch::empty_batch_answers_nothing);
         $crate::conformance_tests!(@case $harness, schedules::schedules_are_put_listed_replaced_and_removed_keeping_their_jobs);
         $crate::conformance_tests!(@case $harness, schedules::fire_makes_one_job_per_plan_time);
         $crate::conformance_tests!(@case $harness, schedules::schedule_bad_input_is_refused_naming_the_field_and_changes_nothing);

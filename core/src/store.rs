@@ -53,6 +53,30 @@ pub struct ReleaseRequest {
     pub outcome: Outcome,
 }
 
+/// Most requests of each kind one [`BatchRequest`] carries: the worker
+/// runtime sends at most its concurrency of each, and adapters size one
+/// transaction by it.
+pub const MAX_BATCH_REQUESTS: usize = 10_000;
+
+/// Many releases, then many claims, answered per request by
+/// [`Store::batch`]: what one worker has to say to the store at once.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRequest {
+    /// Releases, applied first, in order.
+    pub releases: Vec<ReleaseRequest>,
+    /// Claims, applied after every release, in order.
+    pub claims: Vec<ClaimRequest>,
+}
+
+/// One answer per request of a [`BatchRequest`], in the same order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BatchAnswer {
+    /// The answer of each release.
+    pub releases: Vec<Result<Release, StoreError>>,
+    /// The leases (or the refusal) of each claim.
+    pub claims: Vec<Result<Vec<Lease>, StoreError>>,
+}
+
 /// Reclaim up to `limit` expired leases.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SweepRequest {
@@ -88,6 +112,33 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: ReleaseRequest,
     ) -> impl Future<Output = Result<Release, StoreError>> + Send;
+    /// Applies `req.releases` in order, then `req.claims` in order, and
+    /// answers each request exactly as [`Store::release`] and
+    /// [`Store::claim`] would have alone (each lease fenced by its own
+    /// token; the core's transitions decide). An outer error leaves the
+    /// outcome of every request unknown ([`StoreError::Unavailable`]).
+    ///
+    /// The default sends one call per request, in order, so any store
+    /// works; the SQL adapters answer the whole batch in one transaction.
+    /// At most [`MAX_BATCH_REQUESTS`] of each kind.
+    fn batch(
+        &self,
+        req: BatchRequest,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        async move {
+            let mut answer = BatchAnswer {
+                releases: Vec::with_capacity(req.releases.len()),
+                claims: Vec::with_capacity(req.claims.len()),
+            };
+            for r in req.releases {
+                answer.releases.push(self.release(r).await);
+            }
+            for c in req.claims {
+                answer.claims.push(self.claim(c).await);
+            }
+            Ok(answer)
+        }
+    }
     /// Reclaims expired leases; answers one crash report per reclaim.
     fn sweep(
         &self,
@@ -161,6 +212,12 @@ impl<S: Store> Store for Arc<S> {
         req: ReleaseRequest,
     ) -> impl Future<Output = Result<Release, StoreError>> + Send {
         (**self).release(req)
+    }
+    fn batch(
+        &self,
+        req: BatchRequest,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        (**self).batch(req)
     }
     fn sweep(
         &self,

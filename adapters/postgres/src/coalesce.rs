@@ -17,9 +17,9 @@
 use crate::PgStore;
 use leasehold_core::transition;
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
-    ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Schedule,
-    ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -146,6 +146,10 @@ impl Store for Coalescing {
     }
     async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
         Self::submit(&self.releases, req).await
+    }
+    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        // A worker's batch is already one transaction.
+        self.store.batch(req).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
         self.store.sweep(req).await

@@ -71,10 +71,10 @@ pub use listener::WorkListener;
 
 use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
-    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
-    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
-    SweepRequest,
+    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest,
+    InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Policy,
+    Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock,
+    StoreError, StoreTime, SweepRequest,
 };
 use row::{decode, to_i64, Batch, COLUMNS};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
@@ -570,6 +570,21 @@ impl PgStore {
         reqs: &[ClaimRequest],
         valid: &[usize],
     ) -> Result<Vec<Vec<Lease>>, StoreError> {
+        let mut batch = Batch::default();
+        let granted = self.claim_rows(conn, reqs, valid, &mut batch).await?;
+        self.write(conn, batch).await?;
+        Ok(granted)
+    }
+
+    /// The claims of [`Self::claim_in`], with their rows pushed on `batch`
+    /// for the caller to write.
+    async fn claim_rows(
+        &self,
+        conn: &mut PgConnection,
+        reqs: &[ClaimRequest],
+        valid: &[usize],
+        batch: &mut Batch,
+    ) -> Result<Vec<Vec<Lease>>, StoreError> {
         // Queues in name order, so concurrent batches take their advisory
         // locks in one order and never deadlock.
         let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -580,7 +595,6 @@ impl PgStore {
                 .push(slot);
         }
         let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); valid.len()];
-        let mut batch = Batch::default();
         for (queue, slots) in by_queue {
             let running = if self.policy.parallelism_of(queue).is_some() {
                 sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
@@ -631,7 +645,7 @@ impl PgStore {
                     let Some(record) = rows.next() else { break };
                     match transition::claim(record, &req.worker, req.lease, now) {
                         Ok((applied, lease)) => {
-                            self.push(&mut batch, &applied, record.version)?;
+                            self.push(batch, &applied, record.version)?;
                             granted[slot].push(lease);
                         }
                         Err(refusal) => {
@@ -641,7 +655,6 @@ impl PgStore {
                 }
             }
         }
-        self.write(conn, batch).await?;
         Ok(granted)
     }
 
@@ -664,6 +677,23 @@ impl PgStore {
         conn: &mut PgConnection,
         reqs: &[ReleaseRequest],
     ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+        let mut batch = Batch::default();
+        let answers = self.release_rows(conn, reqs, &mut batch).await?;
+        self.write(conn, batch).await?;
+        Ok(answers)
+    }
+
+    /// The releases of [`Self::release_in`], with their rows and events
+    /// pushed on `batch` for the caller to write.
+    async fn release_rows(
+        &self,
+        conn: &mut PgConnection,
+        reqs: &[ReleaseRequest],
+        batch: &mut Batch,
+    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+        if reqs.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut ids: Vec<JobId> = reqs.iter().map(|r| r.job).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -694,7 +724,6 @@ impl PgStore {
                 },
             );
         }
-        let mut batch = Batch::default();
         let mut woken = std::collections::BTreeSet::new();
         for (loaded, record) in rows.values() {
             if record.version != *loaded {
@@ -718,8 +747,29 @@ impl PgStore {
                 batch.push_event(e)?;
             }
         }
-        self.write(conn, batch).await?;
         Ok(answers)
+    }
+
+    /// A worker's releases, then its claims, in one transaction and one
+    /// write ([`Store::batch`]): the releases' rows are locked first (in id
+    /// order), then the claims scan with `SKIP LOCKED`, and every row is
+    /// written by one `UPDATE … FROM UNNEST` with its audit events.
+    async fn batch_in(
+        &self,
+        conn: &mut PgConnection,
+        req: &BatchRequest,
+        valid: &[usize],
+    ) -> Result<(Vec<Result<Release, StoreError>>, Vec<Vec<Lease>>), StoreError> {
+        let mut batch = Batch::default();
+        let released = self.release_rows(conn, &req.releases, &mut batch).await?;
+        let granted = if valid.is_empty() {
+            Vec::new()
+        } else {
+            self.claim_rows(conn, &req.claims, valid, &mut batch)
+                .await?
+        };
+        self.write(conn, batch).await?;
+        Ok((released, granted))
     }
 
     async fn one_row(
@@ -849,6 +899,30 @@ impl Store for PgStore {
             .into_iter()
             .next()
             .unwrap_or_else(|| Err(StoreError::Corrupt("release answered nothing".into())))
+    }
+
+    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        let mut claims: Vec<Result<Vec<Lease>, StoreError>> = req
+            .claims
+            .iter()
+            .map(|r| {
+                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
+                    .map(|()| Vec::new())
+                    .map_err(StoreError::Input)
+            })
+            .collect();
+        let valid: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].is_ok()).collect();
+        if req.releases.is_empty() && valid.is_empty() {
+            return Ok(BatchAnswer {
+                releases: Vec::new(),
+                claims,
+            });
+        }
+        let (releases, granted) = in_tx!(self, |conn| self.batch_in(conn, &req, &valid).await)?;
+        for (i, leases) in valid.into_iter().zip(granted) {
+            claims[i] = Ok(leases);
+        }
+        Ok(BatchAnswer { releases, claims })
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {

@@ -2,7 +2,18 @@
 //!
 //! Build-time checks: a non-zero lease; a renew interval below the usable
 //! part of the lease ([`super::fence::safe_duration`]), so a renew is always
-//! due before the worker must self-fence; concurrency and retry bounds ≥ 1.
+//! due before the worker must self-fence; concurrency and retry bounds ≥ 1;
+//! at most [`MAX_QUEUES_PER_WORKER`] queues, each with a limit between 1
+//! and the worker's concurrency.
+//!
+//! ## Several queues
+//! [`WorkerConfig::builder`] names the first queue; [`WorkerConfigBuilder::queue`]
+//! adds more, each with its own concurrency limit (or sets the limit of a
+//! queue already named). A queue without a limit may use all of the
+//! worker's `concurrency`. The worker never runs more than `concurrency`
+//! handlers in all, nor more than a queue's limit of that queue, and it
+//! offers free slots to its queues in turn, so a busy queue cannot starve
+//! the others.
 
 use super::fence::safe_duration;
 use crate::error::ConfigError;
@@ -33,6 +44,8 @@ pub const DEFAULT_GRACE: Millis = Millis(10_000);
 pub const DEFAULT_SWEEP_INTERVAL: Millis = Millis(5_000);
 /// Default most reclaims per sweep call.
 pub const DEFAULT_SWEEP_BATCH: u32 = 100;
+/// Most queues one worker claims from.
+pub const MAX_QUEUES_PER_WORKER: usize = 64;
 /// Most renews of one lease: a bound on the heartbeat loop (at the default
 /// interval, about a year).
 pub const MAX_RENEWS_PER_LEASE: u64 = 3_200_000;
@@ -40,14 +53,27 @@ pub const MAX_RENEWS_PER_LEASE: u64 = 3_200_000;
 const _: () = assert!(DEFAULT_RENEW_INTERVAL.0 < DEFAULT_LEASE.0);
 const _: () = assert!(DEFAULT_RELEASE_TRIES >= 1);
 
+/// One queue a worker claims from, and the most of its jobs it runs at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSpec {
+    /// The queue's name.
+    pub name: String,
+    /// Most handlers of this queue running at once (≤ the worker's
+    /// concurrency, which is the limit of a queue given none).
+    pub limit: u32,
+}
+
 /// A validated worker configuration. Build it with [`WorkerConfig::builder`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkerConfig {
     /// This worker's identity (one per process incarnation).
     pub worker_id: WorkerId,
-    /// Queue to claim from.
+    /// The first queue to claim from (also `queues[0].name`).
     pub queue: String,
-    /// Most jobs running at once.
+    /// Every queue to claim from with its limit, `queue` first (derived at
+    /// build from the builder's queues).
+    pub queues: Vec<QueueSpec>,
+    /// Most jobs running at once, over all queues.
     pub concurrency: u32,
     /// Lease duration asked for on claim and renew.
     pub lease: Millis,
@@ -91,10 +117,13 @@ impl WorkerConfig {
 impl WorkerConfig {
     /// A builder for a worker `worker_id` on `queue`, with the defaults.
     pub fn builder(worker_id: impl Into<String>, queue: impl Into<String>) -> WorkerConfigBuilder {
+        let queue = queue.into();
         WorkerConfigBuilder {
+            limits: vec![(queue.clone(), None)],
             cfg: WorkerConfig {
                 worker_id: WorkerId::new(worker_id),
-                queue: queue.into(),
+                queue,
+                queues: Vec::new(),
                 concurrency: DEFAULT_CONCURRENCY,
                 lease: DEFAULT_LEASE,
                 renew_interval: DEFAULT_RENEW_INTERVAL,
@@ -117,6 +146,8 @@ impl WorkerConfig {
 #[derive(Clone, Debug)]
 pub struct WorkerConfigBuilder {
     cfg: WorkerConfig,
+    /// Queues in the order named, with the limit set for each (if any).
+    limits: Vec<(String, Option<u32>)>,
 }
 
 macro_rules! setter {
@@ -153,6 +184,19 @@ impl WorkerConfigBuilder {
         grace: Millis,
     }
 
+    /// Also claims from `queue`, running at most `limit` of its jobs at once;
+    /// for a queue already named (the first one too), sets its limit.
+    /// Checked at [`WorkerConfigBuilder::build`]: `1 ≤ limit ≤ concurrency`,
+    /// at most [`MAX_QUEUES_PER_WORKER`] queues.
+    pub fn queue(mut self, queue: impl Into<String>, limit: u32) -> Self {
+        let queue = queue.into();
+        match self.limits.iter_mut().find(|(q, _)| *q == queue) {
+            Some(entry) => entry.1 = Some(limit),
+            None => self.limits.push((queue, Some(limit))),
+        }
+        self
+    }
+
     /// Runs a deliberately buggy variant (simulator only).
     #[cfg(feature = "buggy-variants")]
     pub fn variant(mut self, v: crate::variants::Variant) -> Self {
@@ -170,16 +214,6 @@ impl WorkerConfigBuilder {
         if c.worker_id.as_str().is_empty() {
             return Err(ConfigError::new("worker_id", "must not be empty"));
         }
-        if c.queue.is_empty()
-            || c.queue
-                .chars()
-                .any(|ch| ch.is_control() || ch.is_whitespace())
-        {
-            return Err(ConfigError::new(
-                "queue",
-                format!("bad queue name {:?}", c.queue),
-            ));
-        }
         for (field, v) in [
             ("concurrency", u64::from(c.concurrency)),
             ("lease", c.lease.0),
@@ -192,6 +226,36 @@ impl WorkerConfigBuilder {
                 return Err(ConfigError::new(field, "must be greater than zero"));
             }
         }
+        if self.limits.len() > MAX_QUEUES_PER_WORKER {
+            return Err(ConfigError::new(
+                "queues",
+                format!(
+                    "{} queues; at most {MAX_QUEUES_PER_WORKER}",
+                    self.limits.len()
+                ),
+            ));
+        }
+        c.queues = Vec::with_capacity(self.limits.len());
+        for (name, limit) in self.limits {
+            if name.is_empty() || name.chars().any(|ch| ch.is_control() || ch.is_whitespace()) {
+                return Err(ConfigError::new(
+                    "queue",
+                    format!("bad queue name {name:?}"),
+                ));
+            }
+            let limit = limit.unwrap_or(c.concurrency);
+            if limit == 0 || limit > c.concurrency {
+                return Err(ConfigError::new(
+                    "queue",
+                    format!(
+                        "queue {name:?}: limit {limit} must be between 1 and the concurrency {}",
+                        c.concurrency
+                    ),
+                ));
+            }
+            c.queues.push(QueueSpec { name, limit });
+        }
+        debug_assert_eq!(c.queues[0].name, c.queue, "the first queue leads");
         if c.renew_interval >= c.lease && !skip_renew_check {
             return Err(ConfigError::new(
                 "renew_interval",
@@ -301,6 +365,62 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.field, "renew_interval");
         assert!(e.reason.contains("self-fencing"), "{e}");
+    }
+
+    #[test]
+    fn one_queue_keeps_the_single_queue_config() {
+        let c = WorkerConfig::builder("w", "q")
+            .concurrency(7)
+            .build()
+            .unwrap();
+        assert_eq!(c.queue, "q");
+        assert_eq!(
+            c.queues,
+            vec![QueueSpec {
+                name: "q".into(),
+                limit: 7
+            }]
+        );
+    }
+
+    #[test]
+    fn queues_keep_their_order_and_limits() {
+        let c = WorkerConfig::builder("w", "a")
+            .concurrency(8)
+            .queue("b", 2)
+            .queue("a", 5)
+            .queue("c", 8)
+            .build()
+            .unwrap();
+        let got: Vec<(&str, u32)> = c
+            .queues
+            .iter()
+            .map(|q| (q.name.as_str(), q.limit))
+            .collect();
+        assert_eq!(got, [("a", 5), ("b", 2), ("c", 8)]);
+    }
+
+    #[test]
+    fn bad_queue_limits_are_rejected() {
+        for (limit, concurrency) in [(0, 4), (5, 4)] {
+            let e = WorkerConfig::builder("w", "a")
+                .concurrency(concurrency)
+                .queue("b", limit)
+                .build()
+                .unwrap_err();
+            assert_eq!(e.field, "queue", "{e}");
+            assert!(e.reason.contains("\"b\""), "{e}");
+        }
+        let e = WorkerConfig::builder("w", "a")
+            .queue("b c", 1)
+            .build()
+            .unwrap_err();
+        assert_eq!(e.field, "queue");
+        let mut b = WorkerConfig::builder("w", "q0");
+        for i in 1..=MAX_QUEUES_PER_WORKER {
+            b = b.queue(format!("q{i}"), 1);
+        }
+        assert_eq!(b.build().unwrap_err().field, "queues");
     }
 
     #[test]

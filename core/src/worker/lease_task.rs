@@ -9,13 +9,17 @@
 //! - a heartbeat failure whose outcome is unknown never stops the heartbeat:
 //!   only `Lost`, a definite rejection or the fence deadline end it;
 //! - a release is retried only while its outcome is unknown, with the same
-//!   outcome (so a repeat is idempotent), at most `release_tries` times.
+//!   outcome (so a repeat is idempotent), at most `release_tries` times;
+//! - releases go through the worker's release queue
+//!   ([`super::release_queue`]), answered per lease, and the renew loop has
+//!   ended before the release is sent (renews are never batched).
 
 use super::config::{WorkerConfig, MAX_RENEWS_PER_LEASE};
 use super::fence::Fence;
 use super::handler::{Handler, HandlerError, StopReason, StopSignal};
 use super::metrics;
 use super::observer::{BeliefEnd, Observer, RuntimeEvent};
+use super::release_queue::{submit, ReleaseSender};
 use super::shutdown::Shutdown;
 use super::timeout::with_timeout;
 use crate::clock::{BoxFuture, Runtime};
@@ -118,6 +122,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
     lease: Lease,
     t_send: Millis,
     mut shutdown: Shutdown,
+    releases: ReleaseSender,
 ) -> LeaseEnd {
     let cfg = &ctx.cfg;
     let rt = &ctx.rt;
@@ -289,7 +294,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         }
     };
     end_belief(why);
-    let answer = release_with_retries(&ctx, job, token, outcome.clone()).await;
+    let answer = release_with_retries(&ctx, &releases, job, token, outcome.clone()).await;
     tracing::info!(%worker, %job, %token, outcome = outcome.kind(), ?answer, "released");
     observe(RuntimeEvent::Released {
         worker: worker.clone(),
@@ -304,6 +309,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
 
 async fn release_with_retries<S: Store, H, R: Runtime>(
     ctx: &LeaseCtx<S, H, R>,
+    releases: &ReleaseSender,
     job: crate::ids::JobId,
     token: crate::ids::Token,
     outcome: Outcome,
@@ -316,7 +322,14 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
             token,
             outcome: outcome.clone(),
         };
-        match with_timeout(&ctx.rt, cfg.request_timeout, ctx.store.release(req)).await {
+        let try_once = async {
+            match submit(releases, req.clone()).await {
+                Some(answer) => answer,
+                // The worker's loop has stopped taking releases.
+                None => ctx.store.release(req).await,
+            }
+        };
+        match with_timeout(&ctx.rt, cfg.request_timeout, try_once).await {
             Ok(answer) => return Some(answer),
             Err(StoreError::Unavailable(e)) => {
                 tracing::debug!(%job, %token, attempt, error = %e, "release outcome unknown; retrying");

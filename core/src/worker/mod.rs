@@ -19,15 +19,19 @@ pub mod handler;
 mod lease_task;
 pub mod metrics;
 pub mod observer;
+mod release_queue;
 mod runner;
 mod scheduler;
 pub mod scheduler_config;
 pub mod shutdown;
+mod slots;
 mod sweeper;
 mod timeout;
 pub mod wake;
 
-pub use config::{SweeperConfig, WorkerConfig, WorkerConfigBuilder};
+pub use config::{
+    QueueSpec, SweeperConfig, WorkerConfig, WorkerConfigBuilder, MAX_QUEUES_PER_WORKER,
+};
 pub use fence::{safe_duration, Fence};
 pub use handler::{Handler, HandlerError, StopReason, StopSignal};
 pub use observer::{BeliefEnd, NoObserver, Observer, RuntimeEvent};

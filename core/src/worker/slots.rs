@@ -1,0 +1,176 @@
+//! A worker's slots: which handlers run, of which queue, and how many free
+//! slots each queue may claim next.
+//!
+//! Invariants (each checked by `debug_assert!` where it could break):
+//! - at most `concurrency` handlers run, and at most a queue's limit of
+//!   that queue: [`Slots::plan`] never asks for more than is free;
+//! - at most `2 · concurrency` lease tasks live: a task whose handler has
+//!   finished frees its handler slot as soon as its release is queued, and
+//!   keeps a task slot until its release is answered;
+//! - free slots go to the queues one at a time in turn, starting one queue
+//!   further each plan, so no queue with free capacity is passed over
+//!   while another takes every slot.
+
+use super::config::WorkerConfig;
+use crate::ids::{JobId, Token};
+use std::collections::BTreeMap;
+
+/// What a worker runs. See the module docs.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    /// Leases whose handler runs, with the index of their queue.
+    running: BTreeMap<(JobId, Token), usize>,
+    /// Running handlers per queue.
+    per_queue: Vec<u32>,
+    /// Limit per queue (never above `concurrency`).
+    limits: Vec<u32>,
+    concurrency: u32,
+    /// Lease tasks alive (running handlers plus those releasing).
+    tasks: u32,
+    /// The queue offered the first free slot in the next plan.
+    turn: usize,
+}
+
+impl Slots {
+    /// Empty slots for `cfg`'s queues.
+    pub(crate) fn new(cfg: &WorkerConfig) -> Slots {
+        let limits: Vec<u32> = cfg
+            .queues
+            .iter()
+            .map(|q| q.limit.min(cfg.concurrency))
+            .collect();
+        Slots {
+            running: BTreeMap::new(),
+            per_queue: vec![0; limits.len()],
+            limits,
+            concurrency: cfg.concurrency,
+            tasks: 0,
+            turn: 0,
+        }
+    }
+
+    /// How many leases to ask of each queue now: `(queue index, max)`,
+    /// only queues asked for at least one.
+    pub(crate) fn plan(&mut self) -> Vec<(usize, u32)> {
+        let handlers = self.running.len() as u32;
+        let mut free = (self.concurrency.saturating_sub(handlers))
+            .min((2 * self.concurrency).saturating_sub(self.tasks));
+        let n = self.limits.len();
+        let mut asks = vec![0u32; n];
+        // One slot per queue per round; bounded by `free` rounds with a
+        // grant, and a round without one ends the loop.
+        while free > 0 {
+            let mut granted = false;
+            for k in 0..n {
+                let q = (self.turn + k) % n;
+                if free > 0 && self.per_queue[q] + asks[q] < self.limits[q] {
+                    asks[q] += 1;
+                    free -= 1;
+                    granted = true;
+                }
+            }
+            if !granted {
+                break;
+            }
+        }
+        let out: Vec<(usize, u32)> = (0..n)
+            .map(|k| (self.turn + k) % n)
+            .filter(|&q| asks[q] > 0)
+            .map(|q| (q, asks[q]))
+            .collect();
+        if !out.is_empty() {
+            self.turn = (self.turn + 1) % n.max(1);
+        }
+        out
+    }
+
+    /// A lease of queue `q` was granted: its handler runs.
+    pub(crate) fn start(&mut self, q: usize, job: JobId, token: Token) {
+        let fresh = self.running.insert((job, token), q).is_none();
+        debug_assert!(fresh, "one lease task per lease");
+        self.per_queue[q] += 1;
+        self.tasks += 1;
+        debug_assert!(self.per_queue[q] <= self.limits[q], "queue over its limit");
+        debug_assert!(
+            self.running.len() as u32 <= self.concurrency,
+            "over concurrency"
+        );
+        debug_assert!(self.tasks <= 2 * self.concurrency, "too many lease tasks");
+    }
+
+    /// The handler of this lease has finished (its release is queued).
+    /// Repeats (a retried release) change nothing.
+    pub(crate) fn handler_done(&mut self, job: JobId, token: Token) {
+        if let Some(q) = self.running.remove(&(job, token)) {
+            self.per_queue[q] -= 1;
+        }
+    }
+
+    /// The lease task ended (released or abandoned).
+    pub(crate) fn end(&mut self, job: JobId, token: Token) {
+        self.handler_done(job, token);
+        debug_assert!(self.tasks > 0, "an end without a start");
+        self.tasks = self.tasks.saturating_sub(1);
+    }
+
+    /// Lease tasks alive.
+    pub(crate) fn tasks(&self) -> u32 {
+        self.tasks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots(concurrency: u32, queues: &[(&str, u32)]) -> Slots {
+        let mut b = WorkerConfig::builder("w", queues[0].0).concurrency(concurrency);
+        for (q, limit) in queues {
+            b = b.queue(*q, *limit);
+        }
+        Slots::new(&b.build().expect("config"))
+    }
+
+    #[test]
+    fn one_queue_asks_for_every_free_slot() {
+        let mut s = slots(4, &[("q", 4)]);
+        assert_eq!(s.plan(), [(0, 4)]);
+        s.start(0, JobId(1), Token(1));
+        assert_eq!(s.plan(), [(0, 3)]);
+    }
+
+    #[test]
+    fn free_slots_are_shared_in_turn_within_limits() {
+        let mut s = slots(5, &[("a", 4), ("b", 1), ("c", 2)]);
+        let first = s.plan();
+        assert_eq!(first, [(0, 2), (1, 1), (2, 2)]);
+        // The next plan starts one queue further.
+        assert_eq!(s.plan(), [(1, 1), (2, 2), (0, 2)]);
+        for i in 0..4 {
+            s.start(0, JobId(i), Token(1));
+        }
+        // `a` is at its limit: the last free slot goes elsewhere.
+        let next = s.plan();
+        assert_eq!(next.iter().map(|a| a.1).sum::<u32>(), 1);
+        assert!(next.iter().all(|&(q, _)| q != 0), "{next:?}");
+    }
+
+    #[test]
+    fn a_queued_release_frees_the_handler_slot_but_not_the_task_slot() {
+        let mut s = slots(2, &[("q", 2)]);
+        s.start(0, JobId(1), Token(1));
+        s.start(0, JobId(2), Token(1));
+        assert!(s.plan().is_empty());
+        s.handler_done(JobId(1), Token(1));
+        s.handler_done(JobId(1), Token(1)); // a retry changes nothing
+        assert_eq!(s.plan(), [(0, 1)]);
+        s.start(0, JobId(3), Token(1));
+        s.handler_done(JobId(2), Token(1));
+        s.handler_done(JobId(3), Token(1));
+        // Three tasks alive (two releasing): one more at most.
+        assert_eq!(s.plan(), [(0, 1)]);
+        s.end(JobId(1), Token(1));
+        assert_eq!(s.tasks(), 2);
+        assert_eq!(s.plan(), [(0, 2)]);
+    }
+}

@@ -42,9 +42,7 @@ $bin run scenarios/ --store sqlite --against memory
 stage "scenario library on postgres, against memory (${LEASEHOLD_PG_SEEDS:-3} seeds per scenario)"
 $bin run scenarios/ --store postgres --against memory --seeds "${LEASEHOLD_PG_SEEDS:-3}"
 stage "leasehold chaos on sqlite"
-# No pause on SQLite yet: leasehold-sqlite keeps the write lock after a
-# write cancelled mid-transaction (chaos/tests/chaos_runs.rs says how).
-$bin chaos --store sqlite --seed "${LEASEHOLD_CHAOS_SEED:-1}" --jobs 3000 --duration 30s --faults kill,kill-writer
+$bin chaos --store sqlite --seed "${LEASEHOLD_CHAOS_SEED:-1}" --jobs 3000 --duration 30s --faults kill,kill-writer,pause
 stage "leasehold chaos on postgres"
 $bin chaos --store postgres --seed "${LEASEHOLD_CHAOS_SEED:-1}" --jobs 3000 --duration 30s
 stage "all passed"

@@ -22,7 +22,11 @@
 //!   never deadlock upgrading a read lock; other processes wait up to the
 //!   busy timeout;
 //! - within one process, writers queue on an async mutex before asking for
-//!   the lock, instead of spinning in SQLite's busy handler.
+//!   the lock, instead of spinning in SQLite's busy handler;
+//! - writes are cancellation-safe: a store future dropped mid-write (a
+//!   request timeout) closes its connection, which rolls the transaction
+//!   back and frees the lock, instead of pooling a connection that is still
+//!   inside it (`write_conn`).
 //!
 //! Claims are race-free across tasks and processes: the parallelism count,
 //! the candidate scan and the writes happen under one exclusive write lock.
@@ -36,6 +40,7 @@
 
 mod error;
 mod row;
+mod write_conn;
 
 use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
 use leasehold_core::{
@@ -53,6 +58,7 @@ use sqlx::Row;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use write_conn::WriteConn;
 
 /// Default time a writer waits for another process's write lock.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -166,28 +172,24 @@ macro_rules! in_write_tx {
         let mut answer = None;
         for _ in 0..=MAX_CONFLICT_RETRIES {
             let _writer = $self.write_lock.lock().await;
-            let mut tx = $self
-                .pool
-                .begin_with("BEGIN IMMEDIATE")
-                .await
-                .map_err(error::map)?;
+            let mut tx = WriteConn::begin(&$self.pool).await?;
             let $now = $self.clock.now();
             let result = {
-                let $conn: &mut SqliteConnection = &mut tx;
+                let $conn: &mut SqliteConnection = tx.conn();
                 $body
             };
             match result {
                 Ok(v) => {
-                    tx.commit().await.map_err(error::map_commit)?;
+                    tx.commit().await?;
                     answer = Some(v);
                     break;
                 }
                 Err(StoreError::Conflict(id)) => {
-                    let _ = tx.rollback().await;
+                    tx.rollback().await;
                     last_conflict = id;
                 }
                 Err(e) => {
-                    let _ = tx.rollback().await;
+                    tx.rollback().await;
                     return Err(e);
                 }
             }

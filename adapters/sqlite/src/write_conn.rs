@@ -1,0 +1,81 @@
+//! One pooled connection inside one `BEGIN IMMEDIATE` write transaction,
+//! safe against cancellation.
+//!
+//! A caller may drop a store future at any `.await` (a request timeout, a
+//! worker resumed after `SIGSTOP` dropping its overdue calls). If that
+//! happens while `BEGIN IMMEDIATE` or `COMMIT` is in flight, SQLite may
+//! finish the statement after the future is gone: a plain pooled
+//! transaction would then go back to the pool still open, holding the
+//! database's write lock, and every writer in every process would wait on
+//! it until its busy timeout, forever (chaos test finding, seed 12).
+//!
+//! Invariant: a [`WriteConn`] dropped before [`WriteConn::commit`] or
+//! [`WriteConn::rollback`] completed closes its connection instead of
+//! returning it to the pool. Closing a SQLite connection rolls back any
+//! open transaction and releases its locks, whatever state the cancelled
+//! statement left it in.
+
+use crate::error;
+use leasehold_core::StoreError;
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+
+/// A connection holding an open write transaction (see the module docs).
+pub(crate) struct WriteConn {
+    conn: PoolConnection<Sqlite>,
+    /// Whether the transaction may still be open: `true` from before
+    /// `BEGIN` is sent until `COMMIT`/`ROLLBACK` has answered.
+    open: bool,
+}
+
+impl WriteConn {
+    /// Takes a connection from `pool` and begins an immediate (write-locked)
+    /// transaction on it.
+    pub(crate) async fn begin(pool: &SqlitePool) -> Result<WriteConn, StoreError> {
+        let conn = pool.acquire().await.map_err(error::map)?;
+        // Armed before BEGIN is sent: a cancelled BEGIN may still take the
+        // lock after this future is gone.
+        let mut w = WriteConn { conn, open: true };
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *w.conn)
+            .await
+            .map_err(error::map)?;
+        Ok(w)
+    }
+
+    /// The connection, for the statements of the transaction.
+    pub(crate) fn conn(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+
+    /// Commits. On an error the outcome is unknown and the connection is
+    /// closed (the drop sees the transaction as still open).
+    pub(crate) async fn commit(mut self) -> Result<(), StoreError> {
+        sqlx::query("COMMIT")
+            .execute(&mut *self.conn)
+            .await
+            .map_err(error::map_commit)?;
+        self.open = false;
+        Ok(())
+    }
+
+    /// Rolls back; a failed rollback closes the connection.
+    pub(crate) async fn rollback(mut self) {
+        if sqlx::query("ROLLBACK")
+            .execute(&mut *self.conn)
+            .await
+            .is_ok()
+        {
+            self.open = false;
+        }
+    }
+}
+
+impl Drop for WriteConn {
+    fn drop(&mut self) {
+        if self.open {
+            tracing::debug!("write transaction dropped before it ended; closing its connection");
+            self.conn.close_on_drop();
+        }
+    }
+}

@@ -31,6 +31,14 @@
 //! Claims are race-free across tasks and processes: the parallelism count,
 //! the candidate scan and the writes happen under one exclusive write lock.
 //!
+//! ## Wake-ups
+//! After a commit that may make work claimable (an enqueue, a fire, a
+//! `Returned` release, a reclaim, a freed slot of a limited queue) the store
+//! wakes the idle [`leasehold_core::Worker`]s **of this process** that use
+//! this `SqliteStore` (`Store::work_available`, an in-process signal). SQLite
+//! cannot notify other processes: workers there find the job at their next
+//! poll (`WorkerConfig::poll_interval`, 1 s by default). See `wake.rs`.
+//!
 //! ## Audit log
 //! With [`SqliteStoreBuilder::audit`] on (the default), each transition's
 //! [`Event`] is written to `lease_events` in the same transaction;
@@ -47,7 +55,7 @@ use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
     Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
-    SweepRequest, SystemStoreClock,
+    SweepRequest, SystemStoreClock, WorkSignal,
 };
 use row::{decode, to_i64, COLUMNS};
 use sqlx::sqlite::{
@@ -150,6 +158,7 @@ impl SqliteStoreBuilder {
             policy: self.policy,
             audit: self.audit,
             write_lock: tokio::sync::Mutex::new(()),
+            wake: WorkSignal::new(),
         })
     }
 }
@@ -161,6 +170,8 @@ pub struct SqliteStore {
     policy: Policy,
     audit: bool,
     write_lock: tokio::sync::Mutex<()>,
+    /// Wakes this process's idle workers after a commit (`wake.rs`).
+    wake: WorkSignal,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and
@@ -199,6 +210,7 @@ macro_rules! in_write_tx {
 }
 
 mod schedules;
+mod wake;
 
 impl SqliteStore {
     /// A builder for a store on the file at `path`.
@@ -282,6 +294,12 @@ impl SqliteStore {
     /// (the existing id for a repeated idempotency key). All or nothing: a
     /// bad spec rejects the whole batch.
     pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
+        let ids = self.enqueue_many_tx(jobs).await?;
+        self.announce_enqueued(jobs);
+        Ok(ids)
+    }
+
+    async fn enqueue_many_tx(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
         for job in jobs {
             transition::validate_new_job(job, &self.policy)?;
         }
@@ -309,6 +327,17 @@ impl SqliteStore {
     /// for the same job apply in order. The whole batch fails only when the
     /// store does.
     pub async fn release_many(
+        &self,
+        reqs: &[ReleaseRequest],
+    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+        let answers = self.release_many_tx(reqs).await?;
+        for (req, answer) in reqs.iter().zip(&answers) {
+            self.announce_released(req, answer).await;
+        }
+        Ok(answers)
+    }
+
+    async fn release_many_tx(
         &self,
         reqs: &[ReleaseRequest],
     ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
@@ -610,7 +639,9 @@ impl Store for SqliteStore {
 
     async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
         transition::validate_new_job(&job, &self.policy)?;
-        in_write_tx!(self, |conn, now| self.enqueue_in(conn, &job, now).await)
+        let id = in_write_tx!(self, |conn, now| self.enqueue_in(conn, &job, now).await)?;
+        self.announce_enqueued(std::slice::from_ref(&job));
+        Ok(id)
     }
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
@@ -623,11 +654,15 @@ impl Store for SqliteStore {
     }
 
     async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
-        in_write_tx!(self, |conn, now| self.release_in(conn, &req, now).await)
+        let answer = in_write_tx!(self, |conn, now| self.release_in(conn, &req, now).await);
+        self.announce_released(&req, &answer).await;
+        answer
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
-        in_write_tx!(self, |conn, now| self.sweep_in(conn, req.limit, now).await)
+        let reports = in_write_tx!(self, |conn, now| self.sweep_in(conn, req.limit, now).await)?;
+        self.announce_swept(&reports).await;
+        Ok(reports)
     }
 
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
@@ -669,7 +704,9 @@ impl Store for SqliteStore {
     }
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
-        in_write_tx!(self, |conn, now| self.fire_in(conn, &req, now).await)
+        let id = in_write_tx!(self, |conn, now| self.fire_in(conn, &req, now).await)?;
+        self.announce_fired(id).await;
+        Ok(id)
     }
 
     async fn list_schedules(
@@ -677,5 +714,9 @@ impl Store for SqliteStore {
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         self.list_schedules_in(&req).await
+    }
+
+    fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {
+        self.wake.subscribe(queue)
     }
 }

@@ -32,6 +32,7 @@ impl Dur {
 }
 
 /// Most `<number><unit>` parts of one duration (`1h2m3s400ms` has four).
+// Keep the `TooManyParts` doc in step.
 const MAX_PARTS: usize = 8;
 /// Largest duration the parser accepts, in milliseconds (about 31,700
 /// years: far beyond any bound a scenario checks, far below `u64` and
@@ -43,7 +44,7 @@ pub const MAX_PARSED_MS: u64 = 1_000_000_000_000_000;
 pub enum DurationProblem {
     /// Nothing but blanks.
     Empty,
-    /// More than [`MAX_PARTS`] parts.
+    /// More parts than a duration may have (8).
     TooManyParts,
     /// A unit with no number before it.
     NumberExpected,

@@ -77,11 +77,16 @@ fn check(html: &str) -> (usize, usize, usize) {
         );
         faults += 1;
     }
-    // Violations sit on their job's lane.
+    // Violations sit on their job's lane, inside the picture.
+    let page_w = num(doc.root_element(), "width");
     let mut marks = 0;
     for n in elements.iter().filter(|n| class(n) == "mark") {
         let rect = n.first_element_child().unwrap();
         let y = num(rect, "y");
+        assert!(
+            num(rect, "x") + num(rect, "width") <= page_w,
+            "a violation badge runs off the right edge"
+        );
         match n.attribute("data-job").filter(|j| !j.is_empty()) {
             Some(j) => {
                 let (ly, lh) = jobs[j];
@@ -112,6 +117,10 @@ fn check(html: &str) -> (usize, usize, usize) {
         } else {
             (x, x + w)
         };
+        assert!(
+            x0 >= 0.0 && x1 <= page_w,
+            "label {text:?} runs off the picture"
+        );
         rows.entry((y * 10.0) as i64)
             .or_default()
             .push((x0, x1, text));

@@ -5,7 +5,7 @@
 //! store events alone ([`check_store_events`], usable on a production
 //! `lease_events` export) or the full history with the simulator's ground
 //! truth ([`check`]). The checker keeps its own model of a job, rebuilt from
-//! what the events say ([`replay`]), and compares every event against it.
+//! what the events say ([`replay`](mod@replay)), and compares every event against it.
 
 pub mod answers;
 mod belief;

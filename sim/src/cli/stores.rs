@@ -19,7 +19,7 @@ pub struct StoreArgs {
     /// PostgreSQL URL for `--store postgres` (a fresh schema per seed).
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Prefix of the per-seed PostgreSQL schemas (default: leasehold_sim_<pid>).
+    /// Prefix of the per-seed PostgreSQL schemas (default: `leasehold_sim_<pid>`).
     #[arg(long, value_name = "PREFIX")]
     pub pg_schema_prefix: Option<String>,
     /// Directory for the per-seed SQLite files (default: the system's temp directory).

@@ -31,6 +31,9 @@ const MAX_ARROWS: usize = 400;
 /// Font sizes (px).
 const LABEL_FONT: f64 = 11.0;
 const SMALL_FONT: f64 = 9.0;
+/// Room right of the plot: a violation badge at the run's end starts at
+/// the plot's edge, and its widest label (`9999-9999`) must still fit.
+const RIGHT_MARGIN: f64 = 64.0;
 
 /// Estimated width of `text` at `font` px: 0.62 em a character, an
 /// upper bound for the monospace and sans-serif faces the page asks for.
@@ -110,7 +113,7 @@ pub fn svg(t: &Timeline, palette: &Palette) -> String {
     let jobs_top = TOP + hosts.len() as f64 * HOST_H + GAP;
     let job_lanes = jobs.len() + usize::from(loose);
     let height = jobs_top + job_lanes as f64 * JOB_H + 8.0;
-    let width = LABEL_W + PLOT_W + 24.0;
+    let width = LABEL_W + PLOT_W + RIGHT_MARGIN;
     let mut c = Canvas {
         s: String::new(),
         t,

@@ -14,7 +14,7 @@
 //! - a legend, and the numbered violations listed under the drawing.
 //!
 //! Labels never overprint: a label is drawn only where it fits (the layout
-//! in [`draw`] keeps each row's occupied spans), and whatever did not fit
+//! in `draw` keeps each row's occupied spans), and whatever did not fit
 //! is in the element's tooltip and in the list.
 //!
 //! The page is drawn from a [`Timeline`], plain data that the replay

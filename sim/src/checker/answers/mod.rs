@@ -5,7 +5,7 @@
 //! executed as a `Served` record, in execution order. This module replays
 //! the executed requests (`answered`, and `answer_lost`: executed and
 //! committed, only the answer was not delivered) through its own model of
-//! a store ([`model`]), written from `PROTOCOL.md` §1 and §3 without any
+//! a store (`model`), written from `PROTOCOL.md` §1 and §3 without any
 //! of the core's transition, policy or adapter code, and requires:
 //!
 //! 1. **Answers.** Every answer equals the model's: the store clock for

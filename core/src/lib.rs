@@ -34,6 +34,7 @@
 
 #![warn(missing_docs)]
 
+pub mod batch_merge;
 pub mod clock;
 pub mod columns;
 mod error;
@@ -52,6 +53,7 @@ pub mod conformance;
 #[cfg(feature = "buggy-variants")]
 pub mod variants;
 
+pub use batch_merge::{BatchMerger, DEFAULT_MERGE_FLUSHERS};
 pub use clock::{BoxFuture, ManualStoreClock, Runtime, StoreClock, SystemStoreClock, TokioRuntime};
 pub use error::{ConfigError, InputError, Refusal, StoreError};
 pub use history::{CrashReport, Event, EventKind};

@@ -46,6 +46,12 @@
 //! or after a bounded wait.
 //!
 //! ## Batches
+//! `Store::batch` (what a `leasehold_core::Worker` sends: its queued
+//! releases, then its claims) runs in one transaction with one write
+//! statement, and the concurrent batches of one process's workers are
+//! merged into shared transactions (`leasehold_core::BatchMerger`, at most
+//! [`leasehold_core::DEFAULT_MERGE_FLUSHERS`] in flight, see
+//! [`PgStoreBuilder::batch_flushers`]); every request keeps its own answer.
 //! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and
 //! [`PgStore::release_many`] apply many transitions in one transaction with
 //! one write statement each. [`Coalescing`] wraps a store so that the
@@ -71,10 +77,10 @@ pub use listener::WorkListener;
 
 use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
 use leasehold_core::{
-    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest,
-    InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Policy,
-    Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock,
-    StoreError, StoreTime, SweepRequest,
+    BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
+    FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
+    Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
+    StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
 };
 use row::{decode, to_i64, Batch, COLUMNS};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
@@ -113,6 +119,7 @@ pub struct PgStoreBuilder {
     acquire_timeout: Duration,
     channel: String,
     application_name: String,
+    batch_flushers: usize,
 }
 
 impl PgStoreBuilder {
@@ -160,6 +167,13 @@ impl PgStoreBuilder {
         self
     }
 
+    /// Most merged worker batches ([`Store::batch`]) in flight at once
+    /// (default [`DEFAULT_MERGE_FLUSHERS`]; at least 1).
+    pub fn batch_flushers(mut self, n: usize) -> Self {
+        self.batch_flushers = n.max(1);
+        self
+    }
+
     /// The `application_name` its connections report (default `leasehold`).
     pub fn application_name(mut self, name: impl Into<String>) -> Self {
         self.application_name = name.into();
@@ -183,6 +197,7 @@ impl PgStoreBuilder {
             .await
             .map_err(error::map)?;
         Ok(PgStore {
+            merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
             pool,
             schema: self.schema,
@@ -218,6 +233,8 @@ pub struct PgStore {
     channel: String,
     /// Wakes idle workers on `NOTIFY` (`Store::work_available`).
     wake: listener::PgWake,
+    /// Merges the concurrent `Store::batch` calls of this process's workers.
+    merger: BatchMerger,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
@@ -289,6 +306,7 @@ impl PgStore {
             acquire_timeout: DEFAULT_ACQUIRE_TIMEOUT,
             channel: DEFAULT_NOTIFY_CHANNEL.to_string(),
             application_name: "leasehold".to_string(),
+            batch_flushers: DEFAULT_MERGE_FLUSHERS,
         }
     }
 
@@ -762,6 +780,12 @@ impl PgStore {
     ) -> Result<(Vec<Result<Release, StoreError>>, Vec<Vec<Lease>>), StoreError> {
         let mut batch = Batch::default();
         let released = self.release_rows(conn, &req.releases, &mut batch).await?;
+        if batch.requeues() {
+            // A release made a job claimable again (returned, or retried
+            // with no delay): write it before the claims scan, so the batch
+            // answers exactly as its requests would have one after another.
+            self.write(conn, std::mem::take(&mut batch)).await?;
+        }
         let granted = if valid.is_empty() {
             Vec::new()
         } else {
@@ -770,6 +794,31 @@ impl PgStore {
         };
         self.write(conn, batch).await?;
         Ok((released, granted))
+    }
+
+    /// Answers `req` in one transaction and one write (see [`Self::batch_in`]).
+    async fn batch_in_one_tx(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        let mut claims: Vec<Result<Vec<Lease>, StoreError>> = req
+            .claims
+            .iter()
+            .map(|r| {
+                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
+                    .map(|()| Vec::new())
+                    .map_err(StoreError::Input)
+            })
+            .collect();
+        let valid: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].is_ok()).collect();
+        if req.releases.is_empty() && valid.is_empty() {
+            return Ok(BatchAnswer {
+                releases: Vec::new(),
+                claims,
+            });
+        }
+        let (releases, granted) = in_tx!(self, |conn| self.batch_in(conn, &req, &valid).await)?;
+        for (i, leases) in valid.into_iter().zip(granted) {
+            claims[i] = Ok(leases);
+        }
+        Ok(BatchAnswer { releases, claims })
     }
 
     async fn one_row(
@@ -902,27 +951,9 @@ impl Store for PgStore {
     }
 
     async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        let mut claims: Vec<Result<Vec<Lease>, StoreError>> = req
-            .claims
-            .iter()
-            .map(|r| {
-                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
-                    .map(|()| Vec::new())
-                    .map_err(StoreError::Input)
-            })
-            .collect();
-        let valid: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].is_ok()).collect();
-        if req.releases.is_empty() && valid.is_empty() {
-            return Ok(BatchAnswer {
-                releases: Vec::new(),
-                claims,
-            });
-        }
-        let (releases, granted) = in_tx!(self, |conn| self.batch_in(conn, &req, &valid).await)?;
-        for (i, leases) in valid.into_iter().zip(granted) {
-            claims[i] = Ok(leases);
-        }
-        Ok(BatchAnswer { releases, claims })
+        // Concurrent batches (the workers of this process) share
+        // transactions; each still gets its own answers.
+        self.merger.batch(req, |r| self.batch_in_one_tx(r)).await
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {

@@ -119,6 +119,12 @@ impl Batch {
         self.id.len()
     }
 
+    /// Whether some row is written back as pending (claimable again).
+    pub(crate) fn requeues(&self) -> bool {
+        let pending = leasehold_core::JobState::Pending.as_str();
+        self.state.contains(&pending)
+    }
+
     /// Adds a row.
     pub(crate) fn push_row(&mut self, r: &JobRecord, old_version: u64) -> Result<(), StoreError> {
         self.id.push(to_i64(r.id.0)?);

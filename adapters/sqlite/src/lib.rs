@@ -52,10 +52,11 @@ mod write_conn;
 
 use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
-    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
-    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
-    SweepRequest, SystemStoreClock, WorkSignal,
+    BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
+    FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
+    Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
+    StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
+    DEFAULT_MERGE_FLUSHERS,
 };
 use row::{decode, to_i64, COLUMNS};
 use sqlx::sqlite::{
@@ -159,6 +160,7 @@ impl SqliteStoreBuilder {
             audit: self.audit,
             write_lock: tokio::sync::Mutex::new(()),
             wake: WorkSignal::new(),
+            merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
         })
     }
 }
@@ -172,6 +174,9 @@ pub struct SqliteStore {
     write_lock: tokio::sync::Mutex<()>,
     /// Wakes this process's idle workers after a commit (`wake.rs`).
     wake: WorkSignal,
+    /// Merges the concurrent `Store::batch` calls of this process's workers
+    /// (writes serialize on the file's lock anyway; one commit for many).
+    merger: BatchMerger,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and
@@ -320,6 +325,66 @@ impl SqliteStore {
                 None => Ok(ids),
             }
         })
+    }
+
+    /// Answers `req` in one `BEGIN IMMEDIATE` transaction and one commit:
+    /// releases in order, then claims in order, each through the same code
+    /// as its single operation; bad claims are answered at once.
+    async fn batch_in_one_tx(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        let checked: Vec<Result<(), StoreError>> = req
+            .claims
+            .iter()
+            .map(|c| {
+                transition::validate_claim(&c.queue, c.lease, c.max, &self.policy)
+                    .map_err(StoreError::Input)
+            })
+            .collect();
+        if req.releases.is_empty() && checked.iter().all(|c| c.is_err()) {
+            return Ok(BatchAnswer {
+                releases: Vec::new(),
+                claims: checked
+                    .into_iter()
+                    .map(|c| c.map(|()| Vec::new()))
+                    .collect(),
+            });
+        }
+        let answer = in_write_tx!(self, |conn, now| {
+            let mut answer = BatchAnswer {
+                releases: Vec::with_capacity(req.releases.len()),
+                claims: Vec::with_capacity(req.claims.len()),
+            };
+            let mut failed = None;
+            for r in &req.releases {
+                match self.release_in(conn, r, now).await {
+                    Ok(a) => answer.releases.push(Ok(a)),
+                    Err(e @ StoreError::Input(_)) => answer.releases.push(Err(e)),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            for (c, check) in req.claims.iter().zip(&checked) {
+                if failed.is_some() {
+                    break;
+                }
+                match check {
+                    Err(e) => answer.claims.push(Err(e.clone())),
+                    Ok(()) => match self.claim_in(conn, c, now).await {
+                        Ok(leases) => answer.claims.push(Ok(leases)),
+                        Err(e) => failed = Some(e),
+                    },
+                }
+            }
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(answer),
+            }
+        })?;
+        for (r, a) in req.releases.iter().zip(&answer.releases) {
+            self.announce_released(r, a).await;
+        }
+        Ok(answer)
     }
 
     /// Releases many leases in one transaction. Each request gets its own
@@ -657,6 +722,12 @@ impl Store for SqliteStore {
         let answer = in_write_tx!(self, |conn, now| self.release_in(conn, &req, now).await);
         self.announce_released(&req, &answer).await;
         answer
+    }
+
+    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        // Concurrent batches (the workers of this process) share one write
+        // transaction and one commit; each still gets its own answers.
+        self.merger.batch(req, |r| self.batch_in_one_tx(r)).await
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {

@@ -107,3 +107,34 @@ pub async fn empty_batch_answers_nothing<H: Harness>(h: &H) {
     );
     assert_eq!(row(s, j).await.state, JobState::Pending, "{name}");
 }
+
+/// A batch answers as its requests would have one after another: a job
+/// returned by a release is claimable by a claim later in the same batch.
+pub async fn a_job_returned_in_a_batch_is_claimable_by_its_claims<H: Harness>(h: &H) {
+    let f = h.fresh(suite_policy()).await;
+    let name = h.name();
+    let s = &*f.store;
+    let j = enqueue(s, NewJob::new("b", b"x".to_vec())).await;
+    let held = claim(s, "w1", "b", LONG_LEASE, 1).await;
+    assert_eq!(held.len(), 1, "{name}");
+    let req = BatchRequest {
+        releases: vec![ReleaseRequest {
+            job: j,
+            token: held[0].token,
+            outcome: Outcome::Returned,
+        }],
+        claims: vec![ClaimRequest {
+            worker: worker("w2"),
+            queue: "b".into(),
+            lease: LONG_LEASE,
+            max: 1,
+        }],
+    };
+    let answer = s.batch(req).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(answer.releases, vec![Ok(Release::Committed)], "{name}");
+    let granted = answer.claims[0].as_ref().expect("the claim");
+    assert_eq!(granted.len(), 1, "{name}: the returned job: {granted:?}");
+    assert_eq!(granted[0].job, j, "{name}");
+    assert!(granted[0].token > held[0].token, "{name}: a new token");
+    assert_eq!(row(s, j).await.holder, Some(worker("w2")), "{name}");
+}

@@ -5,7 +5,10 @@
 //! carries every release its lease tasks have queued and, after them, a
 //! claim per queue for the free slots (those the releases just freed
 //! included). A store that can answers it in one transaction; every
-//! request is still fenced and answered on its own.
+//! request is still fenced and answered on its own. A batch is sent as soon
+//! as there is something to send, even while earlier batches are still in
+//! flight, so a release never waits behind a batch the network holds
+//! (renews are not batched at all: each lease task sends its own).
 //!
 //! Invariants:
 //! - at most `concurrency` handlers run at once, and at most a queue's limit
@@ -103,9 +106,42 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
         let (release_tx, mut release_rx) = mpsc::channel::<PendingRelease>(2 * cap);
         let mut slots = Slots::new(&cfg);
         let mut queued: Vec<PendingRelease> = Vec::new();
+        // Batches sent and not yet answered. Several may be in flight, so a
+        // release never waits behind a batch the network holds; bounded by
+        // what can be outstanding: a release per lease task and a claim per
+        // free slot.
+        let max_in_flight = 3 * cap + 1;
+        let mut in_flight: Vec<Pin<Box<dyn Future<Output = Sent> + Send + '_>>> = Vec::new();
+        // The last claims came back short (or failed): wait for a wake-up
+        // or the poll before claiming alone again.
+        let mut idle = false;
+        let release_budget = Millis(
+            cfg.request_timeout
+                .0
+                .saturating_add(cfg.renew_interval.0)
+                .saturating_mul(u64::from(cfg.release_tries)),
+        );
+        let mut deadline: Option<Millis> = None;
 
-        // One iteration per batch or wake-up; ends on shutdown.
-        while !shutdown.is_requested() {
+        // One iteration per event (a batch answered, a release queued, a
+        // lease ended, a wake-up, the poll); ends once shut down and every
+        // lease task has ended, or at the drain deadline.
+        loop {
+            if deadline.is_none() && shutdown.is_requested() {
+                // Drain: lease tasks see the shutdown and return their
+                // leases within the grace time; their releases are bounded
+                // by the retry budget and still go out in batches.
+                deadline = Some(
+                    rt.now()
+                        .saturating_add(cfg.grace)
+                        .saturating_add(release_budget),
+                );
+            }
+            if let Some(d) = deadline {
+                if (slots.alive() == 0 && in_flight.is_empty()) || rt.now() >= d {
+                    break;
+                }
+            }
             // Made before the claim, so work committed after the claim's
             // snapshot still ends the idle wait below (`Store::work_available`).
             let mut wakes: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = cfg
@@ -128,75 +164,50 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 yield_once().await;
             }
             take_ready(&mut release_rx, &mut queued, &mut slots, cap);
-            let asks = slots.plan();
-            // Idle when no claim was answered in full: every queue asked is
-            // empty for now, so the loop waits for a wake-up or the poll.
-            let mut idle = false;
-            let mut any_full = false;
-            if !queued.is_empty() || !asks.is_empty() {
-                let t_send = rt.now();
-                let releases: Vec<PendingRelease> = std::mem::take(&mut queued);
-                let req = BatchRequest {
-                    releases: releases.iter().map(|p| p.req.clone()).collect(),
-                    claims: asks
-                        .iter()
-                        .map(|&(q, max)| ClaimRequest {
-                            worker: cfg.worker_id.clone(),
-                            queue: cfg.queues[q].name.clone(),
-                            lease: cfg.lease,
-                            max,
-                        })
-                        .collect(),
+            if in_flight.len() < max_in_flight {
+                // Claims ride along with every batch; alone only when the
+                // queues were not found empty.
+                let asks = if deadline.is_none() && (!queued.is_empty() || !idle) {
+                    slots.plan()
+                } else {
+                    Vec::new()
                 };
-                match with_timeout(&rt, cfg.request_timeout, ctx.store.batch(req)).await {
-                    Ok(answer) => {
-                        answer_all(releases, Ok(answer.releases));
-                        debug_assert_eq!(answer.claims.len(), asks.len(), "one answer per claim");
-                        for (&(q, max), granted) in asks.iter().zip(answer.claims) {
-                            match granted {
-                                Ok(leases) => {
-                                    debug_assert!(
-                                        leases.len() <= max as usize,
-                                        "store granted more than asked"
-                                    );
-                                    any_full |= leases.len() >= max as usize;
-                                    for lease in leases.into_iter().take(max as usize) {
-                                        stats.claimed += 1;
-                                        slots.start(q, lease.job, lease.token);
-                                        let (ctx2, tx, sd, rel) = (
-                                            ctx.clone(),
-                                            done_tx.clone(),
-                                            shutdown.clone(),
-                                            release_tx.clone(),
-                                        );
-                                        let (job, token) = (lease.job, lease.token);
-                                        rt.spawn(Box::pin(async move {
-                                            let end = run_lease(ctx2, lease, t_send, sd, rel).await;
-                                            let _ = tx.send((job, token, end)).await;
-                                        }));
-                                    }
-                                }
-                                Err(e) => {
-                                    stats.claim_errors += 1;
-                                    claim_failed(&e);
-                                }
-                            }
-                        }
-                        idle = !asks.is_empty() && !any_full;
-                    }
-                    Err(e) => {
-                        answer_all(releases, Err(e.clone()));
-                        if !asks.is_empty() {
-                            stats.claim_errors += asks.len() as u64;
-                            idle = true;
-                            claim_failed(&e);
-                        }
-                    }
+                if !queued.is_empty() || !asks.is_empty() {
+                    let releases: Vec<PendingRelease> = std::mem::take(&mut queued);
+                    in_flight.push(Box::pin(send(&ctx, &cfg, &rt, releases, asks)));
                 }
             }
+            let next_answer = std::future::poll_fn(|cx| {
+                for i in 0..in_flight.len() {
+                    if let Poll::Ready(sent) = in_flight[i].as_mut().poll(cx) {
+                        drop(in_flight.remove(i));
+                        return Poll::Ready(sent);
+                    }
+                }
+                Poll::Pending
+            });
+            let left = deadline.map_or(cfg.poll_interval, |d| d.saturating_sub(rt.now()));
             tokio::select! {
                 biased;
-                _ = shutdown.wait() => {}
+                _ = shutdown.wait(), if deadline.is_none() => {}
+                sent = next_answer => {
+                    let claimed = answered(sent, &mut slots, &mut stats, |lease, t_send| {
+                        let (ctx2, tx, sd, rel) = (
+                            ctx.clone(),
+                            done_tx.clone(),
+                            shutdown.clone(),
+                            release_tx.clone(),
+                        );
+                        let (job, token) = (lease.job, lease.token);
+                        rt.spawn(Box::pin(async move {
+                            let end = run_lease(ctx2, lease, t_send, sd, rel).await;
+                            let _ = tx.send((job, token, end)).await;
+                        }));
+                    });
+                    if let Some(full) = claimed {
+                        idle = !full;
+                    }
+                }
                 Some((job, token, end)) = done_rx.recv() => {
                     slots.end(job, token);
                     count(&mut stats, end);
@@ -208,8 +219,8 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 }
                 // One wake per burst: any number of announcements resolve
                 // it once, and the loop then claims once.
-                _ = &mut wake, if idle => {}
-                _ = rt.sleep(cfg.poll_interval), if idle => {}
+                _ = &mut wake, if idle && deadline.is_none() => idle = false,
+                _ = rt.sleep(left.max(Millis(1))), if idle || deadline.is_some() => idle = false,
             }
             // Collect every lease that already ended, so the next claim asks
             // for all free slots in one request instead of one at a time.
@@ -222,52 +233,104 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 count(&mut stats, end);
             }
         }
-
-        // Drain: lease tasks see the shutdown and return their leases within
-        // the grace time; their releases are bounded by the retry budget and
-        // still go out in batches (with no claims).
-        let release_budget = Millis(
-            cfg.request_timeout
-                .0
-                .saturating_add(cfg.renew_interval.0)
-                .saturating_mul(u64::from(cfg.release_tries)),
-        );
-        let deadline = rt
-            .now()
-            .saturating_add(cfg.grace)
-            .saturating_add(release_budget);
-        while slots.tasks() > 0 {
-            take_ready(&mut release_rx, &mut queued, &mut slots, cap);
-            if !queued.is_empty() {
-                let releases: Vec<PendingRelease> = std::mem::take(&mut queued);
-                let req = BatchRequest {
-                    releases: releases.iter().map(|p| p.req.clone()).collect(),
-                    claims: Vec::new(),
-                };
-                let answer = with_timeout(&rt, cfg.request_timeout, ctx.store.batch(req)).await;
-                answer_all(releases, answer.map(|a| a.releases));
-            }
-            let left = deadline.saturating_sub(rt.now());
-            if left == Millis::ZERO {
-                break;
-            }
-            tokio::select! {
-                biased;
-                Some((job, token, end)) = done_rx.recv() => {
-                    slots.end(job, token);
-                    count(&mut stats, end);
-                }
-                Some(p) = release_rx.recv() => {
-                    slots.handler_done(p.req.job, p.req.token);
-                    queued.push(p);
-                }
-                _ = rt.sleep(left) => {}
-            }
-        }
-        stats.undrained = slots.tasks();
+        stats.undrained = slots.alive();
         tracing::info!(worker = %cfg.worker_id, ?stats, "worker stopped");
         stats
     }
+}
+
+/// A batch that was sent, with its answer.
+struct Sent {
+    /// Local time the batch was sent (the fence of its leases starts here).
+    t_send: Millis,
+    releases: Vec<PendingRelease>,
+    /// (queue index, max) of each claim, in order.
+    asks: Vec<(usize, u32)>,
+    answer: Result<crate::store::BatchAnswer, StoreError>,
+}
+
+/// Sends one batch: `releases`, then a claim per ask.
+async fn send<S: Store, H, R: Runtime>(
+    ctx: &LeaseCtx<S, H, R>,
+    cfg: &WorkerConfig,
+    rt: &R,
+    releases: Vec<PendingRelease>,
+    asks: Vec<(usize, u32)>,
+) -> Sent {
+    let t_send = rt.now();
+    let req = BatchRequest {
+        releases: releases.iter().map(|p| p.req.clone()).collect(),
+        claims: asks
+            .iter()
+            .map(|&(q, max)| ClaimRequest {
+                worker: cfg.worker_id.clone(),
+                queue: cfg.queues[q].name.clone(),
+                lease: cfg.lease,
+                max,
+            })
+            .collect(),
+    };
+    let answer = with_timeout(rt, cfg.request_timeout, ctx.store.batch(req)).await;
+    Sent {
+        t_send,
+        releases,
+        asks,
+        answer,
+    }
+}
+
+/// Hands a batch's answers out: each release to its lease task, each
+/// granted lease to `start`. Answers `Some(any claim answered in full)`
+/// when the batch carried claims.
+fn answered(
+    sent: Sent,
+    slots: &mut Slots,
+    stats: &mut WorkerStats,
+    mut start: impl FnMut(crate::job::Lease, Millis),
+) -> Option<bool> {
+    let Sent {
+        t_send,
+        releases,
+        asks,
+        answer,
+    } = sent;
+    slots.unreserve(&asks);
+    let mut any_full = false;
+    match answer {
+        Ok(answer) => {
+            mark_answered(slots, &releases, &answer.releases);
+            answer_all(releases, Ok(answer.releases));
+            debug_assert_eq!(answer.claims.len(), asks.len(), "one answer per claim");
+            for (&(q, max), granted) in asks.iter().zip(answer.claims) {
+                match granted {
+                    Ok(leases) => {
+                        debug_assert!(
+                            leases.len() <= max as usize,
+                            "store granted more than asked"
+                        );
+                        any_full |= leases.len() >= max as usize;
+                        for lease in leases.into_iter().take(max as usize) {
+                            stats.claimed += 1;
+                            slots.start(q, lease.job, lease.token);
+                            start(lease, t_send);
+                        }
+                    }
+                    Err(e) => {
+                        stats.claim_errors += 1;
+                        claim_failed(&e);
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            answer_all(releases, Err(e.clone()));
+            if !asks.is_empty() {
+                stats.claim_errors += asks.len() as u64;
+                claim_failed(&e);
+            }
+        }
+    }
+    (!asks.is_empty()).then_some(any_full)
 }
 
 /// Moves every release already queued (at most `2 * cap`: one per lease
@@ -298,6 +361,20 @@ async fn yield_once() {
         }
     })
     .await
+}
+
+/// Frees the task slot of every release answered for sure (its task ends
+/// without another call); an unknown outcome keeps it for the retry.
+fn mark_answered(
+    slots: &mut Slots,
+    releases: &[PendingRelease],
+    answers: &[Result<crate::job::Release, StoreError>],
+) {
+    for (p, a) in releases.iter().zip(answers) {
+        if !matches!(a, Err(StoreError::Unavailable(_))) {
+            slots.answered(p.req.job, p.req.token);
+        }
+    }
 }
 
 fn claim_failed(e: &StoreError) {

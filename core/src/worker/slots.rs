@@ -6,14 +6,18 @@
 //!   that queue: [`Slots::plan`] never asks for more than is free;
 //! - at most `2 · concurrency` lease tasks live: a task whose handler has
 //!   finished frees its handler slot as soon as its release is queued, and
-//!   keeps a task slot until its release is answered;
+//!   keeps a task slot until its release is answered for sure (an unknown
+//!   outcome keeps it: the task will retry);
+//! - slots asked for by a claim in flight are reserved until it is
+//!   answered ([`Slots::plan`] then [`Slots::unreserve`]), so concurrent
+//!   claims never ask for the same slot twice;
 //! - free slots go to the queues one at a time in turn, starting one queue
 //!   further each plan, so no queue with free capacity is passed over
 //!   while another takes every slot.
 
 use super::config::WorkerConfig;
 use crate::ids::{JobId, Token};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What a worker runs. See the module docs.
 #[derive(Debug)]
@@ -22,11 +26,16 @@ pub(crate) struct Slots {
     running: BTreeMap<(JobId, Token), usize>,
     /// Running handlers per queue.
     per_queue: Vec<u32>,
+    /// Slots per queue asked for by claims in flight.
+    asked: Vec<u32>,
     /// Limit per queue (never above `concurrency`).
     limits: Vec<u32>,
     concurrency: u32,
-    /// Lease tasks alive (running handlers plus those releasing).
-    tasks: u32,
+    /// Lease tasks holding a task slot (running handlers plus those
+    /// waiting for a release answer).
+    tasks: BTreeSet<(JobId, Token)>,
+    /// Lease tasks that have not reported their end.
+    alive: u32,
     /// The queue offered the first free slot in the next plan.
     turn: usize,
 }
@@ -42,19 +51,24 @@ impl Slots {
         Slots {
             running: BTreeMap::new(),
             per_queue: vec![0; limits.len()],
+            asked: vec![0; limits.len()],
             limits,
             concurrency: cfg.concurrency,
-            tasks: 0,
+            tasks: BTreeSet::new(),
+            alive: 0,
             turn: 0,
         }
     }
 
     /// How many leases to ask of each queue now: `(queue index, max)`,
-    /// only queues asked for at least one.
+    /// only queues asked for at least one. The slots are reserved until
+    /// [`Slots::unreserve`].
     pub(crate) fn plan(&mut self) -> Vec<(usize, u32)> {
-        let handlers = self.running.len() as u32;
+        let reserved: u32 = self.asked.iter().sum();
+        let handlers = self.running.len() as u32 + reserved;
+        let tasks = self.tasks.len() as u32 + reserved;
         let mut free = (self.concurrency.saturating_sub(handlers))
-            .min((2 * self.concurrency).saturating_sub(self.tasks));
+            .min((2 * self.concurrency).saturating_sub(tasks));
         let n = self.limits.len();
         let mut asks = vec![0u32; n];
         // One slot per queue per round; bounded by `free` rounds with a
@@ -63,7 +77,7 @@ impl Slots {
             let mut granted = false;
             for k in 0..n {
                 let q = (self.turn + k) % n;
-                if free > 0 && self.per_queue[q] + asks[q] < self.limits[q] {
+                if free > 0 && self.per_queue[q] + self.asked[q] + asks[q] < self.limits[q] {
                     asks[q] += 1;
                     free -= 1;
                     granted = true;
@@ -81,7 +95,19 @@ impl Slots {
         if !out.is_empty() {
             self.turn = (self.turn + 1) % n.max(1);
         }
+        for &(q, k) in &out {
+            self.asked[q] += k;
+        }
         out
+    }
+
+    /// The claims of `asks` (from [`Slots::plan`]) were answered: their
+    /// slots are no longer reserved (granted leases then [`Slots::start`]).
+    pub(crate) fn unreserve(&mut self, asks: &[(usize, u32)]) {
+        for &(q, k) in asks {
+            debug_assert!(self.asked[q] >= k, "unreserving more than asked");
+            self.asked[q] = self.asked[q].saturating_sub(k);
+        }
     }
 
     /// A lease of queue `q` was granted: its handler runs.
@@ -89,13 +115,17 @@ impl Slots {
         let fresh = self.running.insert((job, token), q).is_none();
         debug_assert!(fresh, "one lease task per lease");
         self.per_queue[q] += 1;
-        self.tasks += 1;
+        self.tasks.insert((job, token));
+        self.alive += 1;
         debug_assert!(self.per_queue[q] <= self.limits[q], "queue over its limit");
         debug_assert!(
             self.running.len() as u32 <= self.concurrency,
             "over concurrency"
         );
-        debug_assert!(self.tasks <= 2 * self.concurrency, "too many lease tasks");
+        debug_assert!(
+            self.tasks.len() as u32 <= 2 * self.concurrency,
+            "too many lease tasks"
+        );
     }
 
     /// The handler of this lease has finished (its release is queued).
@@ -106,16 +136,30 @@ impl Slots {
         }
     }
 
-    /// The lease task ended (released or abandoned).
-    pub(crate) fn end(&mut self, job: JobId, token: Token) {
+    /// The release of this lease was answered for sure: its task ends
+    /// without another store call, so its task slot is free now (before
+    /// the task reports its end), and the next claim may use it.
+    pub(crate) fn answered(&mut self, job: JobId, token: Token) {
         self.handler_done(job, token);
-        debug_assert!(self.tasks > 0, "an end without a start");
-        self.tasks = self.tasks.saturating_sub(1);
+        self.tasks.remove(&(job, token));
     }
 
-    /// Lease tasks alive.
-    pub(crate) fn tasks(&self) -> u32 {
-        self.tasks
+    /// The lease task ended (released or abandoned).
+    pub(crate) fn end(&mut self, job: JobId, token: Token) {
+        self.answered(job, token);
+        debug_assert!(self.alive > 0, "an end without a start");
+        self.alive = self.alive.saturating_sub(1);
+    }
+
+    /// Lease tasks that have not reported their end.
+    pub(crate) fn alive(&self) -> u32 {
+        self.alive
+    }
+
+    /// Lease tasks holding a task slot.
+    #[cfg(test)]
+    fn tasks(&self) -> u32 {
+        self.tasks.len() as u32
     }
 }
 
@@ -131,10 +175,21 @@ mod tests {
         Slots::new(&b.build().expect("config"))
     }
 
+    /// Plans and at once gives the reservation back.
+    fn ask(s: &mut Slots) -> Vec<(usize, u32)> {
+        let asks = s.plan();
+        s.unreserve(&asks);
+        asks
+    }
+
     #[test]
     fn one_queue_asks_for_every_free_slot() {
         let mut s = slots(4, &[("q", 4)]);
-        assert_eq!(s.plan(), [(0, 4)]);
+        let asks = s.plan();
+        assert_eq!(asks, [(0, 4)]);
+        // Reserved while in flight: a second plan asks for nothing.
+        assert!(s.plan().is_empty());
+        s.unreserve(&asks);
         s.start(0, JobId(1), Token(1));
         assert_eq!(s.plan(), [(0, 3)]);
     }
@@ -144,13 +199,16 @@ mod tests {
         let mut s = slots(5, &[("a", 4), ("b", 1), ("c", 2)]);
         let first = s.plan();
         assert_eq!(first, [(0, 2), (1, 1), (2, 2)]);
+        s.unreserve(&first);
         // The next plan starts one queue further.
-        assert_eq!(s.plan(), [(1, 1), (2, 2), (0, 2)]);
+        let second = s.plan();
+        assert_eq!(second, [(1, 1), (2, 2), (0, 2)]);
+        s.unreserve(&second);
         for i in 0..4 {
             s.start(0, JobId(i), Token(1));
         }
         // `a` is at its limit: the last free slot goes elsewhere.
-        let next = s.plan();
+        let next = ask(&mut s);
         assert_eq!(next.iter().map(|a| a.1).sum::<u32>(), 1);
         assert!(next.iter().all(|&(q, _)| q != 0), "{next:?}");
     }
@@ -160,17 +218,23 @@ mod tests {
         let mut s = slots(2, &[("q", 2)]);
         s.start(0, JobId(1), Token(1));
         s.start(0, JobId(2), Token(1));
-        assert!(s.plan().is_empty());
+        assert!(ask(&mut s).is_empty());
         s.handler_done(JobId(1), Token(1));
         s.handler_done(JobId(1), Token(1)); // a retry changes nothing
-        assert_eq!(s.plan(), [(0, 1)]);
+        assert_eq!(ask(&mut s), [(0, 1)]);
         s.start(0, JobId(3), Token(1));
         s.handler_done(JobId(2), Token(1));
         s.handler_done(JobId(3), Token(1));
         // Three tasks alive (two releasing): one more at most.
-        assert_eq!(s.plan(), [(0, 1)]);
+        assert_eq!(ask(&mut s), [(0, 1)]);
         s.end(JobId(1), Token(1));
         assert_eq!(s.tasks(), 2);
-        assert_eq!(s.plan(), [(0, 2)]);
+        assert_eq!(ask(&mut s), [(0, 2)]);
+        // A release answered for sure frees the task slot at once; the
+        // task's own end later changes nothing.
+        s.answered(JobId(2), Token(1));
+        assert_eq!(s.tasks(), 1);
+        s.end(JobId(2), Token(1));
+        assert_eq!(s.tasks(), 1);
     }
 }

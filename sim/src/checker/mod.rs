@@ -14,7 +14,7 @@ mod budget;
 mod cancel;
 pub mod facts;
 mod grant;
-mod liveness;
+pub(crate) mod liveness;
 mod parallelism;
 mod reclaim;
 pub mod replay;

@@ -18,7 +18,8 @@
 //!   store step is judged by its own excuse. The window of store time judged
 //!   runs from the store's clock `G` after healing (every scheduler has
 //!   ticked and been answered by then), reaching back by the catch-up bound
-//!   for schedules that fire each missed plan time, to `G` before the end;
+//!   for schedules that fire each missed plan time, to `G` before the
+//!   schedulers stop firing (one I6 liveness bound before the end);
 //!   `G` is four scheduler ticks plus two request timeouts plus a second.
 //!   The store's clock is the simulator's ground truth clock model of the
 //!   store host.
@@ -140,7 +141,9 @@ fn missing(
     let p = &cfg.protocol;
     let g = 4 * p.scheduler_tick.as_ms() + 2 * p.request_timeout.as_ms() + 1_000;
     let heal = schedule_heal(h, facts, cfg);
-    let (lo_t, hi_t) = (heal + g, facts.end_ms.saturating_sub(g));
+    // Schedulers stop firing one liveness bound before the end.
+    let stop = facts.end_ms.min(crate::schedules::firing_stops_ms(cfg));
+    let (lo_t, hi_t) = (heal + g, stop.saturating_sub(g));
     if lo_t >= hi_t {
         return out;
     }

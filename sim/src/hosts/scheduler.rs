@@ -8,11 +8,12 @@
 //! they already have), and can be paused or cut off. Several run at once
 //! without any leader: that is the point (I12).
 
-use super::runtime::HostRuntime;
+use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::catalogue;
 use crate::history::Record;
 use crate::net::RemoteStore;
+use crate::schedules::firing_stops_ms;
 use leasehold_core::{shutdown_channel, Scheduler, SchedulerConfig};
 use std::sync::Arc;
 
@@ -40,7 +41,11 @@ pub async fn run_scheduler(shared: Arc<Shared>, host: String) -> turmoil::Result
     let sched_cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
     let store = Arc::new(RemoteStore::new(rt.clone(), false));
     let scheduler = Scheduler::new(store, rt, sched_cfg);
-    let (_keep, shutdown) = shutdown_channel();
-    scheduler.run(shutdown).await;
+    let (stop, shutdown) = shutdown_channel();
+    let stop_at = firing_stops_ms(cfg);
+    tokio::join!(scheduler.run(shutdown), async {
+        sleep_until_true(stop_at).await;
+        stop.shutdown();
+    });
     Ok(())
 }

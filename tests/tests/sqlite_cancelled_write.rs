@@ -112,10 +112,15 @@ async fn writes_cancelled_at_every_stage_leave_the_file_writable() {
             let mut x = w.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
             let mut gave_up = 0u64;
             for r in 0..ROUNDS {
-                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
                 let limit = Duration::from_micros((x >> 33) % 4_000);
                 let job = NewJob::new("q", format!("{w}-{r}"));
-                if tokio::time::timeout(limit, store.enqueue(job)).await.is_err() {
+                if tokio::time::timeout(limit, store.enqueue(job))
+                    .await
+                    .is_err()
+                {
                     gave_up += 1;
                 }
             }
@@ -126,7 +131,10 @@ async fn writes_cancelled_at_every_stage_leave_the_file_writable() {
     for t in tasks {
         gave_up += t.await.expect("writer task");
     }
-    assert!(gave_up > 0, "no write was cancelled; the test proves nothing");
+    assert!(
+        gave_up > 0,
+        "no write was cancelled; the test proves nothing"
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let ours = tokio::time::timeout(2 * BUSY_TIMEOUT, store.enqueue(NewJob::new("q", "ours")))

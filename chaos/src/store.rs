@@ -12,9 +12,9 @@ use std::path::Path;
 /// The store of a run.
 pub enum RunStore {
     /// PostgreSQL, in the run's own schema.
-    Postgres(PgStore),
+    Postgres(Box<PgStore>),
     /// A SQLite file.
-    Sqlite(SqliteStore),
+    Sqlite(Box<SqliteStore>),
 }
 
 /// Jobs not yet in a terminal state.
@@ -36,7 +36,7 @@ impl RunStore {
             .migrate()
             .await
             .map_err(|e| ChaosError::store("migrate", e))?;
-        Ok(RunStore::Postgres(store))
+        Ok(RunStore::Postgres(Box::new(store)))
     }
 
     /// Opens (creating and migrating) the SQLite file at `path`.
@@ -44,7 +44,7 @@ impl RunStore {
         let store = SqliteStore::open(path, Policy::default())
             .await
             .map_err(|e| ChaosError::store("open", e))?;
-        Ok(RunStore::Sqlite(store))
+        Ok(RunStore::Sqlite(Box::new(store)))
     }
 
     /// Enqueues a batch in one transaction; answers the ids in order.
@@ -83,8 +83,8 @@ impl RunStore {
     /// Every job row, in id order.
     pub async fn rows(&self) -> Result<Vec<JobRecord>, ChaosError> {
         match self {
-            RunStore::Postgres(s) => list_all(s).await,
-            RunStore::Sqlite(s) => list_all(s).await,
+            RunStore::Postgres(s) => list_all(s.as_ref()).await,
+            RunStore::Sqlite(s) => list_all(s.as_ref()).await,
         }
         .map_err(|e| ChaosError::store("read the final rows", e))
     }

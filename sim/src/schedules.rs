@@ -185,6 +185,15 @@ pub fn problems(cfg: &SimConfig) -> Vec<ConfigProblem> {
     out
 }
 
+/// True time (ms) at which scheduler hosts stop firing: one I6 liveness
+/// bound before the end of the run, so that every fired job can reach a
+/// terminal state, and be judged, before the run ends.
+pub fn firing_stops_ms(cfg: &crate::config::SimConfig) -> u64 {
+    cfg.duration
+        .as_ms()
+        .saturating_sub(crate::checker::liveness::liveness_bound_ms(cfg))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,13 +242,4 @@ catch_up_max = 1001
             );
         }
     }
-}
-
-/// True time (ms) at which scheduler hosts stop firing: one I6 liveness
-/// bound before the end of the run, so that every fired job can reach a
-/// terminal state, and be judged, before the run ends.
-pub fn firing_stops_ms(cfg: &crate::config::SimConfig) -> u64 {
-    cfg.duration
-        .as_ms()
-        .saturating_sub(crate::checker::liveness::liveness_bound_ms(cfg))
 }

@@ -50,7 +50,15 @@ pub(crate) fn answer_all(
 ) {
     match answers {
         Ok(answers) => {
-            debug_assert_eq!(answers.len(), pending.len(), "one answer per release");
+            // A broken store may answer fewer: the missing ones get an error
+            // below, never a panic of the worker.
+            if answers.len() != pending.len() {
+                tracing::error!(
+                    sent = pending.len(),
+                    answered = answers.len(),
+                    "the store answered a different number of releases than were sent"
+                );
+            }
             let mut answers = answers.into_iter();
             for p in pending {
                 let a = answers.next().unwrap_or_else(|| {

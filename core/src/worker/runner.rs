@@ -300,18 +300,37 @@ fn answered(
         Ok(answer) => {
             mark_answered(slots, &releases, &answer.releases);
             answer_all(releases, Ok(answer.releases));
-            debug_assert_eq!(answer.claims.len(), asks.len(), "one answer per claim");
+            // A store may be the user's own, or deliberately broken in the
+            // simulator's catalogue: its mistakes are logged and contained,
+            // never a panic of the worker.
+            if answer.claims.len() != asks.len() {
+                tracing::error!(
+                    asked = asks.len(),
+                    answered = answer.claims.len(),
+                    "the store answered a different number of claims than were sent"
+                );
+            }
             for (&(q, max), granted) in asks.iter().zip(answer.claims) {
                 match granted {
                     Ok(leases) => {
-                        debug_assert!(
-                            leases.len() <= max as usize,
-                            "store granted more than asked"
-                        );
+                        if leases.len() > max as usize {
+                            tracing::error!(
+                                asked = max,
+                                granted = leases.len(),
+                                "the store granted more leases than asked; the extra ones are not run"
+                            );
+                        }
                         any_full |= leases.len() >= max as usize;
                         for lease in leases.into_iter().take(max as usize) {
+                            if !slots.start(q, lease.job, lease.token) {
+                                tracing::error!(
+                                    job = %lease.job,
+                                    token = ?lease.token,
+                                    "the store granted a lease this worker already runs; not run twice"
+                                );
+                                continue;
+                            }
                             stats.claimed += 1;
-                            slots.start(q, lease.job, lease.token);
                             start(lease, t_send);
                         }
                     }

@@ -110,10 +110,15 @@ impl Slots {
         }
     }
 
-    /// A lease of queue `q` was granted: its handler runs.
-    pub(crate) fn start(&mut self, q: usize, job: JobId, token: Token) {
-        let fresh = self.running.insert((job, token), q).is_none();
-        debug_assert!(fresh, "one lease task per lease");
+    /// A lease of queue `q` was granted: its handler runs. Answers `false`
+    /// (and changes nothing) for a lease this worker already runs: only a
+    /// broken store grants one lease twice, and a second lease task for the
+    /// same token would only run its handler twice.
+    pub(crate) fn start(&mut self, q: usize, job: JobId, token: Token) -> bool {
+        if self.running.contains_key(&(job, token)) || self.tasks.contains(&(job, token)) {
+            return false;
+        }
+        self.running.insert((job, token), q);
         self.per_queue[q] += 1;
         self.tasks.insert((job, token));
         self.alive += 1;
@@ -126,6 +131,7 @@ impl Slots {
             self.tasks.len() as u32 <= 2 * self.concurrency,
             "too many lease tasks"
         );
+        true
     }
 
     /// The handler of this lease has finished (its release is queued).
@@ -192,6 +198,19 @@ mod tests {
         s.unreserve(&asks);
         s.start(0, JobId(1), Token(1));
         assert_eq!(s.plan(), [(0, 3)]);
+    }
+
+    #[test]
+    fn a_lease_granted_twice_runs_once() {
+        // A broken store (the catalogue's claim-without-cas) may grant a
+        // lease the worker already runs: no second task, no slot taken.
+        let mut s = slots(4, &[("q", 4)]);
+        let asks = s.plan();
+        s.unreserve(&asks);
+        assert!(s.start(0, JobId(1), Token(1)));
+        assert!(!s.start(0, JobId(1), Token(1)));
+        assert_eq!(s.plan(), [(0, 3)]);
+        assert_eq!(s.alive(), 1);
     }
 
     #[test]

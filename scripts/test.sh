@@ -22,7 +22,7 @@ start=$SECONDS
 # Each stage says how long the script has run, so a slow stage shows.
 stage() { echo "== [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s] $*"; }
 stage "cargo test, every crate"
-cargo test --workspace --all-targets
+cargo test --workspace --all-targets --no-fail-fast
 stage "doc tests"
 cargo test --workspace --doc
 stage "madsim"

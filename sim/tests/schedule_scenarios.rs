@@ -60,7 +60,9 @@ catch_up_max = 0
 #[test]
 fn skewed_schedulers_replay_exactly_and_make_one_job_per_plan_time() {
     let mut cfg = scenario("skewed_schedulers_racing_fire_each_plan_time_once.toml");
-    cfg.duration = leasehold_sim::duration::Dur::secs(60);
+    // Schedulers fire until one liveness bound (about 30 s here) before the
+    // end: 90 s leaves them about 60 s of firing.
+    cfg.duration = leasehold_sim::duration::Dur::secs(90);
     let a = run_seed(&cfg, 3).expect("run");
     let b = run_seed(&cfg, 3).expect("run");
     assert_eq!(a.history_hash, b.history_hash, "I10");

@@ -10,6 +10,7 @@ macro_rules! wake_cases {
         wake_cases!(@case $harness, idle_worker_claims_a_new_job_long_before_its_poll_interval);
         wake_cases!(@case $harness, returned_job_wakes_an_idle_worker);
         wake_cases!(@case $harness, a_burst_of_enqueues_is_claimed_without_a_claim_storm);
+        wake_cases!(@case $harness, a_job_committed_while_a_claim_is_in_flight_wakes_the_worker);
         wake_cases!(@case $harness, without_wake_ups_the_poll_still_finds_the_job);
     };
     (@case $harness:path, $case:ident) => {

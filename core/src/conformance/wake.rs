@@ -28,7 +28,7 @@ use crate::worker::{
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// The idle workers' poll interval in these cases: a wake that does not
 /// come leaves the job waiting this long.
@@ -51,6 +51,9 @@ pub struct Counted<S> {
     forward_wake: bool,
     short_claims: watch::Sender<u64>,
     claims: watch::Sender<u64>,
+    /// A job to enqueue after the snapshot of the next claim that grants
+    /// nothing, before that claim is answered.
+    inject: std::sync::Mutex<Option<(NewJob, oneshot::Sender<JobId>)>>,
 }
 
 impl<S: Store> Counted<S> {
@@ -62,7 +65,17 @@ impl<S: Store> Counted<S> {
             forward_wake,
             short_claims: watch::Sender::new(0),
             claims: watch::Sender::new(0),
+            inject: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Enqueues `job` during the next claim that grants nothing: after the
+    /// claim's snapshot, before its (empty) answer reaches the worker. The
+    /// receiver gets the job's id.
+    pub fn enqueue_during_next_empty_claim(&self, job: NewJob) -> oneshot::Receiver<JobId> {
+        let (tx, rx) = oneshot::channel();
+        *self.inject.lock().expect("inject lock") = Some((job, tx));
+        rx
     }
 
     /// Claims answered so far.
@@ -92,6 +105,13 @@ impl<S: Store> Store for Counted<S> {
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
         let max = req.max as usize;
         let got = self.inner.claim(req).await;
+        if got.as_ref().is_ok_and(|l| l.is_empty()) {
+            let armed = self.inject.lock().expect("inject lock").take();
+            if let Some((job, tx)) = armed {
+                let id = self.inner.enqueue(job).await.expect("injected enqueue");
+                let _ = tx.send(id);
+            }
+        }
         self.claims.send_modify(|n| *n += 1);
         if got.as_ref().is_ok_and(|l| l.len() < max) {
             self.short_claims.send_modify(|n| *n += 1);
@@ -263,6 +283,35 @@ pub async fn returned_job_wakes_an_idle_worker<H: Harness>(h: &H) {
     );
     let got = w.next_claim(WAKE_BOUND, &name).await;
     assert_eq!(got, job, "{name}");
+    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
+    w.stop().await;
+}
+
+/// A job committed while the worker's claim is in flight (after the
+/// claim's snapshot, before its empty answer) still wakes the worker within
+/// [`WAKE_BOUND`]: the worker must subscribe before it claims, not when
+/// the answer arrives.
+pub async fn a_job_committed_while_a_claim_is_in_flight_wakes_the_worker<H: Harness>(h: &H) {
+    let f = h.fresh(suite_policy()).await;
+    let name = h.name();
+    let store = Arc::new(Counted::new(f.store.clone(), true));
+    let mut w = Running::start(store.clone(), "waker-4", LONG_POLL);
+    store.short_claims_above(0, WAKE_BOUND).await;
+    // The first job's release carries a claim that finds the queue empty;
+    // the second job commits during that claim.
+    let second = store.enqueue_during_next_empty_claim(NewJob::new(QUEUE, b"b".to_vec()));
+    let first = enqueue(&*f.store, NewJob::new(QUEUE, b"a".to_vec())).await;
+    let t = Instant::now();
+    // Either order: a wake-up meant for another test's queue of the same
+    // name (a shared PostgreSQL database) may bring an empty claim first.
+    let mut got = std::collections::BTreeSet::new();
+    got.insert(w.next_claim(WAKE_BOUND, &name).await);
+    got.insert(w.next_claim(WAKE_BOUND, &name).await);
+    let second = tokio::time::timeout(WAKE_BOUND, second)
+        .await
+        .unwrap_or_else(|_| panic!("{name}: no empty claim came"))
+        .expect("injected job id");
+    assert_eq!(got, [first, second].into(), "{name}");
     assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
     w.stop().await;
 }

@@ -115,6 +115,11 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
         // The last claims came back short (or failed): wait for a wake-up
         // or the poll before claiming alone again.
         let mut idle = false;
+        // While idle: the wake-ups subscribed before the claim that came
+        // back short (one per queue).
+        let mut idle_wake: Wakes<'_> = Vec::new();
+        // Batches with claims sent so far; each carries its number.
+        let mut claims_sent: u64 = 0;
         let release_budget = Millis(
             cfg.request_timeout
                 .0
@@ -142,21 +147,6 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                     break;
                 }
             }
-            // Made before the claim, so work committed after the claim's
-            // snapshot still ends the idle wait below (`Store::work_available`).
-            let mut wakes: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = cfg
-                .queues
-                .iter()
-                .map(|q| Box::pin(ctx.store.work_available(&q.name)) as Pin<Box<_>>)
-                .collect();
-            let wake = std::future::poll_fn(|cx| {
-                if wakes.iter_mut().any(|w| w.as_mut().poll(cx).is_ready()) {
-                    Poll::Ready(())
-                } else {
-                    Poll::Pending
-                }
-            });
-            tokio::pin!(wake);
             if !queued.is_empty() {
                 // Woken by a release: let the lease tasks that are already
                 // runnable (those that finished with it) queue theirs too,
@@ -174,7 +164,19 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 };
                 if !queued.is_empty() || !asks.is_empty() {
                     let releases: Vec<PendingRelease> = std::mem::take(&mut queued);
-                    in_flight.push(Box::pin(send(&ctx, &cfg, &rt, releases, asks)));
+                    // Subscribed before the claim is sent, so work committed
+                    // after the claim's snapshot still ends the idle wait
+                    // that a short answer starts (`Store::work_available`).
+                    // A subscription made when the answer arrives would miss
+                    // whatever committed while the batch was in flight.
+                    let wake = if asks.is_empty() {
+                        Vec::new()
+                    } else {
+                        claims_sent += 1;
+                        subscribe(&*ctx.store, &cfg)
+                    };
+                    let seq = claims_sent;
+                    in_flight.push(Box::pin(send(&ctx, &cfg, &rt, releases, asks, wake, seq)));
                 }
             }
             let next_answer = std::future::poll_fn(|cx| {
@@ -190,7 +192,9 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
             tokio::select! {
                 biased;
                 _ = shutdown.wait(), if deadline.is_none() => {}
-                sent = next_answer => {
+                mut sent = next_answer => {
+                    let wake = std::mem::take(&mut sent.wake);
+                    let sent_seq = sent.seq;
                     let claimed = answered(sent, &mut slots, &mut stats, |lease, t_send| {
                         let (ctx2, tx, sd, rel) = (
                             ctx.clone(),
@@ -204,8 +208,29 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                             let _ = tx.send((job, token, end)).await;
                         }));
                     });
-                    if let Some(full) = claimed {
-                        idle = !full;
+                    let newest = sent_seq == claims_sent;
+                    match claimed {
+                        // Short, the newest claim: idle until the
+                        // subscription made before it was sent resolves; it
+                        // has seen every commit since the claim's snapshot.
+                        Some(false) if newest => {
+                            idle = true;
+                            idle_wake = wake;
+                        }
+                        // Short, an older claim: idle too, but its wake-up
+                        // is not needed. If the newest claim is still in
+                        // flight, its answer decides; if it came back short
+                        // already, its subscription (made later, before a
+                        // later snapshot) is the one kept. Waking on every
+                        // old subscription would turn each announcement
+                        // into one claim per batch in flight.
+                        Some(false) => idle = true,
+                        // In full: there may be more; claim again.
+                        Some(true) => {
+                            idle = false;
+                            idle_wake.clear();
+                        }
+                        None => {}
                     }
                 }
                 Some((job, token, end)) = done_rx.recv() => {
@@ -219,7 +244,10 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 }
                 // One wake per burst: any number of announcements resolve
                 // it once, and the loop then claims once.
-                _ = &mut wake, if idle && deadline.is_none() => idle = false,
+                _ = any_ready(&mut idle_wake), if idle && deadline.is_none() => {
+                    idle = false;
+                    idle_wake.clear();
+                }
                 _ = rt.sleep(left.max(Millis(1))), if idle || deadline.is_some() => idle = false,
             }
             // Collect every lease that already ended, so the next claim asks
@@ -239,24 +267,53 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
     }
 }
 
+/// One [`Store::work_available`] future per queue.
+type Wakes<'a> = Vec<Pin<Box<dyn Future<Output = ()> + Send + 'a>>>;
+
+/// Subscribes to the wake-ups of every queue of `cfg`, now.
+fn subscribe<'a, S: Store>(store: &'a S, cfg: &'a WorkerConfig) -> Wakes<'a> {
+    cfg.queues
+        .iter()
+        .map(|q| Box::pin(store.work_available(&q.name)) as Pin<Box<_>>)
+        .collect()
+}
+
+/// Resolves once any of `wakes` has (never, for none).
+async fn any_ready(wakes: &mut Wakes<'_>) {
+    std::future::poll_fn(move |cx| {
+        if wakes.iter_mut().any(|w| w.as_mut().poll(cx).is_ready()) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
 /// A batch that was sent, with its answer.
-struct Sent {
+struct Sent<'a> {
     /// Local time the batch was sent (the fence of its leases starts here).
     t_send: Millis,
     releases: Vec<PendingRelease>,
     /// (queue index, max) of each claim, in order.
     asks: Vec<(usize, u32)>,
     answer: Result<crate::store::BatchAnswer, StoreError>,
+    /// Wake-ups subscribed before the batch was sent (empty without claims).
+    wake: Wakes<'a>,
+    /// How many batches with claims were sent up to this one.
+    seq: u64,
 }
 
 /// Sends one batch: `releases`, then a claim per ask.
-async fn send<S: Store, H, R: Runtime>(
+async fn send<'a, S: Store, H, R: Runtime>(
     ctx: &LeaseCtx<S, H, R>,
     cfg: &WorkerConfig,
     rt: &R,
     releases: Vec<PendingRelease>,
     asks: Vec<(usize, u32)>,
-) -> Sent {
+    wake: Wakes<'a>,
+    seq: u64,
+) -> Sent<'a> {
     let t_send = rt.now();
     let req = BatchRequest {
         releases: releases.iter().map(|p| p.req.clone()).collect(),
@@ -276,6 +333,8 @@ async fn send<S: Store, H, R: Runtime>(
         releases,
         asks,
         answer,
+        wake,
+        seq,
     }
 }
 
@@ -283,7 +342,7 @@ async fn send<S: Store, H, R: Runtime>(
 /// granted lease to `start`. Answers `Some(any claim answered in full)`
 /// when the batch carried claims.
 fn answered(
-    sent: Sent,
+    sent: Sent<'_>,
     slots: &mut Slots,
     stats: &mut WorkerStats,
     mut start: impl FnMut(crate::job::Lease, Millis),
@@ -293,6 +352,7 @@ fn answered(
         releases,
         asks,
         answer,
+        ..
     } = sent;
     slots.unreserve(&asks);
     let mut any_full = false;

@@ -131,10 +131,12 @@ struct Run {
     arrivals: u64,
     load_before: Option<[f64; 3]>,
     load_after: Option<[f64; 3]>,
+    cpu: Option<crate::cpu::CpuUse>,
 }
 
 async fn measure<S: Store>(store: Arc<S>, s: &Settings) -> Result<Run, StoreError> {
     let load_before = load_average();
+    let cpu_before = crate::cpu::CpuSample::now();
     let book = Arc::new(Mutex::new(Book::default()));
     // The defaults, on purpose: no opting in to anything.
     let cfg = WorkerConfig::builder(format!("latency-{}", std::process::id()), QUEUE)
@@ -176,6 +178,9 @@ async fn measure<S: Store>(store: Arc<S>, s: &Settings) -> Result<Run, StoreErro
     stop.shutdown();
     let _ = running.await;
     let load_after = load_average();
+    let cpu = cpu_before
+        .zip(crate::cpu::CpuSample::now())
+        .map(|(a, b)| a.until(&b));
     let b = book
         .lock()
         .map_err(|_| StoreError::Corrupt("book".into()))?;
@@ -186,6 +191,7 @@ async fn measure<S: Store>(store: Arc<S>, s: &Settings) -> Result<Run, StoreErro
         arrivals,
         load_before,
         load_after,
+        cpu,
     })
 }
 
@@ -215,9 +221,9 @@ fn report(backend: &str, detail: &str, s: &Settings, r: &Run) {
         s.audit()
     );
     let text = format!(
-        "== {backend} ({detail})\n   settings: {settings}\n   enqueue commit -> handler start: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples, {} started before the enqueue answered)\n   enqueue round trip: p50 {:.2} ms, p99 {:.2} ms; load average before {}, after {}",
+        "== {backend} ({detail})\n   settings: {settings}\n   enqueue commit -> handler start: p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples, {} started before the enqueue answered)\n   enqueue round trip: p50 {:.2} ms, p99 {:.2} ms; load average before {}, after {}\n   {}",
         ms(p50), ms(p90), ms(p99), ms(max), r.pickup.len(), r.early,
-        ms(e50), ms(e99), load(r.load_before), load(r.load_after)
+        ms(e50), ms(e99), load(r.load_before), load(r.load_after), crate::cpu::line(r.cpu)
     );
     let value = json!({
         "backend": backend, "detail": detail, "mode": "latency",
@@ -230,6 +236,7 @@ fn report(backend: &str, detail: &str, s: &Settings, r: &Run) {
                     "started_before_enqueue_answered": r.early },
         "enqueue_round_trip": { "unit": "us", "p50": e50, "p99": e99 },
         "load_average_before": r.load_before, "load_average_after": r.load_after,
+        "cpu": crate::cpu::json(r.cpu),
     });
     if s.json {
         eprintln!("{text}");

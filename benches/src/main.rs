@@ -29,6 +29,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod cpu;
 mod figures;
 mod latency;
 

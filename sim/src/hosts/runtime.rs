@@ -58,8 +58,36 @@ pub fn true_now() -> Duration {
 }
 
 /// Waits until true time `t` (ms).
-pub fn sleep_until_true(t: u64) -> tokio::time::Sleep {
-    tokio::time::sleep(Duration::from_millis(t).saturating_sub(true_now()))
+///
+/// Every timer of a host's software goes through here, declared to turmoil
+/// (`turmoil::timer_hint`) for as long as it is pending: the runner lets
+/// turmoil skip a host's idle steps, which is exact only if turmoil knows
+/// each timer (see `runner` docs, Speed).
+pub fn sleep_until_true(t: u64) -> HostSleep {
+    HostSleep {
+        hint: turmoil::timer_hint(Duration::from_millis(t)),
+        sleep: Box::pin(tokio::time::sleep(
+            Duration::from_millis(t).saturating_sub(true_now()),
+        )),
+    }
+}
+
+/// A tokio sleep declared to turmoil until it fires or is dropped.
+pub struct HostSleep {
+    sleep: Pin<Box<tokio::time::Sleep>>,
+    hint: Option<turmoil::TimerHint>,
+}
+
+impl Future for HostSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let out = self.sleep.as_mut().poll(cx);
+        if out.is_ready() {
+            self.hint = None;
+        }
+        out
+    }
 }
 
 struct HostCtx {
@@ -148,7 +176,7 @@ pub struct Gate<F: Future> {
     inner: Pin<Box<F>>,
     pauses: Arc<Vec<(u64, u64)>>,
     shared: Arc<Shared>,
-    wait: Option<Pin<Box<tokio::time::Sleep>>>,
+    wait: Option<HostSleep>,
 }
 
 impl<F: Future> Future for Gate<F> {
@@ -159,7 +187,7 @@ impl<F: Future> Future for Gate<F> {
         // are merged, so after waiting once the host is running.
         for _ in 0..3 {
             if let Some(w) = self.wait.as_mut() {
-                if w.as_mut().poll(cx).is_pending() {
+                if Pin::new(w).poll(cx).is_pending() {
                     return Poll::Pending;
                 }
                 self.wait = None;
@@ -168,7 +196,7 @@ impl<F: Future> Future for Gate<F> {
                 break;
             }
             match paused_until(&self.pauses, true_now_ms()) {
-                Some(end) => self.wait = Some(Box::pin(sleep_until_true(end))),
+                Some(end) => self.wait = Some(sleep_until_true(end)),
                 None => break,
             }
         }

@@ -169,6 +169,19 @@ impl Builder {
         self
     }
 
+    /// Do not poll a host in a step in which it has nothing to do: no task
+    /// woken, nothing delivered to it, and no timer due (every timer of its
+    /// software must be declared with [`crate::timer_hint`]). Its runtime is
+    /// brought to the exact state the skipped steps would have left it in
+    /// before it next runs, so a simulation behaves identically with or
+    /// without this (speed only). Takes effect only with a tick of an even
+    /// number of milliseconds and the tokio IO driver off. Clients are never
+    /// skipped.
+    pub fn skip_idle_hosts(&mut self, value: bool) -> &mut Self {
+        self.config.skip_idle_hosts = value;
+        self
+    }
+
     /// Access the filesystem configuration.
     ///
     /// Use builder-style methods to configure filesystem behavior:

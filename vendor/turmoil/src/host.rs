@@ -48,6 +48,13 @@ pub(crate) struct Host {
 
     next_ephemeral_port: u16,
     ephemeral_ports: RangeInclusive<u16>,
+
+    /// Deadlines (simulation time) of the live [`crate::TimerHint`]s, with
+    /// their counts.
+    pub(crate) timer_hints: std::collections::BTreeMap<Duration, u32>,
+
+    /// `TcpStream::connect`s waiting for their SYN to be accepted.
+    pub(crate) pending_connects: u32,
 }
 
 impl Host {
@@ -70,6 +77,8 @@ impl Host {
             timer,
             next_ephemeral_port: *ephemeral_ports.start(),
             ephemeral_ports,
+            timer_hints: Default::default(),
+            pending_connects: 0,
         }
     }
 
@@ -90,6 +99,8 @@ impl Host {
             timer,
             next_ephemeral_port: *ephemeral_ports.start(),
             ephemeral_ports,
+            timer_hints: Default::default(),
+            pending_connects: 0,
         }
     }
 
@@ -152,6 +163,13 @@ pub(crate) struct HostTimer {
     /// Simulation duration since unix epoch. Set when the simulation is
     /// created.
     since_epoch: Duration,
+}
+
+impl Host {
+    /// The earliest deadline of a live [`crate::TimerHint`].
+    pub(crate) fn next_timer_hint(&self) -> Option<Duration> {
+        self.timer_hints.keys().next().copied()
+    }
 }
 
 impl HostTimer {

@@ -254,6 +254,50 @@ pub fn elapsed() -> Duration {
     World::current(|world| world.current_host().timer.elapsed())
 }
 
+/// Declares a timer of the current host's software that fires at `at`
+/// (simulation time, as [`sim_elapsed`]), until the hint is dropped.
+///
+/// Only used with [`Builder::skip_idle_hosts`]: a host none of whose hints
+/// is due in a step, with nothing delivered and no task woken, is not
+/// polled in that step. Hold a hint for every timer the software waits on,
+/// from creating it until it fires or is dropped. Returns `None` outside a
+/// host.
+pub fn timer_hint(at: Duration) -> Option<TimerHint> {
+    World::try_current(|_| ()).ok()?;
+    World::current(|world| {
+        let addr = world.current?;
+        let host = world.hosts.get_mut(&addr)?;
+        *host.timer_hints.entry(at).or_default() += 1;
+        Some(TimerHint { addr, at })
+    })
+}
+
+/// A timer declared with [`timer_hint`]; dropping it withdraws it.
+#[derive(Debug)]
+pub struct TimerHint {
+    addr: IpAddr,
+    at: Duration,
+}
+
+impl Drop for TimerHint {
+    fn drop(&mut self) {
+        // Outside the simulation (its teardown) there is nothing to update;
+        // a hint that cannot be withdrawn only stops its host being skipped.
+        World::try_current_mut(|world| {
+            if let Some(host) = world.hosts.get_mut(&self.addr) {
+                if let std::collections::btree_map::Entry::Occupied(mut e) =
+                    host.timer_hints.entry(self.at)
+                {
+                    *e.get_mut() -= 1;
+                    if *e.get() == 0 {
+                        e.remove();
+                    }
+                }
+            }
+        });
+    }
+}
+
 /// Returns how long the simulation has been executing for in virtual time.
 ///
 /// Will return None if the duration is not available, typically because

@@ -160,6 +160,7 @@ impl<'a> Sim<'a> {
     /// discards any pending (unsynced) writes. Data that was synced via
     /// `sync_all()` survives the crash.
     pub fn crash(&mut self, addrs: impl ToIpAddrs) {
+        self.catch_up_all();
         let hosts = self.world.borrow_mut().lookup_many(addrs);
         for h in hosts {
             let rt = self.rts.get_mut(&h).expect("missing host");
@@ -187,11 +188,22 @@ impl<'a> Sim<'a> {
 
     /// Bounces the resolved hosts. The software is restarted.
     pub fn bounce(&mut self, addrs: impl ToIpAddrs) {
+        self.catch_up_all();
         self.run_with_hosts(addrs, |addr, rt| {
             rt.bounce();
 
             tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Bounce");
         });
+    }
+
+    /// Brings every host whose ticks were skipped up to date
+    /// (`Builder::skip_idle_hosts`), before an event that may wake a host
+    /// other than through the network (a crash or bounce resets the
+    /// crashed host's connections in its peers).
+    fn catch_up_all(&mut self) {
+        for rt in self.rts.values_mut() {
+            rt.catch_up();
+        }
     }
 
     /// Run `f` with the resolved hosts at `addrs` set on the world.
@@ -432,7 +444,34 @@ impl<'a> Sim<'a> {
             running.shuffle(&mut self.world.borrow_mut().rng);
         }
 
+        // Hosts may skip this step (`Builder::skip_idle_hosts`). The tick must
+        // be an even number of milliseconds: each host's step boundaries
+        // then fall on odd milliseconds of its runtime (it starts with a
+        // 1 ms sleep), never on a timer wheel cascade point (`Rt::catch_up`).
+        let skip_idle = self.config.skip_idle_hosts
+            && !self.config.enable_tokio_io
+            && tick.as_nanos() % 2_000_000 == 0;
+        let end = self.elapsed + tick;
+
         for (&addr, rt) in running {
+            if skip_idle {
+                let idle = {
+                    let world = self.world.borrow();
+                    let host = world.hosts.get(&addr).expect("missing host");
+                    // A pending connect is woken by the server directly
+                    // (not through the network) whenever it accepts or
+                    // drops the SYN: such a host is never skipped.
+                    host.pending_connects == 0
+                        && !world.topology.has_deliverable(addr)
+                        && rt.is_idle_until(host.next_timer_hint(), end)
+                };
+                if idle {
+                    rt.skip_tick(tick);
+                    self.world.borrow_mut().tick(addr, tick);
+                    continue;
+                }
+                rt.catch_up();
+            }
             let _span_guard = tracing::span!(Level::INFO, "node", name = &*rt.nodename,).entered();
             {
                 let mut world = self.world.borrow_mut();

@@ -22,6 +22,11 @@ pub(crate) struct Topology {
     /// forward in the same way we do it elsewhere. We'd like to represent
     /// network state with async in the future.
     rt: Rt<'static>,
+
+    /// `rt`'s clock. A tick advances a paused runtime's clock by exactly
+    /// its length (whole milliseconds), so `tick_by` adds it here instead
+    /// of driving `rt` (which has no tasks) through a tick.
+    now: Instant,
 }
 
 /// This type is used as the key in the [`Topology::links`] map. See [`new`]
@@ -176,17 +181,19 @@ enum State {
 
 impl Topology {
     pub(crate) fn new(config: config::Link) -> Topology {
+        let rt = Rt::no_software();
         Topology {
             config,
             links: Default::default(),
-            rt: Rt::no_software(),
+            now: rt.now(),
+            rt,
         }
     }
 
     /// Register a link between two hosts
     pub(crate) fn register(&mut self, a: IpAddr, b: IpAddr) {
         let pair = Pair::new(a, b);
-        assert!(self.links.insert(pair, Link::new(self.rt.now())).is_none());
+        assert!(self.links.insert(pair, Link::new(self.now)).is_none());
     }
 
     pub(crate) fn set_max_message_latency(&mut self, value: Duration) {
@@ -250,6 +257,15 @@ impl Topology {
         }
     }
 
+    /// Whether any link holds a message ready for delivery to `addr`.
+    pub(crate) fn has_deliverable(&self, addr: IpAddr) -> bool {
+        self.links.iter().any(|(pair, link)| {
+            link.queued > 0
+                && (pair.0 == addr || pair.1 == addr)
+                && link.deliverable.get(&addr).is_some_and(|q| !q.is_empty())
+        })
+    }
+
     // Move messages from any network links to the `dst` host.
     pub(crate) fn deliver_messages(&mut self, rand: &mut dyn RngCore, dst: &mut Host) {
         for (pair, link) in &mut self.links {
@@ -286,8 +302,15 @@ impl Topology {
     }
 
     pub(crate) fn tick_by(&mut self, duration: Duration) {
-        let _ = self.rt.tick(duration);
-        let now = self.rt.now();
+        if duration.subsec_nanos() % 1_000_000 == 0 {
+            self.now += duration;
+        } else {
+            // The wheel rounds a deadline up to the millisecond: let the
+            // runtime do it.
+            let _ = self.rt.tick(duration);
+            self.now = self.rt.now();
+        }
+        let now = self.now;
         for link in self.links.values_mut() {
             link.tick(now);
         }

@@ -80,6 +80,17 @@ impl World {
         }
     }
 
+    /// Run `f` on the world if it is set and not borrowed; otherwise no-op.
+    pub(crate) fn try_current_mut(f: impl FnOnce(&mut World)) {
+        if CURRENT.is_set() {
+            CURRENT.with(|current| {
+                if let Ok(mut world) = current.try_borrow_mut() {
+                    f(&mut world);
+                }
+            });
+        }
+    }
+
     pub(crate) fn try_current<R>(f: impl FnOnce(&World) -> R) -> TurmoilResult<R> {
         if CURRENT.is_set() {
             CURRENT.with(|current| match current.try_borrow() {

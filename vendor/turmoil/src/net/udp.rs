@@ -633,6 +633,8 @@ fn send_loopback(src: SocketAddr, dst: SocketAddr, message: Protocol) {
         // remote networking behavior.
         // https://github.com/tokio-rs/turmoil/issues/132
         let tick_duration = World::current(|world| world.tick_duration);
+        // Declares this timer for `Builder::skip_idle_hosts`.
+        let _hint = crate::sim_elapsed().and_then(|now| crate::timer_hint(now + tick_duration));
         sleep(tick_duration).await;
 
         World::current(|world| {

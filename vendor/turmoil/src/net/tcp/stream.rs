@@ -67,6 +67,10 @@ impl TcpStream {
     }
 
     /// Opens a TCP connection to a remote host.
+    ///
+    /// While the SYN is outstanding the host counts a pending connect
+    /// (`Builder::skip_idle_hosts` never skips it: the server wakes it
+    /// directly).
     pub async fn connect<A: ToSocketAddrs>(addr: A) -> Result<TcpStream> {
         let (ack, syn_ack) = oneshot::channel();
 
@@ -82,6 +86,7 @@ impl TcpStream {
 
                 let pair = SocketPair::new(local_addr, dst);
                 let (rx, bidi) = host.tcp.new_stream(pair);
+                host.pending_connects += 1;
                 (pair, rx, bidi)
             };
 
@@ -94,10 +99,12 @@ impl TcpStream {
 
             Ok::<_, Error>((pair, rx, bidi))
         })?;
+        let pending = PendingConnect(pair.local.ip());
 
         syn_ack.await.map_err(|_| {
             io::Error::new(io::ErrorKind::ConnectionRefused, pair.remote.to_string())
         })?;
+        drop(pending);
 
         tracing::trace!(target: TRACING_TARGET, src = ?pair.remote, dst = ?pair.local, protocol = %"TCP SYN-ACK", "Recv");
 
@@ -439,6 +446,8 @@ fn send_loopback(src: SocketAddr, dst: SocketAddr, message: Protocol) {
         // remote networking behavior.
         // https://github.com/tokio-rs/turmoil/issues/132
         let tick_duration = World::current(|world| world.tick_duration);
+        // Declares this timer for `Builder::skip_idle_hosts`.
+        let _hint = crate::sim_elapsed().and_then(|now| crate::timer_hint(now + tick_duration));
         sleep(tick_duration).await;
 
         World::current(|world| {
@@ -638,5 +647,18 @@ impl Drop for WriteHalf {
             }
             world.current_host_mut().tcp.close_stream_half(*self.pair);
         })
+    }
+}
+
+/// Counts a connect waiting for its SYN-ACK on its host until dropped.
+struct PendingConnect(std::net::IpAddr);
+
+impl Drop for PendingConnect {
+    fn drop(&mut self) {
+        World::try_current_mut(|world| {
+            if let Some(host) = world.hosts.get_mut(&self.0) {
+                host.pending_connects -= 1;
+            }
+        });
     }
 }

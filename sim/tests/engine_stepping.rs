@@ -1,0 +1,102 @@
+//! Skipping idle hosts is speed only: every scenario and seed gives the
+//! same history, byte for byte, whether turmoil polls every host in every
+//! step or skips the hosts with nothing to do (`runner::Stepping`). The
+//! scenarios cover what could wake a skipped host: crashes and restarts of
+//! the store and of workers, GC pauses, partitions, lost messages and
+//! answers, a graceful shutdown, clock skew and schedulers; and the memory
+//! and SQLite stores.
+
+use leasehold_sim::config::SimConfig;
+use leasehold_sim::runner::{builtin, run_seed_stepping, RunOutcome, Stepping};
+use leasehold_sim::scenario::load_file;
+use leasehold_sim::stores::{MemoryFactory, StoreFactory};
+use std::path::Path;
+use std::sync::Arc;
+
+fn scenario(file: &str) -> SimConfig {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(file);
+    load_file(&path)
+        .unwrap_or_else(|e| panic!("{file}: {e}"))
+        .config
+}
+
+fn run<F: StoreFactory>(
+    cfg: &SimConfig,
+    seed: u64,
+    factory: &Arc<F>,
+    stepping: Stepping,
+) -> RunOutcome {
+    run_seed_stepping(cfg, seed, factory, stepping)
+        .unwrap_or_else(|e| panic!("{} seed {seed} {stepping:?}: harness error: {e}", cfg.name))
+}
+
+/// Runs `seeds` of `cfg` both ways and asserts identical histories.
+fn assert_same_both_ways<F: StoreFactory>(
+    cfg: &SimConfig,
+    seeds: std::ops::Range<u64>,
+    f: &Arc<F>,
+) {
+    for seed in seeds {
+        let every = run(cfg, seed, f, Stepping::EveryHost);
+        let skip = run(cfg, seed, f, Stepping::SkipIdleHosts);
+        assert_eq!(
+            every.history.to_jsonl(),
+            skip.history.to_jsonl(),
+            "{} seed {seed}: skipping idle hosts changed the history",
+            cfg.name
+        );
+        assert_eq!(every.history_hash, skip.history_hash);
+        assert_eq!(every.steps, skip.steps, "{} seed {seed}: steps", cfg.name);
+    }
+}
+
+#[test]
+fn skipping_idle_hosts_keeps_every_history_on_the_memory_store() {
+    let memory = Arc::new(MemoryFactory);
+    assert_same_both_ways(&builtin::calm(), 0..2, &memory);
+    assert_same_both_ways(&builtin::small_swarm(), 0..3, &memory);
+    assert_same_both_ways(&builtin::standard(), 1..2, &memory);
+    for (file, seeds) in [
+        (
+            "swarm_of_every_fault_heals_and_every_job_finishes.toml",
+            0..3,
+        ),
+        (
+            "store_crash_and_restart_loses_no_committed_result.toml",
+            0..2,
+        ),
+        (
+            "gc_pause_past_expiry_then_late_commit_is_refused.toml",
+            0..2,
+        ),
+        (
+            "graceful_shutdown_mid_run_returns_leases_and_refunds_the_attempt.toml",
+            0..1,
+        ),
+        (
+            "one_way_partition_worker_that_cannot_hear_is_fenced.toml",
+            0..1,
+        ),
+        (
+            "skewed_schedulers_racing_fire_each_plan_time_once.toml",
+            0..1,
+        ),
+        ("thundering_herd_after_long_partition_heals.toml", 0..1),
+    ] {
+        assert_same_both_ways(&scenario(file), seeds, &memory);
+    }
+}
+
+#[cfg(feature = "sql")]
+#[test]
+fn skipping_idle_hosts_keeps_every_history_on_the_sqlite_store() {
+    let sqlite = Arc::new(leasehold_sim::stores::SqliteFactory::new(None));
+    assert_same_both_ways(&builtin::small_swarm(), 0..1, &sqlite);
+    assert_same_both_ways(
+        &scenario("store_crash_and_restart_loses_no_committed_result.toml"),
+        0..1,
+        &sqlite,
+    );
+}

@@ -39,6 +39,16 @@
 //! cannot notify other processes: workers there find the job at their next
 //! poll (`WorkerConfig::poll_interval`, 1 s by default). See `wake.rs`.
 //!
+//! ## Batches
+//! `Store::batch`, [`SqliteStore::release_many`], claims and sweeps work on
+//! sets of rows (`batch.rs`, `set_sql.rs`): one statement loads every row a
+//! batch's releases name, the core's transitions run in Rust on them in
+//! request order, one statement writes them all (each row still guarded by
+//! its own loaded version) and one inserts their audit events; a claim
+//! scans each queue once. Rows are read back as one aggregated value per
+//! statement (`row_set.rs`). Every statement carries a bounded number of
+//! rows, so a batch costs a handful of statements whatever its size.
+//!
 //! ## Audit log
 //! With [`SqliteStoreBuilder::audit`] on (the default), each transition's
 //! [`Event`] is written to `lease_events` in the same transaction;
@@ -46,11 +56,14 @@
 
 #![warn(missing_docs)]
 
+mod batch;
 mod error;
 mod row;
+mod row_set;
+mod set_sql;
 mod write_conn;
 
-use leasehold_core::transition::{self, Applied, EnqueuePlan, ReleasePlan, RenewPlan};
+use leasehold_core::transition::{self, Applied, EnqueuePlan, RenewPlan};
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
     FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
@@ -348,38 +361,29 @@ impl SqliteStore {
                     .collect(),
             });
         }
+        let valid: Vec<&ClaimRequest> = req
+            .claims
+            .iter()
+            .zip(&checked)
+            .filter(|(_, c)| c.is_ok())
+            .map(|(r, _)| r)
+            .collect();
         let answer = in_write_tx!(self, |conn, now| {
-            let mut answer = BatchAnswer {
-                releases: Vec::with_capacity(req.releases.len()),
-                claims: Vec::with_capacity(req.claims.len()),
-            };
-            let mut failed = None;
-            for r in &req.releases {
-                match self.release_in(conn, r, now).await {
-                    Ok(a) => answer.releases.push(Ok(a)),
-                    Err(e @ StoreError::Input(_)) => answer.releases.push(Err(e)),
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
+            match self.release_set(conn, &req.releases, now).await {
+                Ok(releases) => self
+                    .claim_set(conn, &valid, now)
+                    .await
+                    .map(|granted| (releases, granted)),
+                Err(e) => Err(e),
             }
-            for (c, check) in req.claims.iter().zip(&checked) {
-                if failed.is_some() {
-                    break;
-                }
-                match check {
-                    Err(e) => answer.claims.push(Err(e.clone())),
-                    Ok(()) => match self.claim_in(conn, c, now).await {
-                        Ok(leases) => answer.claims.push(Ok(leases)),
-                        Err(e) => failed = Some(e),
-                    },
-                }
-            }
-            match failed {
-                Some(e) => Err(e),
-                None => Ok(answer),
-            }
+        })
+        .map(|(releases, granted)| {
+            let mut granted = granted.into_iter();
+            let claims = checked
+                .into_iter()
+                .map(|c| c.map(|()| granted.next().unwrap_or_default()))
+                .collect();
+            BatchAnswer { releases, claims }
         })?;
         for (r, a) in req.releases.iter().zip(&answer.releases) {
             self.announce_released(r, a).await;
@@ -406,24 +410,7 @@ impl SqliteStore {
         &self,
         reqs: &[ReleaseRequest],
     ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
-        in_write_tx!(self, |conn, now| {
-            let mut answers = Vec::with_capacity(reqs.len());
-            let mut failed = None;
-            for req in reqs {
-                match self.release_in(conn, req, now).await {
-                    Ok(a) => answers.push(Ok(a)),
-                    Err(StoreError::Input(e)) => answers.push(Err(StoreError::Input(e))),
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            match failed {
-                Some(e) => Err(e),
-                None => Ok(answers),
-            }
-        })
+        in_write_tx!(self, |conn, now| self.release_set(conn, reqs, now).await)
     }
 
     async fn load(conn: &mut SqliteConnection, id: JobId) -> Result<JobRecord, StoreError> {
@@ -571,56 +558,6 @@ impl SqliteStore {
         }
     }
 
-    async fn claim_in(
-        &self,
-        conn: &mut SqliteConnection,
-        req: &ClaimRequest,
-        now: StoreTime,
-    ) -> Result<Vec<Lease>, StoreError> {
-        let running = if self.policy.parallelism_of(&req.queue).is_some() {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = ? AND state = 'running'",
-            )
-            .bind(&req.queue)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-            u32::try_from(n).unwrap_or(u32::MAX)
-        } else {
-            0
-        };
-        let cap = transition::claim_capacity(&req.queue, req.max, running, &self.policy);
-        if cap == 0 {
-            return Ok(Vec::new());
-        }
-        let sql = format!(
-            "SELECT {COLUMNS} FROM leasehold_jobs \
-             WHERE queue = ? AND state = 'pending' AND run_at <= ? \
-             ORDER BY priority DESC, run_at, id LIMIT ?"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(&req.queue)
-            .bind(now.0)
-            .bind(i64::from(cap))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let mut leases = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let record = decode(row)?;
-            match transition::claim(&record, &req.worker, req.lease, now) {
-                Ok((applied, lease)) => {
-                    self.update(conn, &applied, record.version).await?;
-                    leases.push(lease);
-                }
-                Err(refusal) => {
-                    tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
-                }
-            }
-        }
-        Ok(leases)
-    }
-
     async fn renew_in(
         &self,
         conn: &mut SqliteConnection,
@@ -634,23 +571,6 @@ impl SqliteStore {
                 Ok(answer)
             }
             RenewPlan::Lost => Ok(Renewal::Lost),
-        }
-    }
-
-    async fn release_in(
-        &self,
-        conn: &mut SqliteConnection,
-        req: &ReleaseRequest,
-        now: StoreTime,
-    ) -> Result<Release, StoreError> {
-        let record = Self::load(conn, req.job).await?;
-        match transition::release(&record, req.token, &req.outcome, &self.policy, now)? {
-            ReleasePlan::Apply(applied) => {
-                self.update(conn, &applied, record.version).await?;
-                Ok(Release::Committed)
-            }
-            ReleasePlan::Repeat => Ok(Release::Committed),
-            ReleasePlan::Lost => Ok(Release::Lost),
         }
     }
 
@@ -671,14 +591,17 @@ impl SqliteStore {
             .await
             .map_err(error::map)?;
         let mut reports = Vec::with_capacity(rows.len());
+        let mut set = set_sql::WriteSet::default();
         for row in &rows {
             let record = decode(row)?;
             // The core re-checks the guard on the row as loaded.
             if let Ok((applied, report)) = transition::sweep(&record, now) {
-                self.update(conn, &applied, record.version).await?;
+                set.push_row(applied.record, record.version);
+                set.push_event(applied.event);
                 reports.push(report);
             }
         }
+        set.flush(conn, self.audit).await?;
         Ok(reports)
     }
 
@@ -711,7 +634,8 @@ impl Store for SqliteStore {
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
         transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
-        in_write_tx!(self, |conn, now| self.claim_in(conn, &req, now).await)
+        let granted = in_write_tx!(self, |conn, now| self.claim_set(conn, &[&req], now).await)?;
+        Ok(granted.into_iter().next().unwrap_or_default())
     }
 
     async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
@@ -719,7 +643,14 @@ impl Store for SqliteStore {
     }
 
     async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
-        let answer = in_write_tx!(self, |conn, now| self.release_in(conn, &req, now).await);
+        let answer =
+            self.release_many_tx(std::slice::from_ref(&req))
+                .await
+                .and_then(|answers| {
+                    answers.into_iter().next().unwrap_or_else(|| {
+                        Err(StoreError::Corrupt("release answered nothing".into()))
+                    })
+                });
         self.announce_released(&req, &answer).await;
         answer
     }

@@ -3,8 +3,10 @@
 //! A [`Store`] on PostgreSQL (tested on 15), for many workers on many hosts.
 //!
 //! Every operation is one transaction that loads the affected rows (`FOR
-//! UPDATE`), applies the `leasehold_core::transition` function, and writes
-//! the new rows with `WHERE id = … AND version = …` in one statement. A
+//! UPDATE` for renew and cancel; releases read without row locks, since
+//! the write is version-checked), applies the `leasehold_core::transition`
+//! function, and writes the new rows with `WHERE id = … AND version = …` in
+//! one statement. A
 //! version conflict, serialization failure, deadlock or unique violation
 //! rolls back and retries, at most [`MAX_CONFLICT_RETRIES`] times. SQL only
 //! pre-filters candidates (`state = 'pending' AND run_at <= now` for claim,
@@ -48,7 +50,7 @@
 //! ## Batches
 //! `Store::batch` (what a `leasehold_core::Worker` sends: its queued
 //! releases, then its claims) runs in one transaction with one write
-//! statement, and the concurrent batches of one process's workers are
+//! statement (and, usually, one read: `batch.rs`), and the concurrent batches of one process's workers are
 //! merged into shared transactions (`leasehold_core::BatchMerger`, at most
 //! [`leasehold_core::DEFAULT_MERGE_FLUSHERS`] in flight, see
 //! [`PgStoreBuilder::batch_flushers`]); every request keeps its own answer.
@@ -85,7 +87,7 @@ use leasehold_core::{
 use row::{decode, to_i64, Batch, COLUMNS};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -269,7 +271,11 @@ macro_rules! in_tx {
     }};
 }
 
+mod batch;
 mod schedules;
+
+/// One answer (or input error) per release request.
+type ReleaseAnswers = Vec<Result<Release, StoreError>>;
 
 /// Rows loaded under lock, and the store time read after the locks were held.
 struct Locked {
@@ -422,6 +428,28 @@ impl PgStore {
             "SELECT c.*, {LIVE_CLOCK} FROM (SELECT {COLUMNS} FROM leasehold_jobs \
              WHERE id = ANY($2) ORDER BY id FOR UPDATE) c"
         );
+        let rows = sqlx::query(&sql)
+            .bind(self.clock_param())
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        decode_locked(&rows)
+    }
+
+    /// Reads the rows of `ids` without locking them, and the clock after
+    /// the statement's snapshot: the write that follows checks each row's
+    /// version, so a row changed meanwhile is a conflict (the transaction
+    /// retries), never a lost update. Saves a row lock (and its WAL
+    /// record) per job on the release path.
+    async fn load_rows(
+        &self,
+        conn: &mut PgConnection,
+        ids: &[JobId],
+    ) -> Result<Locked, StoreError> {
+        // An id too large to be stored has no row: it is answered unknown.
+        let ids: Vec<i64> = ids.iter().filter_map(|id| to_i64(id.0).ok()).collect();
+        let sql = format!("SELECT {COLUMNS}, {LIVE_CLOCK} FROM leasehold_jobs WHERE id = ANY($2)");
         let rows = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(ids)
@@ -655,20 +683,37 @@ impl PgStore {
             let Some(now) = locked.now else {
                 continue;
             };
-            // Hand the rows out in request order, up to each request's max.
-            let mut rows = locked.rows.iter();
-            for &slot in &slots {
-                let req = &reqs[valid[slot]];
-                while granted[slot].len() < req.max as usize {
-                    let Some(record) = rows.next() else { break };
-                    match transition::claim(record, &req.worker, req.lease, now) {
-                        Ok((applied, lease)) => {
-                            self.push(batch, &applied, record.version)?;
-                            granted[slot].push(lease);
-                        }
-                        Err(refusal) => {
-                            tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
-                        }
+            let slot_reqs: Vec<&ClaimRequest> = slots.iter().map(|&i| &reqs[valid[i]]).collect();
+            let handed = self.hand_out(&locked.rows, &slot_reqs, now, batch)?;
+            for (&slot, leases) in slots.iter().zip(handed) {
+                granted[slot] = leases;
+            }
+        }
+        Ok(granted)
+    }
+
+    /// Hands `rows` (candidates in claim order) to `reqs` (claims of one
+    /// queue) in request order, each up to its own `max`, as consecutive
+    /// claims would take them; the claimed rows go on `batch`.
+    fn hand_out(
+        &self,
+        rows: &[JobRecord],
+        reqs: &[&ClaimRequest],
+        now: StoreTime,
+        batch: &mut Batch,
+    ) -> Result<Vec<Vec<Lease>>, StoreError> {
+        let mut granted = vec![Vec::new(); reqs.len()];
+        let mut rows = rows.iter();
+        for (req, leases) in reqs.iter().zip(&mut granted) {
+            while leases.len() < req.max as usize {
+                let Some(record) = rows.next() else { break };
+                match transition::claim(record, &req.worker, req.lease, now) {
+                    Ok((applied, lease)) => {
+                        self.push(batch, &applied, record.version)?;
+                        leases.push(lease);
+                    }
+                    Err(refusal) => {
+                        tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
                     }
                 }
             }
@@ -712,12 +757,26 @@ impl PgStore {
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ids: Vec<JobId> = reqs.iter().map(|r| r.job).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let locked = self.lock_rows(conn, &ids).await?;
+        let ids: Vec<JobId> = reqs.iter().map(|r| r.job).collect();
+        let loaded = self.load_rows(conn, &ids).await?;
+        let (answers, woken) = self.apply_releases(reqs, loaded, batch)?;
+        let woken: BTreeSet<&str> = woken.iter().map(String::as_str).collect();
+        listener::notify_queues(conn, &self.channel, &woken).await?;
+        Ok(answers)
+    }
+
+    /// Applies `reqs` in order through the core to the rows `loaded` (a job
+    /// without a row is unknown), pushing each changed row (once, at its
+    /// last state) and every event on `batch`. Answers each request, and
+    /// the queues whose workers the changes wake.
+    fn apply_releases(
+        &self,
+        reqs: &[ReleaseRequest],
+        loaded: Locked,
+        batch: &mut Batch,
+    ) -> Result<(ReleaseAnswers, BTreeSet<String>), StoreError> {
         // Current row per job, and the version it was loaded at.
-        let mut rows: BTreeMap<JobId, (u64, JobRecord)> = locked
+        let mut rows: BTreeMap<JobId, (u64, JobRecord)> = loaded
             .rows
             .into_iter()
             .map(|r| (r.id, (r.version, r)))
@@ -725,7 +784,7 @@ impl PgStore {
         let mut events = Vec::new();
         let mut answers = Vec::with_capacity(reqs.len());
         for req in reqs {
-            let (Some((_, current)), Some(now)) = (rows.get_mut(&req.job), locked.now) else {
+            let (Some((_, current)), Some(now)) = (rows.get_mut(&req.job), loaded.now) else {
                 answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
                 continue;
             };
@@ -742,12 +801,12 @@ impl PgStore {
                 },
             );
         }
-        let mut woken = std::collections::BTreeSet::new();
-        for (loaded, record) in rows.values() {
-            if record.version != *loaded {
-                batch.push_row(record, *loaded)?;
+        let mut woken = BTreeSet::new();
+        for (loaded_version, record) in rows.values() {
+            if record.version != *loaded_version {
+                batch.push_row(record, *loaded_version)?;
                 // A release always ends a running lease.
-                if locked.now.is_some_and(|now| {
+                if loaded.now.is_some_and(|now| {
                     leasehold_core::wakes_workers(
                         Some(leasehold_core::JobState::Running),
                         record,
@@ -755,70 +814,16 @@ impl PgStore {
                         &self.policy,
                     )
                 }) {
-                    woken.insert(record.queue.as_str());
+                    woken.insert(record.queue.clone());
                 }
             }
         }
-        listener::notify_queues(conn, &self.channel, &woken).await?;
         if self.audit {
             for e in &events {
                 batch.push_event(e)?;
             }
         }
-        Ok(answers)
-    }
-
-    /// A worker's releases, then its claims, in one transaction and one
-    /// write ([`Store::batch`]): the releases' rows are locked first (in id
-    /// order), then the claims scan with `SKIP LOCKED`, and every row is
-    /// written by one `UPDATE … FROM UNNEST` with its audit events.
-    async fn batch_in(
-        &self,
-        conn: &mut PgConnection,
-        req: &BatchRequest,
-        valid: &[usize],
-    ) -> Result<(Vec<Result<Release, StoreError>>, Vec<Vec<Lease>>), StoreError> {
-        let mut batch = Batch::default();
-        let released = self.release_rows(conn, &req.releases, &mut batch).await?;
-        if batch.requeues() {
-            // A release made a job claimable again (returned, or retried
-            // with no delay): write it before the claims scan, so the batch
-            // answers exactly as its requests would have one after another.
-            self.write(conn, std::mem::take(&mut batch)).await?;
-        }
-        let granted = if valid.is_empty() {
-            Vec::new()
-        } else {
-            self.claim_rows(conn, &req.claims, valid, &mut batch)
-                .await?
-        };
-        self.write(conn, batch).await?;
-        Ok((released, granted))
-    }
-
-    /// Answers `req` in one transaction and one write (see [`Self::batch_in`]).
-    async fn batch_in_one_tx(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        let mut claims: Vec<Result<Vec<Lease>, StoreError>> = req
-            .claims
-            .iter()
-            .map(|r| {
-                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
-                    .map(|()| Vec::new())
-                    .map_err(StoreError::Input)
-            })
-            .collect();
-        let valid: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].is_ok()).collect();
-        if req.releases.is_empty() && valid.is_empty() {
-            return Ok(BatchAnswer {
-                releases: Vec::new(),
-                claims,
-            });
-        }
-        let (releases, granted) = in_tx!(self, |conn| self.batch_in(conn, &req, &valid).await)?;
-        for (i, leases) in valid.into_iter().zip(granted) {
-            claims[i] = Ok(leases);
-        }
-        Ok(BatchAnswer { releases, claims })
+        Ok((answers, woken))
     }
 
     async fn one_row(

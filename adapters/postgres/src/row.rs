@@ -119,6 +119,12 @@ impl Batch {
         self.id.len()
     }
 
+    /// The ids of the rows.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = leasehold_core::JobId> + '_ {
+        // Non-negative: pushed through `to_i64` from a `u64`.
+        self.id.iter().map(|&i| leasehold_core::JobId(i as u64))
+    }
+
     /// Whether some row is written back as pending (claimable again).
     pub(crate) fn requeues(&self) -> bool {
         let pending = leasehold_core::JobState::Pending.as_str();

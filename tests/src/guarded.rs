@@ -1,9 +1,9 @@
 //! A store that owns a guard (a temp directory, a schema) dropped after it.
 
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
-    ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Schedule,
-    ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 
 /// `store`, with `guard` dropped after it (fields drop in order).
@@ -42,6 +42,11 @@ impl<S: Store, G: Send + Sync + 'static> Store for Guarded<S, G> {
     }
     async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
         self.store.release(req).await
+    }
+    // Forwarded, not the trait's one-by-one default: the conformance batch
+    // cases must reach the adapters' own one-transaction batches.
+    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        self.store.batch(req).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
         self.store.sweep(req).await

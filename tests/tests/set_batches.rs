@@ -1,0 +1,305 @@
+//! The SQL stores' set-based batches (one load, one version-checked write
+//! per batch) answer every request exactly as the same requests sent one
+//! by one: a batch mixing committed, repeated, lost (stale token), refused
+//! (token never issued) and unknown-job releases, a `Returned` job claimed
+//! again by the batch's own claims, and a bad claim; then a batch larger
+//! than one statement carries (the adapters split it).
+//!
+//! The reference is the memory store answering the same requests one after
+//! another, on the same manual clock; answers, final rows and audit events
+//! must be equal. Postgres needs `DATABASE_URL` (skipped loudly without it).
+
+use leasehold_core::{
+    list_all, BatchAnswer, BatchRequest, ClaimRequest, Event, JobId, JobRecord, Lease,
+    ManualStoreClock, Millis, NewJob, Outcome, Policy, ReleaseRequest, Store, Token, WorkerId,
+};
+use leasehold_memory::MemoryStore;
+use leasehold_tests::{database_url, pg_store, sqlite_store, MANUAL_EPOCH};
+
+const LEASE: Millis = Millis(60_000);
+
+fn claim_req(worker: &str, queue: &str, max: u32) -> ClaimRequest {
+    ClaimRequest {
+        worker: WorkerId::new(worker),
+        queue: queue.into(),
+        lease: LEASE,
+        max,
+    }
+}
+
+fn release(job: JobId, token: Token, outcome: Outcome) -> ReleaseRequest {
+    ReleaseRequest {
+        job,
+        token,
+        outcome,
+    }
+}
+
+fn done(tag: &str) -> Outcome {
+    Outcome::Succeeded(tag.as_bytes().to_vec())
+}
+
+/// What a run leaves behind, compared across stores.
+#[derive(Debug, PartialEq)]
+struct Outcome3 {
+    answer: BatchAnswer,
+    rows: Vec<JobRecord>,
+    events: Option<Vec<Event>>,
+}
+
+/// Sends `req` as one batch, or (`one_by_one`) as its releases then its
+/// claims, each alone, in order.
+async fn send<S: Store>(s: &S, req: BatchRequest, one_by_one: bool) -> BatchAnswer {
+    if !one_by_one {
+        return s.batch(req).await.expect("batch");
+    }
+    let mut answer = BatchAnswer::default();
+    for r in req.releases {
+        answer.releases.push(s.release(r).await);
+    }
+    for c in req.claims {
+        answer.claims.push(s.claim(c).await);
+    }
+    answer
+}
+
+/// Holds leases on six jobs (one re-claimed after a return, so its first
+/// token is stale) with one more job pending, then sends the mixed batch.
+async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
+    let mut ids = Vec::new();
+    for i in 0..6u8 {
+        ids.push(s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue"));
+    }
+    clock.advance(Millis(5));
+    let held: Vec<Lease> = s.claim(claim_req("w1", "q", 6)).await.expect("claim");
+    assert_eq!(held.len(), 6);
+    let token = |job: JobId| held.iter().find(|l| l.job == job).expect("held").token;
+    // Job 1 is returned and claimed again: its first token is stale.
+    let answer = s
+        .release(release(ids[1], token(ids[1]), Outcome::Returned))
+        .await;
+    assert_eq!(answer, Ok(leasehold_core::Release::Committed));
+    clock.advance(Millis(5));
+    let again = s.claim(claim_req("w1", "q", 1)).await.expect("claim");
+    assert_eq!(
+        again.iter().map(|l| l.job).collect::<Vec<_>>(),
+        vec![ids[1]]
+    );
+    clock.advance(Millis(5));
+    ids.push(s.enqueue(NewJob::new("q", vec![6])).await.expect("enqueue"));
+    clock.advance(Millis(5));
+    let req = BatchRequest {
+        releases: vec![
+            release(ids[0], token(ids[0]), done("a")),
+            release(ids[1], token(ids[1]), done("stale")),
+            release(JobId(9_999), Token(1), done("unknown")),
+            release(ids[2], Token(token(ids[2]).0 + 1_000), done("never issued")),
+            release(ids[0], token(ids[0]), done("a")),
+            release(
+                ids[0],
+                token(ids[0]),
+                Outcome::Failed {
+                    error: "same token, other outcome".into(),
+                    retryable: true,
+                },
+            ),
+            release(ids[3], token(ids[3]), Outcome::Returned),
+            release(
+                ids[4],
+                token(ids[4]),
+                Outcome::Failed {
+                    error: "retry later".into(),
+                    retryable: true,
+                },
+            ),
+            release(ids[5], token(ids[5]), Outcome::Cancelled),
+        ],
+        claims: vec![
+            claim_req("w2", "q", 2),
+            claim_req("w2", "", 1),
+            claim_req("w3", "q", 10),
+            claim_req("w3", "other", 3),
+        ],
+    };
+    send(s, req, one_by_one).await
+}
+
+/// Like [`mixed`], but no release can make a job claimable and the claims
+/// name one queue: the batch shape PostgreSQL answers with one read.
+async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
+    let mut ids = Vec::new();
+    for i in 0..5u8 {
+        ids.push(s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue"));
+    }
+    clock.advance(Millis(5));
+    let held: Vec<Lease> = s.claim(claim_req("w1", "q", 5)).await.expect("claim");
+    assert_eq!(held.len(), 5);
+    let token = |job: JobId| held.iter().find(|l| l.job == job).expect("held").token;
+    let answer = s
+        .release(release(ids[1], token(ids[1]), Outcome::Returned))
+        .await;
+    assert_eq!(answer, Ok(leasehold_core::Release::Committed));
+    clock.advance(Millis(5));
+    let again = s.claim(claim_req("w1", "q", 1)).await.expect("claim");
+    assert_eq!(again.len(), 1);
+    for i in 5..8u8 {
+        ids.push(s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue"));
+    }
+    s.cancel(ids[4]).await.expect("cancel");
+    clock.advance(Millis(5));
+    let req = BatchRequest {
+        releases: vec![
+            release(ids[0], token(ids[0]), done("a")),
+            release(ids[1], token(ids[1]), done("stale")),
+            release(JobId(9_999), Token(1), done("unknown")),
+            release(ids[2], Token(token(ids[2]).0 + 1_000), done("never issued")),
+            release(ids[0], token(ids[0]), done("a")),
+            release(
+                ids[3],
+                token(ids[3]),
+                Outcome::Failed {
+                    error: "poison".into(),
+                    retryable: false,
+                },
+            ),
+            release(ids[4], token(ids[4]), Outcome::Cancelled),
+            release(ids[5], Token(1), done("pending, never claimed")),
+        ],
+        claims: vec![claim_req("w2", "q", 1), claim_req("w3", "q", 5)],
+    };
+    send(s, req, one_by_one).await
+}
+
+/// Claims `n` jobs in one queue, then releases them all in one batch
+/// (every seventh with a stale token), larger than one statement's bound.
+async fn large<S: Store>(
+    s: &S,
+    clock: &ManualStoreClock,
+    one_by_one: bool,
+    n: usize,
+) -> BatchAnswer {
+    let jobs: Vec<NewJob> = (0..n)
+        .map(|i| NewJob::new("big", i.to_le_bytes().to_vec()))
+        .collect();
+    for j in jobs {
+        s.enqueue(j).await.expect("enqueue");
+    }
+    clock.advance(Millis(5));
+    let mut held = Vec::new();
+    while held.len() < n {
+        let got = s.claim(claim_req("w", "big", 100)).await.expect("claim");
+        assert!(!got.is_empty(), "jobs left to claim");
+        held.extend(got);
+    }
+    clock.advance(Millis(5));
+    let releases = held
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let token = if i % 7 == 3 {
+                Token(l.token.0 - 1)
+            } else {
+                l.token
+            };
+            release(l.job, token, done("big"))
+        })
+        .collect();
+    let req = BatchRequest {
+        releases,
+        claims: vec![claim_req("w", "big", 5)],
+    };
+    send(s, req, one_by_one).await
+}
+
+async fn finish<S: Store>(s: &S, answer: BatchAnswer, events: Option<Vec<Event>>) -> Outcome3 {
+    Outcome3 {
+        answer,
+        rows: list_all(s).await.expect("rows"),
+        events,
+    }
+}
+
+/// Runs `scenario` on the memory reference (one by one) and on every SQL
+/// store (as one batch), and compares everything.
+macro_rules! compare {
+    ($scenario:ident $(, $arg:expr)*) => {{
+        let policy = Policy::default();
+        let clock = ManualStoreClock::new(MANUAL_EPOCH);
+        let mem = MemoryStore::with_clock(policy.clone(), clock.clone());
+        let a = $scenario(&mem, &clock, true $(, $arg)*).await;
+        let reference = finish(&mem, a, Some(mem.events())).await;
+
+        let clock = ManualStoreClock::new(MANUAL_EPOCH);
+        let lite = sqlite_store(policy.clone(), clock.clone()).await;
+        let a = $scenario(lite.inner(), &clock, false $(, $arg)*).await;
+        let events = lite.inner().events().await.expect("sqlite events");
+        let got = finish(lite.inner(), a, Some(events)).await;
+        assert_eq!(got.answer, reference.answer, "sqlite answers");
+        assert_eq!(got.rows, reference.rows, "sqlite rows");
+        assert_eq!(got.events, reference.events, "sqlite audit events");
+
+        if let Some(url) = database_url() {
+            let clock = ManualStoreClock::new(MANUAL_EPOCH);
+            let pg = pg_store(&url, policy.clone(), Some(clock.clone())).await;
+            let a = $scenario(pg.inner(), &clock, false $(, $arg)*).await;
+            let events = pg.inner().events().await.expect("postgres events");
+            let got = finish(pg.inner(), a, Some(events)).await;
+            assert_eq!(got.answer, reference.answer, "postgres answers");
+            assert_eq!(got.rows, reference.rows, "postgres rows");
+            assert_eq!(got.events, reference.events, "postgres audit events");
+        }
+        reference
+    }};
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mixed_batch_answers_as_its_requests_one_by_one() {
+    let r = compare!(mixed);
+    // The reference itself answers what the protocol says.
+    use leasehold_core::{Release, StoreError};
+    let rel = &r.answer.releases;
+    assert_eq!(rel[0], Ok(Release::Committed));
+    assert_eq!(rel[1], Ok(Release::Lost), "stale token");
+    assert!(matches!(rel[2], Err(StoreError::Input(_))), "unknown job");
+    assert!(matches!(rel[3], Err(StoreError::Input(_))), "never issued");
+    assert_eq!(rel[4], Ok(Release::Committed), "a repeat");
+    assert_eq!(rel[5], Ok(Release::Lost), "same token, other outcome");
+    assert_eq!(rel[6], Ok(Release::Committed), "returned");
+    let claims = &r.answer.claims;
+    let first = claims[0].as_ref().expect("claim");
+    assert_eq!(first.len(), 2, "the returned job and the last pending one");
+    assert!(matches!(claims[1], Err(StoreError::Input(_))), "bad queue");
+    assert_eq!(claims[2].as_ref().map(Vec::len), Ok(0));
+    assert_eq!(claims[3].as_ref().map(Vec::len), Ok(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_without_requeues_answers_as_its_requests_one_by_one() {
+    let r = compare!(no_requeue);
+    use leasehold_core::Release;
+    let rel = &r.answer.releases;
+    assert_eq!(rel[0], Ok(Release::Committed));
+    assert_eq!(rel[1], Ok(Release::Lost), "stale token");
+    assert_eq!(rel[4], Ok(Release::Committed), "a repeat");
+    let claimed: usize = r
+        .answer
+        .claims
+        .iter()
+        .map(|c| c.as_ref().map_or(0, Vec::len))
+        .sum();
+    assert_eq!(
+        claimed, 3,
+        "the three jobs still pending: {:?}",
+        r.answer.claims
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_larger_than_one_statement_answers_as_one_by_one() {
+    // Above the SQLite adapter's 500 rows per update and 1,000 ids per load.
+    let r = compare!(large, 1_203);
+    for (i, a) in r.answer.releases.iter().enumerate() {
+        let committed = *a == Ok(leasehold_core::Release::Committed);
+        assert_eq!(committed, i % 7 != 3, "release {i}: {a:?}");
+    }
+}

@@ -170,6 +170,26 @@ async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool)
     send(s, req, one_by_one).await
 }
 
+/// A queue limited to two running jobs, both slots taken: a batch that
+/// releases one lease and claims frees and takes exactly that slot, as the
+/// release then the claim would.
+async fn limited<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
+    for i in 0..4u8 {
+        s.enqueue(NewJob::new("lim", vec![i]))
+            .await
+            .expect("enqueue");
+    }
+    clock.advance(Millis(5));
+    let held = s.claim(claim_req("w1", "lim", 4)).await.expect("claim");
+    assert_eq!(held.len(), 2, "the limit");
+    clock.advance(Millis(5));
+    let req = BatchRequest {
+        releases: vec![release(held[0].job, held[0].token, done("one"))],
+        claims: vec![claim_req("w2", "lim", 3)],
+    };
+    send(s, req, one_by_one).await
+}
+
 /// Claims `n` jobs in one queue, then releases them all in one batch
 /// (every seventh with a stale token), larger than one statement's bound.
 async fn large<S: Store>(
@@ -222,8 +242,8 @@ async fn finish<S: Store>(s: &S, answer: BatchAnswer, events: Option<Vec<Event>>
 /// Runs `scenario` on the memory reference (one by one) and on every SQL
 /// store (as one batch), and compares everything.
 macro_rules! compare {
-    ($scenario:ident $(, $arg:expr)*) => {{
-        let policy = Policy::default();
+    ($policy:expr, $scenario:ident $(, $arg:expr)*) => {{
+        let policy: Policy = $policy;
         let clock = ManualStoreClock::new(MANUAL_EPOCH);
         let mem = MemoryStore::with_clock(policy.clone(), clock.clone());
         let a = $scenario(&mem, &clock, true $(, $arg)*).await;
@@ -254,7 +274,7 @@ macro_rules! compare {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mixed_batch_answers_as_its_requests_one_by_one() {
-    let r = compare!(mixed);
+    let r = compare!(Policy::default(), mixed);
     // The reference itself answers what the protocol says.
     use leasehold_core::{Release, StoreError};
     let rel = &r.answer.releases;
@@ -275,7 +295,7 @@ async fn a_mixed_batch_answers_as_its_requests_one_by_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_without_requeues_answers_as_its_requests_one_by_one() {
-    let r = compare!(no_requeue);
+    let r = compare!(Policy::default(), no_requeue);
     use leasehold_core::Release;
     let rel = &r.answer.releases;
     assert_eq!(rel[0], Ok(Release::Committed));
@@ -295,9 +315,22 @@ async fn a_batch_without_requeues_answers_as_its_requests_one_by_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_frees_a_limited_queue_slot_for_the_claims_of_its_batch() {
+    let r = compare!(
+        Policy::builder()
+            .parallelism("lim", 2)
+            .build()
+            .expect("policy"),
+        limited
+    );
+    let granted = r.answer.claims[0].as_ref().map(Vec::len);
+    assert_eq!(granted, Ok(1), "the freed slot: {:?}", r.answer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_larger_than_one_statement_answers_as_one_by_one() {
     // Above the SQLite adapter's 500 rows per update and 1,000 ids per load.
-    let r = compare!(large, 1_203);
+    let r = compare!(Policy::default(), large, 1_203);
     for (i, a) in r.answer.releases.iter().enumerate() {
         let committed = *a == Ok(leasehold_core::Release::Committed);
         assert_eq!(committed, i % 7 != 3, "release {i}: {a:?}");

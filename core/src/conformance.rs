@@ -203,6 +203,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, batch::batch_answers_each_release_and_claim_on_its_own);
         $crate::conformance_tests!(@case $harness, batch::empty_batch_answers_nothing);
         $crate::conformance_tests!(@case $harness, batch::a_job_returned_in_a_batch_is_claimable_by_its_claims);
+        $crate::conformance_tests!(@case $harness, batch::a_slot_freed_in_a_batch_is_claimable_by_its_claims);
         $crate::conformance_tests!(@case $harness, schedules::schedules_are_put_listed_replaced_and_removed_keeping_their_jobs);
         $crate::conformance_tests!(@case $harness, schedules::fire_makes_one_job_per_plan_time);
         $crate::conformance_tests!(@case $harness, schedules::schedule_bad_input_is_refused_naming_the_field_and_changes_nothing);

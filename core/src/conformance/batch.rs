@@ -138,3 +138,42 @@ pub async fn a_job_returned_in_a_batch_is_claimable_by_its_claims<H: Harness>(h:
     assert!(granted[0].token > held[0].token, "{name}: a new token");
     assert_eq!(row(s, j).await.holder, Some(worker("w2")), "{name}");
 }
+
+/// A batch answers as its requests would have one after another: a slot of
+/// a queue with a parallelism limit, freed by a release, is claimable by a
+/// claim later in the same batch (the claim must count the queue's running
+/// jobs after the release, not before).
+pub async fn a_slot_freed_in_a_batch_is_claimable_by_its_claims<H: Harness>(h: &H) {
+    let policy = crate::policy::Policy::builder()
+        .parallelism("lim", 1)
+        .build()
+        .expect("a valid policy");
+    let f = h.fresh(policy).await;
+    let name = h.name();
+    let s = &*f.store;
+    let first = enqueue(s, NewJob::new("lim", b"1".to_vec())).await;
+    let second = enqueue(s, NewJob::new("lim", b"2".to_vec())).await;
+    let held = claim(s, "w1", "lim", LONG_LEASE, 2).await;
+    assert_eq!(held.len(), 1, "{name}: the limit is one");
+    assert_eq!(held[0].job, first, "{name}");
+    let req = BatchRequest {
+        releases: vec![ReleaseRequest {
+            job: first,
+            token: held[0].token,
+            outcome: Outcome::Succeeded(b"done".to_vec()),
+        }],
+        claims: vec![ClaimRequest {
+            worker: worker("w1"),
+            queue: "lim".into(),
+            lease: LONG_LEASE,
+            max: 1,
+        }],
+    };
+    let answer = s.batch(req).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(answer.releases, vec![Ok(Release::Committed)], "{name}");
+    let granted = answer.claims[0].as_ref().expect("the claim");
+    assert_eq!(granted.len(), 1, "{name}: the freed slot: {granted:?}");
+    assert_eq!(granted[0].job, second, "{name}");
+    assert_eq!(row(s, first).await.state, JobState::Succeeded, "{name}");
+    assert_eq!(row(s, second).await.state, JobState::Running, "{name}");
+}

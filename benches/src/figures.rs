@@ -25,6 +25,9 @@ pub struct Figures {
     pub ceiling: Option<f64>,
     /// Worker mode: the `Worker` configuration, as a line.
     pub config: Option<String>,
+    /// CPU used during the whole run (both drains in worker mode), by
+    /// whom: a quiet machine shows "others" near zero.
+    pub cpu: Option<crate::cpu::CpuUse>,
 }
 
 /// The latency histogram: 1 µs to an hour, 3 significant digits.
@@ -92,7 +95,9 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         ms(p999),
         ms(max),
         h.len()
-    ) + ceiling.as_deref().unwrap_or("");
+    ) + ceiling.as_deref().unwrap_or("")
+        + "\n   "
+        + &crate::cpu::line(f.cpu);
     let value = json!({
         "backend": backend, "detail": detail,
         "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", Mode::Latency => "latency" },
@@ -106,6 +111,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
             "from": unit, "unit": "us", "samples": h.len(),
             "p50": p50, "p90": p90, "p99": p99, "p999": p999, "max": max,
         },
+        "cpu": crate::cpu::json(f.cpu),
     });
     (text, value)
 }
@@ -126,6 +132,7 @@ mod tests {
             claims: 5,
             ceiling: Some(1000.0),
             config: None,
+            cpu: None,
         };
         let (text, v) = report("sqlite", "test", &s, &f);
         let p50 = v["latency"]["p50"].as_u64().unwrap();

@@ -247,6 +247,7 @@ async fn drain_batched<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
         claims: claims.load(Ordering::Relaxed),
         ceiling: None,
         config: None,
+        cpu: None,
     })
 }
 
@@ -347,10 +348,18 @@ async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
         claims,
         ceiling: None,
         config: Some(config),
+        cpu: None,
     })
 }
 
 async fn run<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
+    let before = cpu::CpuSample::now();
+    let mut f = drain(store, s).await?;
+    f.cpu = before.zip(cpu::CpuSample::now()).map(|(a, b)| a.until(&b));
+    Ok(f)
+}
+
+async fn drain<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
     match s.mode {
         Mode::Batch => drain_batched(store, s).await,
         Mode::Worker => {

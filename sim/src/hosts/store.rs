@@ -14,15 +14,12 @@
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::history::{Fate, ReadRow, Record};
-use crate::net::{
-    read_frame, write_frame, WireBatch, WireError, WireMessage, WireOp, WireReply, STORE_PORT,
-};
+use crate::net::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};
 use crate::runner::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::{
     Backoff, JobId, Limits, Policy, Runtime, Store, StoreError, DEFAULT_JITTER_PERMILLE,
 };
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -133,15 +130,11 @@ async fn serve<F: StoreFactory>(
     backend: Arc<Backend<F>>,
     rt: HostRuntime,
 ) {
-    let Ok(msg) = read_frame::<_, WireMessage>(&mut s).await else {
+    let Ok(req) = read_frame::<_, WireRequest>(&mut s).await else {
         return;
     };
     let shared = rt.shared().clone();
     let (t, _) = rt.times();
-    let (host, ids) = match &msg {
-        WireMessage::One(r) => (r.host.clone(), vec![r.id]),
-        WireMessage::Batch(b) => (b.host.clone(), b.parts.iter().map(|(id, _)| *id).collect()),
-    };
     let in_window = t < shared.window_ms;
     let loss = if in_window {
         shared.draw.message_loss
@@ -149,43 +142,29 @@ async fn serve<F: StoreFactory>(
         0.0
     };
     if shared.net_chance(loss) {
-        for id in ids {
-            shared.record(Record::Served {
-                t,
-                store_time: rt.wall(),
-                id,
-                host: host.clone(),
-                fate: Fate::RequestLost,
-                reply: None,
-                after: Vec::new(),
-            });
-        }
+        shared.record(Record::Served {
+            t,
+            store_time: rt.wall(),
+            id: req.id,
+            host: req.host,
+            fate: Fate::RequestLost,
+            reply: None,
+            after: Vec::new(),
+        });
         hold_without_reply(s).await;
         return;
     }
     let store_time = rt.wall();
     backend.clock.set(store_time);
-    let done = match msg {
-        WireMessage::One(req) => backend
-            .call(execute(store, req.op))
-            .await
-            .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(r))),
-        WireMessage::Batch(b) => backend.call(execute_batch(store, b)).await.map(|parts| {
-            let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
-            (parts, Answer::Batch(replies))
-        }),
-    };
-    let (parts, answer) = match done {
+    let (reply, after) = match backend.call(execute(store, req.op.clone())).await {
         Ok(done) => done,
         Err(e) => {
             shared.report_panic(format!("store call failed: {e}"));
             return;
         }
     };
-    for (id, _, after) in &parts {
-        for row in after {
-            shared.anchor(row.job, row.version, t, *id);
-        }
+    for row in &after {
+        shared.anchor(row.job, row.version, t, req.id);
     }
     let answer_lost =
         in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
@@ -194,31 +173,20 @@ async fn serve<F: StoreFactory>(
     } else {
         Fate::Answered
     };
-    for (id, reply, after) in parts {
-        shared.record(Record::Served {
-            t,
-            store_time,
-            id,
-            host: host.clone(),
-            fate,
-            reply: Some(reply.summary()),
-            after,
-        });
-    }
+    shared.record(Record::Served {
+        t,
+        store_time,
+        id: req.id,
+        host: req.host,
+        fate,
+        reply: Some(reply.summary()),
+        after,
+    });
     if answer_lost {
         hold_without_reply(s).await;
     } else {
-        let _ = match &answer {
-            Answer::One(r) => write_frame(&mut s, r).await,
-            Answer::Batch(rs) => write_frame(&mut s, rs).await,
-        };
+        let _ = write_frame(&mut s, &reply).await;
     }
-}
-
-/// What goes back on the connection: the shape the client waits for.
-enum Answer {
-    One(WireReply),
-    Batch(Vec<WireReply>),
 }
 
 fn wire<T>(r: Result<T, StoreError>, ok: impl FnOnce(T) -> WireReply) -> WireReply {
@@ -249,89 +217,10 @@ async fn execute<S: SimStore>(store: Arc<S>, op: WireOp) -> (WireReply, Vec<Read
     (reply, after)
 }
 
-/// Executes a batch with the store's own `batch` (one transaction on the
-/// SQL stores) and answers each part with its reply and the rows it
-/// touched. The rows are read once, after the whole batch; a row touched by
-/// several parts is given to the last of them only, since the earlier
-/// parts' images of it cannot be read any more (the checker compares the
-/// model's row after each part with the image that part carries).
-async fn execute_batch<S: SimStore>(
-    store: Arc<S>,
-    batch: WireBatch,
-) -> Vec<(u64, WireReply, Vec<ReadRow>)> {
-    let answers: Vec<WireReply> = match batch.request() {
-        Ok(req) => match store.batch(req).await {
-            Ok(a) => a
-                .releases
-                .into_iter()
-                .map(|r| wire(r, WireReply::Release))
-                .chain(a.claims.into_iter().map(|c| wire(c, WireReply::Leases)))
-                .collect(),
-            Err(e) => vec![WireReply::Error(WireError::of(&e)); batch.parts.len()],
-        },
-        Err(what) => vec![WireReply::Error(WireError::Input(what)); batch.parts.len()],
-    };
-    // A store that answered a different number of requests than it was
-    // asked: every part without an answer of its own is unknown.
-    let missing = WireReply::Error(WireError::Unavailable(format!(
-        "the store answered {} of {} requests in the batch",
-        answers.len(),
-        batch.parts.len()
-    )));
-    let complete = answers.len() == batch.parts.len();
-    let replies: Vec<WireReply> = (0..batch.parts.len())
-        .map(|i| match answers.get(i) {
-            Some(r) if complete => r.clone(),
-            _ => missing.clone(),
-        })
-        .collect();
-    let jobs: Vec<Vec<JobId>> = batch
-        .parts
-        .iter()
-        .zip(&replies)
-        .map(|((_, op), r)| touched_jobs(op, r))
-        .collect();
-    let mut last: BTreeMap<JobId, usize> = BTreeMap::new();
-    for (i, js) in jobs.iter().enumerate() {
-        for j in js {
-            last.insert(*j, i);
-        }
-    }
-    let mut rows: Vec<Vec<ReadRow>> = vec![Vec::new(); replies.len()];
-    for (j, i) in last {
-        if let Ok(Some(row)) = store.get(j).await {
-            rows[i].push(ReadRow::of(&row));
-        }
-    }
-    // In each part's own order of jobs, as a lone request would read them.
-    for (i, r) in rows.iter_mut().enumerate() {
-        r.sort_by_key(|row| jobs[i].iter().position(|j| *j == row.job));
-    }
-    batch
-        .parts
-        .into_iter()
-        .zip(replies)
-        .zip(rows)
-        .map(|(((id, _), reply), after)| (id, reply, after))
-        .collect()
-}
-
 /// The rows a request touched, read right after it: the answer checks
 /// compare them with the reference model, and each store event is given the
 /// true time of the request after which its row had that version.
 async fn touched<S: SimStore>(store: &S, op: &WireOp, reply: &WireReply) -> Vec<ReadRow> {
-    let jobs = touched_jobs(op, reply);
-    let mut out = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        if let Ok(Some(row)) = store.get(j).await {
-            out.push(ReadRow::of(&row));
-        }
-    }
-    out
-}
-
-/// The jobs a request touched, in the order its rows are read.
-fn touched_jobs(op: &WireOp, reply: &WireReply) -> Vec<JobId> {
     let mut jobs: Vec<JobId> = match (op, reply) {
         (WireOp::Renew(r), _) => vec![r.job],
         (WireOp::Release(r), _) => vec![r.job],
@@ -342,5 +231,11 @@ fn touched_jobs(op: &WireOp, reply: &WireReply) -> Vec<JobId> {
         _ => Vec::new(),
     };
     jobs.dedup();
-    jobs
+    let mut out = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        if let Ok(Some(row)) = store.get(j).await {
+            out.push(ReadRow::of(&row));
+        }
+    }
+    out
 }

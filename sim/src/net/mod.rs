@@ -7,11 +7,6 @@
 //! fails at once when the SYN itself is dropped or the store is down) and
 //! surfaces as `StoreError::Unavailable`, like a lost answer in production.
 //!
-//! A worker's batch (its releases and claims, `Store::batch`) is one
-//! message ([`wire::WireMessage::Batch`]) executed by the store's own
-//! `batch`, so the SQL adapters' one-transaction batch runs under faults;
-//! each of its parts keeps a request id, and a history record, of its own.
-//!
 //! Frames are a 4-byte big-endian length and a `serde_json` body, written in
 //! one call so each frame is one segment.
 
@@ -19,7 +14,4 @@ pub mod remote;
 pub mod wire;
 
 pub use remote::RemoteStore;
-pub use wire::{
-    read_frame, write_frame, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
-    STORE_PORT,
-};
+pub use wire::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};

@@ -17,7 +17,6 @@
 use crate::error;
 use crate::row::{decode, to_i64, Batch, COLUMNS};
 use crate::{listener, Locked, PgStore, LIVE_CLOCK, MAX_CONFLICT_RETRIES, STMT_CLOCK};
-use leasehold_core::transition;
 use leasehold_core::{
     BatchAnswer, BatchRequest, ClaimRequest, JobId, JobRecord, Lease, Outcome, Release, StoreError,
     StoreTime,
@@ -35,16 +34,7 @@ impl PgStore {
         &self,
         req: BatchRequest,
     ) -> Result<BatchAnswer, StoreError> {
-        let mut claims: Vec<Result<Vec<Lease>, StoreError>> = req
-            .claims
-            .iter()
-            .map(|r| {
-                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
-                    .map(|()| Vec::new())
-                    .map_err(StoreError::Input)
-            })
-            .collect();
-        let valid: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].is_ok()).collect();
+        let (mut claims, valid) = self.validate_claims(&req.claims);
         if req.releases.is_empty() && valid.is_empty() {
             return Ok(BatchAnswer {
                 releases: Vec::new(),

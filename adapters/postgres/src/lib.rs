@@ -580,6 +580,24 @@ impl PgStore {
         Ok(answers)
     }
 
+    /// Each claim's bad input answered on its own (an empty grant for the
+    /// valid ones, to be filled), and the indices of the valid claims.
+    fn validate_claims(
+        &self,
+        reqs: &[ClaimRequest],
+    ) -> (Vec<Result<Vec<Lease>, StoreError>>, Vec<usize>) {
+        let answers: Vec<Result<Vec<Lease>, StoreError>> = reqs
+            .iter()
+            .map(|r| {
+                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
+                    .map(|()| Vec::new())
+                    .map_err(StoreError::Input)
+            })
+            .collect();
+        let valid = (0..reqs.len()).filter(|&i| answers[i].is_ok()).collect();
+        (answers, valid)
+    }
+
     /// Answers many claim requests (any holders, any queues) in one
     /// transaction and one write: per queue, one `SKIP LOCKED` scan takes
     /// up to the sum of the requests' `max` (within the queue's parallelism
@@ -589,15 +607,7 @@ impl PgStore {
         &self,
         reqs: &[ClaimRequest],
     ) -> Result<Vec<Result<Vec<Lease>, StoreError>>, StoreError> {
-        let mut answers: Vec<Result<Vec<Lease>, StoreError>> = reqs
-            .iter()
-            .map(|r| {
-                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
-                    .map(|()| Vec::new())
-                    .map_err(StoreError::Input)
-            })
-            .collect();
-        let valid: Vec<usize> = (0..reqs.len()).filter(|&i| answers[i].is_ok()).collect();
+        let (mut answers, valid) = self.validate_claims(reqs);
         if valid.is_empty() {
             return Ok(answers);
         }

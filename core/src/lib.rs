@@ -41,6 +41,7 @@ mod error;
 mod history;
 mod ids;
 mod job;
+mod join;
 mod policy;
 pub mod schedule;
 mod store;

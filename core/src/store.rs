@@ -112,31 +112,33 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: ReleaseRequest,
     ) -> impl Future<Output = Result<Release, StoreError>> + Send;
-    /// Applies `req.releases` in order, then `req.claims` in order, and
-    /// answers each request exactly as [`Store::release`] and
-    /// [`Store::claim`] would have alone (each lease fenced by its own
-    /// token; the core's transitions decide). An outer error leaves the
+    /// Applies `req.releases`, then `req.claims`, and answers each request
+    /// exactly as [`Store::release`] and [`Store::claim`] would have alone
+    /// (each lease fenced by its own token; the core's transitions decide).
+    /// Every claim sees every release of the batch (a slot a release frees
+    /// is claimable by the batch's claims). An outer error leaves the
     /// outcome of every request unknown ([`StoreError::Unavailable`]).
     ///
-    /// The default sends one call per request, in order, so any store
-    /// works; the SQL adapters answer the whole batch in one transaction.
-    /// At most [`MAX_BATCH_REQUESTS`] of each kind.
+    /// The default sends every release at once and, once each is answered,
+    /// every claim at once, so any store works and one slow or lost request
+    /// never keeps the others from being sent: sent one after another, a
+    /// release stuck behind another's lost message never left the worker
+    /// while the batch's timeout ran, and its lease was reclaimed as if its
+    /// worker had crashed (a madsim swarm seed). The SQL adapters answer the
+    /// whole batch in one transaction. At most [`MAX_BATCH_REQUESTS`] of
+    /// each kind.
     fn batch(
         &self,
         req: BatchRequest,
     ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
         async move {
-            let mut answer = BatchAnswer {
-                releases: Vec::with_capacity(req.releases.len()),
-                claims: Vec::with_capacity(req.claims.len()),
-            };
-            for r in req.releases {
-                answer.releases.push(self.release(r).await);
-            }
-            for c in req.claims {
-                answer.claims.push(self.claim(c).await);
-            }
-            Ok(answer)
+            let releases =
+                crate::join::join_all(req.releases.into_iter().map(|r| self.release(r)).collect())
+                    .await;
+            let claims =
+                crate::join::join_all(req.claims.into_iter().map(|c| self.claim(c)).collect())
+                    .await;
+            Ok(BatchAnswer { releases, claims })
         }
     }
     /// Reclaims expired leases; answers one crash report per reclaim.

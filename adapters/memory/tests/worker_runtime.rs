@@ -407,3 +407,52 @@ async fn concurrency_limit_bounds_running_leases() {
     assert_eq!(stats.committed, 10);
     assert_eq!(max_running, 3);
 }
+
+/// Two handlers finish together, so their releases share a batch; the
+/// store never answers the first. The second must still reach the store
+/// and commit: sent one after the other, it waited behind the hung one on
+/// every retry, its lease went silent and was reclaimed as if the worker
+/// had crashed (found by a madsim swarm seed).
+#[tokio::test(start_paused = true)]
+async fn a_release_that_is_never_answered_does_not_hold_back_its_batch() {
+    let b = bundle();
+    let mut jobs = Vec::new();
+    for payload in [b"a", b"b"] {
+        jobs.push(
+            b.store
+                .enqueue(NewJob::new("q", payload.to_vec()))
+                .await
+                .unwrap(),
+        );
+    }
+    b.store.hang_first_release.store(true, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(100), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let worker = Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(2));
+    let w = tokio::spawn(worker.run(sd));
+    for &job in &jobs {
+        b.wait_state(job, JobState::Running, 1000).await;
+    }
+    // Well within one lease of the handlers' end.
+    b.sleep(100 + LEASE / 2).await;
+    let hung = b
+        .store
+        .hung_job
+        .lock()
+        .unwrap()
+        .expect("a release was hung");
+    let other = *jobs.iter().find(|&&j| j != hung).unwrap();
+    let sent = b.store.releases_sent.lock().unwrap().clone();
+    assert!(
+        sent.contains(&other),
+        "{other}'s release was never sent: {sent:?}"
+    );
+    let row = b.store.get(other).await.unwrap().unwrap();
+    assert_eq!(
+        row.state,
+        JobState::Succeeded,
+        "{other} committed its result"
+    );
+    stop.shutdown();
+    w.await.unwrap();
+}

@@ -32,6 +32,9 @@ pub fn bundle() -> Bundle {
             inner,
             renew_down: AtomicBool::new(false),
             renew_failures: AtomicU32::new(0),
+            hang_first_release: AtomicBool::new(false),
+            hung_job: Mutex::new(None),
+            releases_sent: Mutex::new(Vec::new()),
         }),
         jump,
         events: Arc::new(Mutex::new(Vec::new())),
@@ -67,11 +70,18 @@ impl Bundle {
 }
 
 /// A memory store whose renews can be made to go unanswered, or to fail a
-/// given number of times with an unknown outcome.
+/// given number of times with an unknown outcome, and whose releases of
+/// one job can be made to go unanswered. It keeps the default
+/// [`Store::batch`] (one call per request), as a user's store would.
 pub struct Flaky {
     pub inner: MemoryStore,
     pub renew_down: AtomicBool,
     pub renew_failures: AtomicU32,
+    /// The job of the next release never gets an answer to any release.
+    pub hang_first_release: AtomicBool,
+    pub hung_job: Mutex<Option<JobId>>,
+    /// Every release that reached the store, in order.
+    pub releases_sent: Mutex<Vec<JobId>>,
 }
 
 impl Store for Flaky {
@@ -96,6 +106,17 @@ impl Store for Flaky {
         self.inner.renew(req).await
     }
     async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+        self.releases_sent.lock().unwrap().push(req.job);
+        let hung = {
+            let mut hung = self.hung_job.lock().unwrap();
+            if self.hang_first_release.swap(false, Ordering::SeqCst) {
+                *hung = Some(req.job);
+            }
+            *hung == Some(req.job)
+        };
+        if hung {
+            std::future::pending::<()>().await;
+        }
         self.inner.release(req).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {

@@ -7,7 +7,12 @@
 //! - the belief deadline moves only on a successful renew, computed from
 //!   that renew's send time;
 //! - a heartbeat failure whose outcome is unknown never stops the heartbeat:
-//!   only `Lost`, a definite rejection or the fence deadline end it;
+//!   only `Lost`, a definite rejection or the fence deadline end it. The
+//!   retry comes after half the renew interval, but no later than halfway
+//!   to the belief deadline and no sooner than [`MIN_RENEW_RETRY`]
+//!   ([`renew_retry_at`]): a store that comes back before the deadline gets
+//!   a renew in time, instead of one sent a moment before the fence (a
+//!   false crash report found by the simulator after a store restart);
 //! - a release is retried only while its outcome is unknown, with the same
 //!   outcome (so a repeat is idempotent), at most `release_tries` times;
 //! - releases go through the worker's release queue
@@ -51,6 +56,20 @@ type RenewFuture = BoxFuture<Result<Renewal, StoreError>>;
 
 /// Longest single wait, so a "never" deadline does not overflow a timer.
 const MAX_NAP: Millis = Millis(3_600_000);
+/// Shortest wait before retrying a renew whose outcome was unknown: a store
+/// that refuses at once is not hammered as the deadline nears (the renew
+/// count is bounded by `MAX_RENEWS_PER_LEASE` as well).
+pub const MIN_RENEW_RETRY: Millis = Millis(100);
+
+/// When to retry a renew whose outcome was unknown at local time `now`,
+/// with belief deadline `deadline`: after half the renew `interval`, or
+/// halfway to the deadline if that is sooner, but never sooner than
+/// [`MIN_RENEW_RETRY`].
+pub fn renew_retry_at(now: Millis, deadline: Millis, interval: Millis) -> Millis {
+    let half_left = deadline.saturating_sub(now).0 / 2;
+    let wait = (interval.0 / 2).min(half_left).max(MIN_RENEW_RETRY.0);
+    now.saturating_add(Millis(wait))
+}
 
 /// How this worker deviates from the protocol: all `false`/`true` defaults
 /// except under the catalogue's buggy variants (simulator builds only).
@@ -265,7 +284,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                         tracing::debug!(%worker, %job, %token, error = %e, "renew outcome unknown");
                         observe(RuntimeEvent::RenewUnavailable { worker: worker.clone(), job, token, at: rt.now() });
                         next_renew = if quirks.heartbeat_survives_errors {
-                            rt.now().saturating_add(Millis((cfg.renew_interval.0 / 2).max(1)))
+                            renew_retry_at(rt.now(), fence.poll_deadline(), cfg.renew_interval)
                         } else {
                             Millis(u64::MAX)
                         };
@@ -345,4 +364,35 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_far_deadline_retries_after_half_the_interval() {
+        assert_eq!(
+            renew_retry_at(Millis(1_000), Millis(20_000), Millis(3_000)),
+            Millis(2_500)
+        );
+    }
+
+    #[test]
+    fn a_near_deadline_retries_halfway_to_it_but_not_sooner_than_the_floor() {
+        // The simulator's case: 1.5 s left, interval 3 s: retry at 0.75 s,
+        // not at 1.5 s (a moment before the fence).
+        assert_eq!(
+            renew_retry_at(Millis(80_630), Millis(82_125), Millis(3_000)),
+            Millis(80_630 + 747)
+        );
+        assert_eq!(
+            renew_retry_at(Millis(10_000), Millis(10_050), Millis(3_000)),
+            Millis(10_000).saturating_add(MIN_RENEW_RETRY)
+        );
+        assert_eq!(
+            renew_retry_at(Millis(10_000), Millis(9_000), Millis(3_000)),
+            Millis(10_000).saturating_add(MIN_RENEW_RETRY)
+        );
+    }
 }

@@ -22,8 +22,9 @@ use leasehold_core::{
 };
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
 use tokio::io::AsyncReadExt;
 use turmoil::net::{TcpListener, TcpStream};
 
@@ -85,7 +86,7 @@ pub async fn run<F: StoreFactory>(
             accepted = listener.accept() => {
                 let (stream, _) = accepted?;
                 let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
-                open.0.push(Box::pin(serve(stream, store, backend, rt2)));
+                open.push(Box::pin(serve(stream, store, backend, rt2)));
             }
             _ = &mut open => {}
         }
@@ -93,20 +94,97 @@ pub async fn run<F: StoreFactory>(
     Err(format!("store served {MAX_CONNECTIONS} connections in one incarnation").into())
 }
 
-/// The store's open connections, polled in accept order; as a future it
-/// completes whenever at least one of them finished (and drops those).
+/// The store's open connections, in accept order; as a future it completes
+/// whenever at least one of them finished (and drops those).
+///
+/// Each connection has its own waker, and a poll polls only the connections
+/// woken since their last poll (a new one counts as woken), still in accept
+/// order. A connection that was not woken has nothing to do: polling it
+/// would only answer `Pending` again, so skipping it changes nothing in a
+/// history, and a busy store no longer polls every connection it holds
+/// (those waiting for a lost answer's caller to give up included) on each
+/// wake-up.
 #[derive(Default)]
-struct Connections(Vec<Pin<Box<dyn Future<Output = ()> + Send>>>);
+struct Connections {
+    conns: Vec<Conn>,
+    task: Arc<TaskWaker>,
+}
+
+/// One open connection and its waker.
+struct Conn {
+    fut: Pin<Box<dyn Future<Output = ()> + Send>>,
+    wake: Arc<ConnWake>,
+    waker: Waker,
+}
+
+/// The store task's current waker, shared by every connection's waker.
+#[derive(Default)]
+struct TaskWaker(Mutex<Option<Waker>>);
+
+impl TaskWaker {
+    fn register(&self, w: &Waker) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !slot.as_ref().is_some_and(|old| old.will_wake(w)) {
+            *slot = Some(w.clone());
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            w.wake_by_ref();
+        }
+    }
+}
+
+/// A connection's waker: marks it woken, then wakes the store task.
+struct ConnWake {
+    woken: AtomicBool,
+    task: Arc<TaskWaker>,
+}
+
+impl Wake for ConnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.task.wake();
+    }
+}
+
+impl Connections {
+    fn push(&mut self, fut: Pin<Box<dyn Future<Output = ()> + Send>>) {
+        let wake = Arc::new(ConnWake {
+            woken: AtomicBool::new(true),
+            task: self.task.clone(),
+        });
+        let waker = Waker::from(wake.clone());
+        self.conns.push(Conn { fut, wake, waker });
+    }
+}
 
 impl Future for &mut Connections {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let conns = &mut self.get_mut().0;
-        let before = conns.len();
-        conns.retain_mut(|c| c.as_mut().poll(cx).is_pending());
+        let me = self.get_mut();
+        me.task.register(cx.waker());
+        let before = me.conns.len();
+        me.conns.retain_mut(|c| {
+            if !c.wake.woken.swap(false, Ordering::SeqCst) {
+                return true;
+            }
+            let mut own = Context::from_waker(&c.waker);
+            c.fut.as_mut().poll(&mut own).is_pending()
+        });
         // Pending with no connections waits for the next accept.
-        if conns.len() < before {
+        if me.conns.len() < before {
             Poll::Ready(())
         } else {
             Poll::Pending

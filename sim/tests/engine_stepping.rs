@@ -41,12 +41,21 @@ fn assert_same_both_ways<F: StoreFactory>(
     for seed in seeds {
         let every = run(cfg, seed, f, Stepping::EveryHost);
         let skip = run(cfg, seed, f, Stepping::SkipIdleHosts);
-        assert_eq!(
-            every.history.to_jsonl(),
-            skip.history.to_jsonl(),
-            "{} seed {seed}: skipping idle hosts changed the history",
-            cfg.name
-        );
+        let (a, b) = (every.history.to_jsonl(), skip.history.to_jsonl());
+        if a != b {
+            // The first record that differs, not two whole histories.
+            let (n, (x, y)) = a
+                .lines()
+                .chain(std::iter::repeat("(end)"))
+                .zip(b.lines().chain(std::iter::repeat("(end)")))
+                .enumerate()
+                .find(|(_, (x, y))| x != y)
+                .expect("different histories differ in a line");
+            panic!(
+                "{} seed {seed}: skipping idle hosts changed the history at record {n}:\n  every host: {x}\n  skip idle:  {y}",
+                cfg.name
+            );
+        }
         assert_eq!(every.history_hash, skip.history_hash);
         assert_eq!(every.steps, skip.steps, "{} seed {seed}: steps", cfg.name);
     }
@@ -84,6 +93,18 @@ fn skipping_idle_hosts_keeps_every_history_on_the_memory_store() {
             0..1,
         ),
         ("thundering_herd_after_long_partition_heals.toml", 0..1),
+        // Seeds whose history depends on the catch-up's replay of tokio's
+        // scheduler counter: with the replay left out (no owed yields),
+        // 14 of the library's 809 runs changed, these among them, and
+        // none of the seeds above.
+        (
+            "late_and_reordered_messages_are_refused_by_token.toml",
+            1..2,
+        ),
+        (
+            "release_retried_with_the_same_outcome_after_a_store_crash_commits_once.toml",
+            3..4,
+        ),
     ] {
         assert_same_both_ways(&scenario(file), seeds, &memory);
     }

@@ -4,25 +4,17 @@
 //! altered the way a buggy store would answer, or when a catalogued store
 //! bug is in force.
 
+mod engine_support;
+
+use engine_support::scenario;
 use leasehold_core::{JobId, JobState, Outcome, StoreTime, Token};
 use leasehold_sim::checker::{self, answers, Violation};
 use leasehold_sim::config::{InvariantId, SimConfig};
 use leasehold_sim::history::{Blob, Fate, History, Op, Record, Reply};
 use leasehold_sim::runner::{builtin, run_seed, RunOutcome};
-use leasehold_sim::scenario::load_file;
-use std::path::Path;
 
 /// Most seeds searched for a history with the material a test alters.
 const SEARCH: u64 = 12;
-
-fn scenario(rel: &str) -> SimConfig {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(rel);
-    load_file(&path)
-        .unwrap_or_else(|e| panic!("{rel}: {e}"))
-        .config
-}
 
 fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
     run_seed(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", cfg.name))

@@ -6,25 +6,16 @@
 
 mod engine_support;
 
-use engine_support::{describe, run};
+use engine_support::{describe, run, scenario};
 use leasehold_core::{EventKind, JobState, Outcome, Token, WorkerId};
 use leasehold_sim::config::{ScriptedFault, SimConfig};
 use leasehold_sim::duration::Dur;
 use leasehold_sim::history::{BeliefWhat, Blob, Fate, Op, Record, Reply};
 use leasehold_sim::hosts::workload::WorkloadPlan;
 use leasehold_sim::runner::RunOutcome;
-use leasehold_sim::scenario::{load_file, load_str};
+use leasehold_sim::scenario::load_str;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-fn scenario(file: &str) -> SimConfig {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(file);
-    load_file(&path)
-        .unwrap_or_else(|e| panic!("{file}: {e}"))
-        .config
-}
 
 fn clean_run(cfg: &SimConfig, seed: u64) -> RunOutcome {
     let out = run(cfg, seed);

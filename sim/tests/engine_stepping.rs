@@ -6,21 +6,13 @@
 //! answers, a graceful shutdown, clock skew and schedulers; and the memory
 //! and SQLite stores.
 
+mod engine_support;
+
+use engine_support::scenario;
 use leasehold_sim::config::SimConfig;
 use leasehold_sim::runner::{builtin, run_seed_stepping, RunOutcome, Stepping};
-use leasehold_sim::scenario::load_file;
 use leasehold_sim::stores::{MemoryFactory, StoreFactory};
-use std::path::Path;
 use std::sync::Arc;
-
-fn scenario(file: &str) -> SimConfig {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../scenarios")
-        .join(file);
-    load_file(&path)
-        .unwrap_or_else(|e| panic!("{file}: {e}"))
-        .config
-}
 
 fn run<F: StoreFactory>(
     cfg: &SimConfig,

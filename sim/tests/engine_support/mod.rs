@@ -3,6 +3,19 @@
 
 use leasehold_sim::config::{InvariantId, SimConfig};
 use leasehold_sim::runner::{run_seed, RunOutcome};
+use leasehold_sim::scenario::load_file;
+use std::path::Path;
+
+/// Loads a scenario file of the library by its path under `scenarios/`,
+/// failing the test with the loader's error.
+pub fn scenario(rel: &str) -> SimConfig {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(rel);
+    load_file(&path)
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+        .config
+}
 
 /// Runs a seed, failing the test on a harness error.
 pub fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {

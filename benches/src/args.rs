@@ -79,8 +79,14 @@ pub struct Settings {
     /// Seconds of recorded arrivals (`--mode latency`).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3_600))]
     pub duration: u64,
-    /// Machine output: one JSON object per store on stdout (JSON Lines);
-    /// the human report moves to stderr.
+    /// Measure N times on the same store (each round enqueues and drains
+    /// `--jobs` anew); prints each round, then the range of each figure.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub rounds: u64,
+    /// Machine output: one JSON object per store and round on stdout
+    /// (JSON Lines; `round` numbers them), then, with `--rounds` above 1,
+    /// a `summary` object per store with each figure's range; the human
+    /// report moves to stderr.
     #[arg(long)]
     pub json: bool,
 }
@@ -105,6 +111,10 @@ impl Settings {
             Backend::Sqlite => vec!["sqlite"],
             Backend::Both => vec!["postgres", "sqlite"],
         }
+    }
+    /// Rounds as a count.
+    pub fn rounds(&self) -> usize {
+        usize::try_from(self.rounds).unwrap_or(1)
     }
     /// Recorded arrival time (`--mode latency`).
     pub fn duration(&self) -> std::time::Duration {

@@ -28,6 +28,16 @@ pub struct Figures {
     /// CPU used during the whole run (both drains in worker mode), by
     /// whom: a quiet machine shows "others" near zero.
     pub cpu: Option<crate::cpu::CpuUse>,
+    /// PostgreSQL: WAL written during the run, and whether the server had
+    /// to create WAL segment files for it (`wal.rs`).
+    pub wal: Option<crate::wal::WalUse>,
+}
+
+impl Figures {
+    /// Drain throughput, jobs/s.
+    pub fn rate(&self, jobs: u64) -> f64 {
+        jobs as f64 / self.drain.as_secs_f64().max(1e-9)
+    }
 }
 
 /// The latency histogram: 1 µs to an hour, 3 significant digits.
@@ -51,7 +61,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         h.value_at_quantile(0.999),
         h.max(),
     );
-    let rate = s.jobs as f64 / f.drain.as_secs_f64().max(1e-9);
+    let rate = f.rate(s.jobs);
     let enq_rate = s.jobs as f64 / f.enqueue.as_secs_f64().max(1e-9);
     let lease = crate::LEASE;
     let settings = match s.mode {
@@ -97,7 +107,11 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         h.len()
     ) + ceiling.as_deref().unwrap_or("")
         + "\n   "
-        + &crate::cpu::line(f.cpu);
+        + &crate::cpu::line(f.cpu)
+        + &f.wal.map_or(String::new(), |w| {
+            let drains = if s.mode == Mode::Worker { 2 } else { 1 };
+            format!("\n   {}", crate::wal::line(w, s.jobs, drains))
+        });
     let value = json!({
         "backend": backend, "detail": detail,
         "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", Mode::Latency => "latency" },
@@ -112,6 +126,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
             "p50": p50, "p90": p90, "p99": p99, "p999": p999, "max": max,
         },
         "cpu": crate::cpu::json(f.cpu),
+        "wal": crate::wal::json(f.wal),
     });
     (text, value)
 }
@@ -133,6 +148,7 @@ mod tests {
             ceiling: Some(1000.0),
             config: None,
             cpu: None,
+            wal: None,
         };
         let (text, v) = report("sqlite", "test", &s, &f);
         let p50 = v["latency"]["p50"].as_u64().unwrap();

@@ -32,6 +32,8 @@ mod args;
 mod cpu;
 mod figures;
 mod latency;
+mod rounds;
+mod wal;
 
 use args::{Mode, Settings};
 use clap::Parser;
@@ -49,6 +51,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wal::WalSample;
 
 const QUEUE: &str = "bench";
 /// The lease every claim asks for.
@@ -248,6 +251,7 @@ async fn drain_batched<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
         ceiling: None,
         config: None,
         cpu: None,
+        wal: None,
     })
 }
 
@@ -349,6 +353,7 @@ async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Fig
         ceiling: None,
         config: Some(config),
         cpu: None,
+        wal: None,
     })
 }
 
@@ -373,10 +378,26 @@ async fn drain<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, St
     }
 }
 
-/// Prints one store's report: human lines on stdout, or with `--json` one
-/// JSON object on stdout and the human lines on stderr.
-fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) {
-    let (text, value) = figures::report(backend, detail, s, f);
+/// Prints one store's report for round `round`: human lines on stdout, or
+/// with `--json` one JSON object on stdout and the human lines on stderr.
+fn report(backend: &str, detail: &str, s: &Settings, round: usize, f: &Figures) {
+    let (mut text, mut value) = figures::report(backend, detail, s, f);
+    if s.rounds() > 1 {
+        text = text.replacen('\n', &format!("\n   round {round} of {}\n", s.rounds), 1);
+    }
+    value["round"] = round.into();
+    emit(s, &text, &value);
+}
+
+/// After the last round: the range of each figure over the rounds.
+fn report_rounds(backend: &str, s: &Settings, rounds: &[Figures]) {
+    if rounds.len() > 1 {
+        let (text, value) = rounds::report(backend, s, &rounds::summarize(s, rounds));
+        emit(s, &text, &value);
+    }
+}
+
+fn emit(s: &Settings, text: &str, value: &serde_json::Value) {
     if s.json {
         eprintln!("{text}");
         println!("{value}");
@@ -414,16 +435,6 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
         .await
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let store = Arc::new(store);
-    let result = if s.coalesce {
-        let c = Coalescing::new(store.clone(), DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS);
-        run(Arc::new(c), s).await
-    } else {
-        run(store.clone(), s).await
-    };
-    let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .execute(store.pool())
-        .await;
-    let f = result?;
     let detail = format!(
         "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync_commit}, pool={}{}",
         (s.workers + 2).min(64),
@@ -433,8 +444,34 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
             String::new()
         }
     );
-    report("postgres", &detail, s, &f);
-    Ok(())
+    let coalescing = s
+        .coalesce
+        .then(|| Arc::new(Coalescing::new(store.clone(), DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS)));
+    let mut rounds = Vec::new();
+    let mut result = Ok(());
+    for round in 1..=s.rounds() {
+        let before = WalSample::now(store.pool()).await;
+        let f = match &coalescing {
+            Some(c) => run(c.clone(), s).await,
+            None => run(store.clone(), s).await,
+        };
+        let mut f = match f {
+            Ok(f) => f,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        let after = WalSample::now(store.pool()).await;
+        f.wal = before.zip(after).map(|(a, b)| a.until(&b));
+        report("postgres", &detail, s, round, &f);
+        rounds.push(f);
+    }
+    let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .execute(store.pool())
+        .await;
+    report_rounds("postgres", s, &rounds);
+    result
 }
 
 async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
@@ -445,13 +482,19 @@ async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
         .open()
         .await?;
     store.migrate().await?;
-    let f = run(Arc::new(store), s).await?;
     let detail = format!(
         "WAL, synchronous={:?}, file in {}",
         s.sqlite_durability(),
         dir.path().display()
     );
-    report("sqlite", &detail, s, &f);
+    let store = Arc::new(store);
+    let mut rounds = Vec::new();
+    for round in 1..=s.rounds() {
+        let f = run(store.clone(), s).await?;
+        report("sqlite", &detail, s, round, &f);
+        rounds.push(f);
+    }
+    report_rounds("sqlite", s, &rounds);
     Ok(())
 }
 

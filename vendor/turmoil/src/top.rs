@@ -7,6 +7,7 @@ use rand::{Rng, RngCore};
 use rand_distr::{Distribution, Exp};
 use std::collections::VecDeque;
 use std::io::{Error, ErrorKind, Result};
+use std::mem;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -17,6 +18,16 @@ pub(crate) struct Topology {
 
     /// Specific configuration overrides between specific hosts.
     links: crate::fxhash::FxIndexMap<Pair, Link>,
+
+    /// The indices in `links` of the links touching each host, in `links`
+    /// order (links are only ever added), so delivery to a host visits its
+    /// own links instead of every link of the network.
+    touching: crate::fxhash::FxIndexMap<IpAddr, Vec<usize>>,
+
+    /// Messages ready for delivery to each host, over all its links: the
+    /// sum of its queues in the links' `deliverable`, kept by
+    /// [`Topology::recount`] after every call that can change a queue.
+    waiting: crate::fxhash::FxIndexMap<IpAddr, usize>,
 
     /// We don't use a Rt for async. Right now, we just use it to tick time
     /// forward in the same way we do it elsewhere. We'd like to represent
@@ -159,6 +170,10 @@ struct Link {
     /// Messages in `deliverable` (all destinations).
     queued: usize,
 
+    /// The lengths of the `deliverable` queues of the link's two ends (the
+    /// pair's order) as [`Topology::waiting`] last counted them.
+    counted: [usize; 2],
+
     /// The current network time, moved forward with [`Link::tick`].
     now: Instant,
 }
@@ -185,6 +200,8 @@ impl Topology {
         Topology {
             config,
             links: Default::default(),
+            touching: Default::default(),
+            waiting: Default::default(),
             now: rt.now(),
             rt,
         }
@@ -193,7 +210,16 @@ impl Topology {
     /// Register a link between two hosts
     pub(crate) fn register(&mut self, a: IpAddr, b: IpAddr) {
         let pair = Pair::new(a, b);
-        assert!(self.links.insert(pair, Link::new(self.now)).is_none());
+        let (index, old) = self.links.insert_full(pair, Link::new(self.now));
+        assert!(old.is_none());
+        for addr in [a, b] {
+            self.touching.entry(addr).or_default().push(index);
+        }
+    }
+
+    /// The links touching `addr`, in `links` order.
+    fn links_of(&self, addr: IpAddr) -> &[usize] {
+        self.touching.get(&addr).map_or(&[], Vec::as_slice)
     }
 
     pub(crate) fn set_max_message_latency(&mut self, value: Duration) {
@@ -247,8 +273,10 @@ impl Topology {
         dst: SocketAddr,
         message: Protocol,
     ) -> Result<()> {
-        if let Some(link) = self.links.get_mut(&Pair::new(src.ip(), dst.ip())) {
-            link.enqueue_message(&self.config, rand, src, dst, message)
+        if let Some((i, _, link)) = self.links.get_full_mut(&Pair::new(src.ip(), dst.ip())) {
+            let result = link.enqueue_message(&self.config, rand, src, dst, message);
+            self.recount(i);
+            result
         } else {
             Err(Error::new(
                 ErrorKind::ConnectionRefused,
@@ -259,18 +287,45 @@ impl Topology {
 
     /// Whether any link holds a message ready for delivery to `addr`.
     pub(crate) fn has_deliverable(&self, addr: IpAddr) -> bool {
-        self.links.iter().any(|(pair, link)| {
-            link.queued > 0
-                && (pair.0 == addr || pair.1 == addr)
-                && link.deliverable.get(&addr).is_some_and(|q| !q.is_empty())
-        })
+        let waiting = self.waiting.get(&addr).is_some_and(|&n| n > 0);
+        debug_assert_eq!(
+            waiting,
+            self.links_of(addr).iter().any(|&i| {
+                let link = &self.links[i];
+                link.deliverable.get(&addr).is_some_and(|q| !q.is_empty())
+            }),
+            "turmoil: the count of messages waiting for {addr} is off"
+        );
+        waiting
+    }
+
+    /// Brings `waiting` up to date with link `i`'s queues: adds what each
+    /// end's queue gained or lost since the link was last counted.
+    fn recount(&mut self, i: usize) {
+        let (pair, link) = self.links.get_index_mut(i).expect("link index");
+        for (end, addr) in [pair.0, pair.1].into_iter().enumerate() {
+            let now = link.deliverable.get(&addr).map_or(0, VecDeque::len);
+            let before = mem::replace(&mut link.counted[end], now);
+            if now != before {
+                let waiting = self.waiting.entry(addr).or_default();
+                *waiting = *waiting + now - before;
+            }
+        }
     }
 
     // Move messages from any network links to the `dst` host.
     pub(crate) fn deliver_messages(&mut self, rand: &mut dyn RngCore, dst: &mut Host) {
-        for (pair, link) in &mut self.links {
-            if link.queued > 0 && (pair.0 == dst.addr || pair.1 == dst.addr) {
+        // The same links in the same order as a walk of every link that
+        // keeps those touching `dst`.
+        let Some(t) = self.touching.get_index_of(&dst.addr) else {
+            return;
+        };
+        for k in 0..self.touching[t].len() {
+            let i = self.touching[t][k];
+            let link = &mut self.links[i];
+            if link.queued > 0 {
                 link.deliver_messages(&self.config, rand, dst);
+                self.recount(i);
             }
         }
     }
@@ -310,9 +365,17 @@ impl Topology {
             let _ = self.rt.tick(duration);
             self.now = self.rt.now();
         }
+        // Only a link with messages in flight can make one deliverable; the
+        // others just follow the clock.
         let now = self.now;
-        for link in self.links.values_mut() {
-            link.tick(now);
+        for i in 0..self.links.len() {
+            let link = &mut self.links[i];
+            if link.sent.is_empty() {
+                link.now = now;
+            } else {
+                link.tick(now);
+                self.recount(i);
+            }
         }
     }
 
@@ -358,6 +421,7 @@ impl Link {
             sent: VecDeque::new(),
             deliverable: Default::default(),
             queued: 0,
+            counted: [0; 2],
             now,
         }
     }

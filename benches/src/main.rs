@@ -444,9 +444,13 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
             String::new()
         }
     );
-    let coalescing = s
-        .coalesce
-        .then(|| Arc::new(Coalescing::new(store.clone(), DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS)));
+    let coalescing = s.coalesce.then(|| {
+        Arc::new(Coalescing::new(
+            store.clone(),
+            DEFAULT_COALESCE_BATCH,
+            DEFAULT_FLUSHERS,
+        ))
+    });
     let mut rounds = Vec::new();
     let mut result = Ok(());
     for round in 1..=s.rounds() {

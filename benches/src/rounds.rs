@@ -143,7 +143,10 @@ mod tests {
         );
         assert_eq!(sum.ratio, Some(Range { min: 0.5, max: 0.8 }));
         let (text, v) = report("postgres", &s, &sum);
-        assert!(text.contains("over 3 rounds: Worker 0.5k–2.0k jobs/s"), "{text}");
+        assert!(
+            text.contains("over 3 rounds: Worker 0.5k–2.0k jobs/s"),
+            "{text}"
+        );
         assert!(text.contains("Worker/ceiling 50–80%"), "{text}");
         assert_eq!(v["drain_jobs_per_s"]["max"], 2000.0);
         assert_eq!(v["summary"], true);

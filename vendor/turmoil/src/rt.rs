@@ -360,7 +360,22 @@ impl<'a> Rt<'a> {
         let metrics = self.tokio.handle().metrics();
         let parks_before = metrics.worker_park_count(0);
         let start = self.now();
-        let (local, idle) = (&self.local, &self.idle);
+        let from = wheel_ms(start - self.idle.origin);
+        let to = wheel_ms(start + lag - self.idle.origin);
+        // The scheduler's counter advances once per park. Every tick ends
+        // with its sleep firing, which unparks the driver, so each skipped
+        // tick parked once without advancing the clock, once at its end,
+        // and once at every multiple of 64 ms (a timer wheel cascade point,
+        // counted from the runtime's start) that its own sleep crossed. A
+        // tick end is never such a multiple (see `Sim::step`) and every
+        // cascade point of the host's own timers is one.
+        let crossed = (to - 1) / 64 - from / 64;
+        let ticked = 2 * u64::from(skipped) + crossed;
+        let (local, idle, nodename) = (&self.local, &self.idle, &self.nodename);
+        // One `block_on` for the whole catch-up (entering the runtime is
+        // most of its cost): `block_on` starts by polling its future and
+        // returns as soon as it is ready, so the counters advance exactly
+        // as in two consecutive `block_on`s (the sleep, then the yields).
         self.tokio.block_on(async {
             // Each skipped tick ran the `LocalSet` once with empty queues.
             // Its counter is a `u8`, so 256 rounds are none.
@@ -371,27 +386,15 @@ impl<'a> Rt<'a> {
             // One sleep to the end of the skipped ticks. Nothing fires
             // before it: no timer was due.
             sleep(lag).await;
-        });
-        // The scheduler's counter advances once per park. Every tick ends
-        // with its sleep firing, which unparks the driver, so each skipped
-        // tick parked once without advancing the clock, once at its end,
-        // and once at every multiple of 64 ms (a timer wheel cascade point,
-        // counted from the runtime's start) that its own sleep crossed. A
-        // tick end is never such a multiple (see `Sim::step`) and every
-        // cascade point of the host's own timers is one. The sleep above
-        // parked `parks` times (it also starts unparked); yield for the rest.
-        let parks = metrics.worker_park_count(0) - parks_before;
-        let from = wheel_ms(start - self.idle.origin);
-        let to = wheel_ms(start + lag - self.idle.origin);
-        let crossed = (to - 1) / 64 - from / 64;
-        let ticked = 2 * u64::from(skipped) + crossed;
-        assert!(
-            parks <= ticked,
-            "turmoil: host {} catch-up parked {parks} times, the skipped ticks {ticked}",
-            self.nodename
-        );
-        let owed = (ticked - parks) % u64::from(GLOBAL_QUEUE_INTERVAL);
-        self.tokio.block_on(async {
+            // The sleep parked `parks` times (it also starts unparked);
+            // yield for the rest. A yield advances the counter without a
+            // park (it parks with a zero timeout, which is not counted).
+            let parks = metrics.worker_park_count(0) - parks_before;
+            assert!(
+                parks <= ticked,
+                "turmoil: host {nodename} catch-up parked {parks} times, the skipped ticks {ticked}"
+            );
+            let owed = (ticked - parks) % u64::from(GLOBAL_QUEUE_INTERVAL);
             for _ in 0..owed {
                 tokio::task::yield_now().await;
             }

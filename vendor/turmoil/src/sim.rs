@@ -1,6 +1,7 @@
 use rand::{rngs::SmallRng, seq::SliceRandom, Rng, SeedableRng};
 use std::cell::RefCell;
 use std::future::Future;
+use std::mem;
 use std::net::IpAddr;
 use std::ops::DerefMut;
 use std::sync::Arc;
@@ -35,6 +36,11 @@ pub struct Sim<'a> {
     elapsed: Duration,
 
     steps: usize,
+
+    /// Scratch lists of host indices for [`Sim::step`] (kept to reuse
+    /// their allocation).
+    running: Vec<usize>,
+    stopped: Vec<usize>,
 }
 
 impl<'a> Sim<'a> {
@@ -51,6 +57,8 @@ impl<'a> Sim<'a> {
             since_epoch,
             elapsed: Duration::ZERO,
             steps: 1, // bumped after each step
+            running: Vec::new(),
+            stopped: Vec::new(),
         }
     }
 
@@ -436,10 +444,21 @@ impl<'a> Sim<'a> {
         // completes, extract the result and return early if an error is
         // encountered.
 
-        let (mut running, stopped): (Vec<_>, Vec<_>) = self
-            .rts
-            .iter_mut()
-            .partition(|(_, rt)| rt.is_software_running());
+        // Hosts are only ever added, to `rts` and `world.hosts` together, so
+        // a host has the same index in both: the loop below goes by index
+        // instead of hashing its address at every lookup. Which hosts run
+        // is decided before any of them ticks, as the stock code did.
+        let mut running = mem::take(&mut self.running);
+        let mut stopped = mem::take(&mut self.stopped);
+        running.clear();
+        stopped.clear();
+        for (i, rt) in self.rts.values().enumerate() {
+            if rt.is_software_running() {
+                running.push(i);
+            } else {
+                stopped.push(i);
+            }
+        }
         if self.config.random_node_order {
             running.shuffle(&mut self.world.borrow_mut().rng);
         }
@@ -453,11 +472,14 @@ impl<'a> Sim<'a> {
             && tick.as_nanos() % 2_000_000 == 0;
         let end = self.elapsed + tick;
 
-        for (&addr, rt) in running {
+        let mut result = Ok(());
+        for &i in &running {
+            let (&addr, rt) = self.rts.get_index_mut(i).expect("missing runtime");
             if skip_idle {
                 let idle = {
                     let world = self.world.borrow();
-                    let host = world.hosts.get(&addr).expect("missing host");
+                    let (_, host) = world.hosts.get_index(i).expect("missing host");
+                    debug_assert_eq!(host.addr, addr);
                     // A pending connect is woken by the server directly
                     // (not through the network) whenever it accepts or
                     // drops the SYN: such a host is never skipped.
@@ -467,7 +489,7 @@ impl<'a> Sim<'a> {
                 };
                 if idle {
                     rt.skip_tick(tick);
-                    self.world.borrow_mut().tick(addr, tick);
+                    self.world.borrow_mut().tick_index(i, tick);
                     continue;
                 }
                 rt.catch_up();
@@ -483,15 +505,22 @@ impl<'a> Sim<'a> {
                     hosts,
                     ..
                 } = world.deref_mut();
-                topology.deliver_messages(rng, hosts.get_mut(&addr).expect("missing host"));
+                let (_, host) = hosts.get_index_mut(i).expect("missing host");
+                topology.deliver_messages(rng, host);
 
                 // Set the current host (see method docs)
-                world.current = Some(addr);
+                world.set_current(addr, i);
 
                 world.current_host_mut().timer.now(rt.now());
             }
 
-            let is_software_finished = World::enter(&self.world, || rt.tick(tick))?;
+            let is_software_finished = match World::enter(&self.world, || rt.tick(tick)) {
+                Ok(finished) => finished,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            };
 
             if rt.is_client() {
                 is_finished = is_finished && is_software_finished;
@@ -501,15 +530,20 @@ impl<'a> Sim<'a> {
             let mut world = self.world.borrow_mut();
             world.current = None;
 
-            world.tick(addr, tick);
+            world.tick_index(i, tick);
+        }
+        self.running = running;
+        if let Err(e) = result {
+            self.stopped = stopped;
+            return Err(e);
         }
 
         // Tick the nodes that are not actively running (i.e., crashed) to ensure their clock keeps up
         // with the rest of the simulation when they are restarted (bounced).
-        for (&addr, _rt) in stopped {
-            let mut world = self.world.borrow_mut();
-            world.tick(addr, tick);
+        for &i in &stopped {
+            self.world.borrow_mut().tick_index(i, tick);
         }
+        self.stopped = stopped;
 
         self.elapsed += tick;
         self.steps += 1;

@@ -32,6 +32,10 @@ pub(crate) struct World {
     /// If set, this is the current host being executed.
     pub(crate) current: Option<IpAddr>,
 
+    /// Where the current host probably is in `hosts` (checked against
+    /// `current` before use, see [`World::set_current`]).
+    current_index: usize,
+
     /// Random number generator used for all decisions. To make execution
     /// deterministic, reuse the same seed.
     pub(crate) rng: Box<dyn RngCore>,
@@ -57,6 +61,7 @@ impl World {
             dns: Dns::new(addrs),
             multicast_groups: MulticastGroups::default(),
             current: None,
+            current_index: 0,
             rng,
             tick_duration,
         }
@@ -106,19 +111,45 @@ impl World {
         CURRENT.set(world, f)
     }
 
+    /// Makes the host at `index` of `hosts`, whose address is `addr`, the
+    /// current host, remembering its index so that the current host is
+    /// found without hashing its address.
+    pub(crate) fn set_current(&mut self, addr: IpAddr, index: usize) {
+        debug_assert_eq!(self.hosts.get_index_of(&addr), Some(index));
+        self.current = Some(addr);
+        self.current_index = index;
+    }
+
+    /// The index of the current host in `hosts`, if `current_index` is
+    /// still the current host's (`current` is also set directly).
+    fn current_slot(&self, addr: IpAddr) -> Option<usize> {
+        self.hosts
+            .get_index(self.current_index)
+            .and_then(|(a, _)| (*a == addr).then_some(self.current_index))
+    }
+
     pub(crate) fn current_host_mut(&mut self) -> &mut Host {
         let addr = self.current.expect("current host missing");
-        self.hosts.get_mut(&addr).expect("host missing")
+        match self.current_slot(addr) {
+            Some(i) => &mut self.hosts[i],
+            None => self.hosts.get_mut(&addr).expect("host missing"),
+        }
     }
 
     pub(crate) fn current_host(&self) -> &Host {
         let addr = self.current.expect("current host missing");
-        self.hosts.get(&addr).expect("host missing")
+        match self.current_slot(addr) {
+            Some(i) => &self.hosts[i],
+            None => self.hosts.get(&addr).expect("host missing"),
+        }
     }
 
     pub(crate) fn try_current_host(&self) -> TurmoilResult<&Host> {
         let addr = self.current.ok_or("current host missing")?;
-        self.hosts.get(&addr).ok_or_else(|| "host missing".into())
+        match self.current_slot(addr) {
+            Some(i) => Ok(&self.hosts[i]),
+            None => self.hosts.get(&addr).ok_or_else(|| "host missing".into()),
+        }
     }
 
     pub(crate) fn lookup(&mut self, host: impl ToIpAddr) -> IpAddr {
@@ -280,11 +311,13 @@ impl World {
             .enqueue_message(&mut self.rng, src, dst, message)
     }
 
-    /// Tick the host at `addr` by `duration`.
-    pub(crate) fn tick(&mut self, addr: IpAddr, duration: Duration) {
+    /// Tick the host at `index` of `hosts` by `duration` (hosts are never
+    /// removed, so an index stays valid).
+    pub(crate) fn tick_index(&mut self, index: usize, duration: Duration) {
         self.hosts
-            .get_mut(&addr)
+            .get_index_mut(index)
             .expect("missing host")
+            .1
             .timer
             .tick(duration);
     }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
 use rand::rngs::SmallRng;
-use tokio::runtime::Runtime;
+use tokio::runtime::{Runtime, RuntimeMetrics};
 use tokio::task::JoinHandle;
 use tokio::task::LocalSet;
 use tokio::time::{sleep, Duration, Instant};
@@ -100,10 +100,13 @@ struct Idle {
     lag: Duration,
     /// The runtime's clock at its creation: the timer wheel's origin.
     origin: Instant,
+    /// The runtime's metrics (kept: each `Handle::metrics` clones the
+    /// handle).
+    metrics: RuntimeMetrics,
 }
 
 impl Idle {
-    fn new(origin: Instant) -> Self {
+    fn new(origin: Instant, tokio: &Runtime) -> Self {
         let wake = Arc::new(WakeFlag::default());
         Idle {
             waker: Waker::from(wake.clone()),
@@ -111,6 +114,7 @@ impl Idle {
             skipped: 0,
             lag: Duration::ZERO,
             origin,
+            metrics: tokio.metrics(),
         }
     }
 }
@@ -173,8 +177,14 @@ impl<F: Future> Future for WithInnerWaker<'_, F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<F::Output> {
-        let waker = self.flag.inner();
-        self.fut.as_mut().poll(&mut Context::from_waker(&waker))
+        // Borrowed under the lock rather than cloned (a clone and a drop of
+        // an `Arc` per poll). The future only registers the waker; a wake
+        // from inside the poll goes to the inner waker, never to the flag,
+        // so the lock is not taken twice.
+        let flag = self.flag;
+        let inner = flag.inner.lock().expect("wake flag");
+        let waker = inner.as_ref().expect("polled before set_inner");
+        self.fut.as_mut().poll(&mut Context::from_waker(waker))
     }
 }
 
@@ -186,6 +196,7 @@ impl<'a> Rt<'a> {
         let (tokio, local, origin) = init(&mut config);
 
         let handle = with(&tokio, &local, || tokio::task::spawn_local(client));
+        let idle = Idle::new(origin, &tokio);
 
         Self {
             kind: Kind::Client,
@@ -194,7 +205,7 @@ impl<'a> Rt<'a> {
             nodename,
             handle: Some(handle),
             config,
-            idle: Idle::new(origin),
+            idle,
         }
     }
 
@@ -208,7 +219,7 @@ impl<'a> Rt<'a> {
         let software: Software = Box::new(move || Box::pin(software()));
         let handle = with(&tokio, &local, || tokio::task::spawn_local(software()));
 
-        let idle = Idle::new(origin);
+        let idle = Idle::new(origin, &tokio);
         // The software's first task is queued on the `LocalSet`.
         idle.wake.woken.store(true, Ordering::SeqCst);
         Self {
@@ -225,6 +236,7 @@ impl<'a> Rt<'a> {
     pub(crate) fn no_software() -> Self {
         let mut config = Config::default();
         let (tokio, local, origin) = init(&mut config);
+        let idle = Idle::new(origin, &tokio);
 
         Self {
             kind: Kind::NoSoftware,
@@ -233,7 +245,7 @@ impl<'a> Rt<'a> {
             nodename: String::new().into(),
             handle: None,
             config,
-            idle: Idle::new(origin),
+            idle,
         }
     }
 
@@ -327,7 +339,7 @@ impl<'a> Rt<'a> {
         self.is_host()
             && self.handle.is_some()
             && !self.idle.wake.woken.load(Ordering::SeqCst)
-            && self.tokio.handle().metrics().global_queue_depth() == 0
+            && self.idle.metrics.global_queue_depth() == 0
             && next_timer.is_none_or(|t| t > end)
     }
 
@@ -351,13 +363,13 @@ impl<'a> Rt<'a> {
         }
         assert!(
             !self.idle.wake.woken.load(Ordering::SeqCst)
-                && self.tokio.handle().metrics().global_queue_depth() == 0,
+                && self.idle.metrics.global_queue_depth() == 0,
             "turmoil: host {} was woken while {skipped} of its ticks were skipped \
              (skip_idle_hosts requires every wake-up to come from the network or a \
              hinted timer)",
             self.nodename
         );
-        let metrics = self.tokio.handle().metrics();
+        let metrics = &self.idle.metrics;
         let parks_before = metrics.worker_park_count(0);
         let start = self.now();
         let from = wheel_ms(start - self.idle.origin);
@@ -443,7 +455,7 @@ impl<'a> Rt<'a> {
         _ = mem::replace(&mut self.tokio, tokio);
         drop(mem::replace(&mut self.local, local));
         // A fresh runtime: nothing to catch up; a bounce queues the software.
-        self.idle = Idle::new(origin);
+        self.idle = Idle::new(origin, &self.tokio);
         self.idle.wake.woken.store(true, Ordering::SeqCst);
     }
 }

@@ -167,9 +167,6 @@ struct Link {
     /// Messages that are ready to be delivered.
     deliverable: crate::fxhash::FxIndexMap<IpAddr, VecDeque<Envelope>>,
 
-    /// Messages in `deliverable` (all destinations).
-    queued: usize,
-
     /// The lengths of the `deliverable` queues of the link's two ends (the
     /// pair's order) as [`Topology::waiting`] last counted them.
     counted: [usize; 2],
@@ -320,10 +317,13 @@ impl Topology {
         let Some(t) = self.touching.get_index_of(&dst.addr) else {
             return;
         };
+        // A link's queue for `dst` is as `counted` says: it is recounted
+        // after every change. An empty queue has nothing to deliver.
         for k in 0..self.touching[t].len() {
             let i = self.touching[t][k];
-            let link = &mut self.links[i];
-            if link.queued > 0 {
+            let (pair, link) = self.links.get_index_mut(i).expect("link index");
+            let end = usize::from(pair.0 != dst.addr);
+            if link.counted[end] > 0 {
                 link.deliver_messages(&self.config, rand, dst);
                 self.recount(i);
             }
@@ -420,7 +420,6 @@ impl Link {
             config: config::Link::default(),
             sent: VecDeque::new(),
             deliverable: Default::default(),
-            queued: 0,
             counted: [0; 2],
             now,
         }
@@ -523,7 +522,6 @@ impl Link {
                         .or_default()
                         .push_back(envelope);
                     deliverable += 1;
-                    self.queued += 1;
                 }
             }
         }
@@ -544,7 +542,6 @@ impl Link {
             .or_default()
             .drain(..)
             .collect::<Vec<Envelope>>();
-        self.queued -= deliverable.len();
 
         for message in deliverable {
             let (src, dst) = (message.src, message.dst);

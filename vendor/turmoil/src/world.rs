@@ -120,36 +120,32 @@ impl World {
         self.current_index = index;
     }
 
-    /// The index of the current host in `hosts`, if `current_index` is
-    /// still the current host's (`current` is also set directly).
+    /// Where the host at `addr` (the current host) is in `hosts`: at
+    /// `current_index` when [`World::set_current`] set it, else looked up
+    /// by address (`current` is also set directly).
     fn current_slot(&self, addr: IpAddr) -> Option<usize> {
-        self.hosts
-            .get_index(self.current_index)
-            .and_then(|(a, _)| (*a == addr).then_some(self.current_index))
+        match self.hosts.get_index(self.current_index) {
+            Some((a, _)) if *a == addr => Some(self.current_index),
+            _ => self.hosts.get_index_of(&addr),
+        }
     }
 
     pub(crate) fn current_host_mut(&mut self) -> &mut Host {
         let addr = self.current.expect("current host missing");
-        match self.current_slot(addr) {
-            Some(i) => &mut self.hosts[i],
-            None => self.hosts.get_mut(&addr).expect("host missing"),
-        }
+        let i = self.current_slot(addr).expect("host missing");
+        &mut self.hosts[i]
     }
 
     pub(crate) fn current_host(&self) -> &Host {
         let addr = self.current.expect("current host missing");
-        match self.current_slot(addr) {
-            Some(i) => &self.hosts[i],
-            None => self.hosts.get(&addr).expect("host missing"),
-        }
+        let i = self.current_slot(addr).expect("host missing");
+        &self.hosts[i]
     }
 
     pub(crate) fn try_current_host(&self) -> TurmoilResult<&Host> {
         let addr = self.current.ok_or("current host missing")?;
-        match self.current_slot(addr) {
-            Some(i) => Ok(&self.hosts[i]),
-            None => self.hosts.get(&addr).ok_or_else(|| "host missing".into()),
-        }
+        let i = self.current_slot(addr).ok_or("host missing")?;
+        Ok(&self.hosts[i])
     }
 
     pub(crate) fn lookup(&mut self, host: impl ToIpAddr) -> IpAddr {

@@ -6,14 +6,14 @@
 #   - SQLite: full seed counts, each seed also run on memory (--against):
 #     the two stores must give the same answer to every request;
 #   - PostgreSQL: LEASEHOLD_PG_SEEDS seeds per scenario (default 3, for CI
-#     time; the README gives the full command), also against memory.
+#     time; docs/CLI.md gives the full command), also against memory.
 # Between the two: the madsim tests (scripts/test-madsim.sh, its own
 # target/madsim), the worker inside a madsim simulation.
 # Each `leasehold run` also replays one seed per scenario and compares the
 # history hashes (I10).
 # Last, `leasehold chaos` on SQLite and on PostgreSQL (restarts included):
 # real worker processes under real faults, 3,000 jobs and 30 s of faults
-# each, seed LEASEHOLD_CHAOS_SEED (default 1; the README gives the long run).
+# each, seed LEASEHOLD_CHAOS_SEED (default 1; docs/CHAOS.md gives the long run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec scripts/with-postgres.sh bash -c '

@@ -9,7 +9,7 @@ fn main() {
         println!(
             "cargo::error=leasehold-sqlite cannot be built under `--cfg madsim`: sqlx does its own \
              I/O on a real tokio runtime, outside madsim's control. Inside a madsim simulation use \
-             leasehold-memory, or your own Store behind madsim's network (README, \
+             leasehold-memory, or your own Store behind madsim's network (docs/EMBEDDING.md, \
              \"Inside your madsim simulation\")."
         );
         std::process::exit(1);

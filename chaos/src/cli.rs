@@ -112,7 +112,7 @@ pub struct ChaosArgs {
 
 /// Parses `1h2m3s400ms`-style durations.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    leasehold_sim::duration::parse_ms(s)
+    leasehold_model::duration::parse_ms(s)
         .map(Duration::from_millis)
         .map_err(|e| e.to_string())
 }

@@ -16,6 +16,38 @@ pub const COLUMNS: &str = "id, queue, payload, priority, run_at, state, attempt,
      max_attempts, token, holder, expires_at, cancel_requested, result, error, \
      released_token, released_digest, idempotency_key, version, created_at, updated_at";
 
+/// Reads a [`JobColumns`] from one SQL row, column `i` of [`COLUMNS`] by
+/// `$get($row, i)?`: each SQL adapter passes its own driver's typed getter
+/// (a generic function whose result type each field fixes), so the column
+/// order is written once, here, for every driver.
+#[macro_export]
+macro_rules! read_job_columns {
+    ($get:ident, $row:expr) => {
+        $crate::columns::JobColumns {
+            id: $get($row, 0)?,
+            queue: $get($row, 1)?,
+            payload: $get($row, 2)?,
+            priority: $get($row, 3)?,
+            run_at: $get($row, 4)?,
+            state: $get($row, 5)?,
+            attempt: $get($row, 6)?,
+            max_attempts: $get($row, 7)?,
+            token: $get($row, 8)?,
+            holder: $get($row, 9)?,
+            expires_at: $get($row, 10)?,
+            cancel_requested: $get($row, 11)?,
+            result: $get($row, 12)?,
+            error: $get($row, 13)?,
+            released_token: $get($row, 14)?,
+            released_digest: $get($row, 15)?,
+            idempotency_key: $get($row, 16)?,
+            version: $get($row, 17)?,
+            created_at: $get($row, 18)?,
+            updated_at: $get($row, 19)?,
+        }
+    };
+}
+
 /// One row's columns as read from SQL, before validation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)] // one field per column of [`COLUMNS`], same names

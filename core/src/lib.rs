@@ -49,8 +49,6 @@ mod time;
 pub mod transition;
 pub mod worker;
 
-#[cfg(feature = "conformance")]
-pub mod conformance;
 #[cfg(feature = "buggy-variants")]
 pub mod variants;
 

@@ -1,6 +1,6 @@
 //! # leasehold-tests
 //!
-//! Harnesses that run the conformance suite (`leasehold_core::conformance`)
+//! Harnesses that run the conformance suite (`leasehold_conformance`)
 //! against every adapter, shared by the integration tests in `tests/`:
 //! - [`MemoryHarness`]: the reference store on a manual clock;
 //! - [`SqliteHarness`]: a real database file in a fresh temp directory per
@@ -20,7 +20,7 @@ mod guarded;
 
 pub use guarded::Guarded;
 
-use leasehold_core::conformance::{Fixture, Harness, TimeControl};
+use leasehold_conformance::{Fixture, Harness, TimeControl};
 use leasehold_core::{Event, ManualStoreClock, Policy, StoreTime};
 use leasehold_memory::MemoryStore;
 use leasehold_postgres::{Coalescing, PgStore};
@@ -57,7 +57,7 @@ impl Harness for MemoryHarness {
     }
 }
 
-/// A memory harness for [`leasehold_core::conformance_tests!`].
+/// A memory harness for [`leasehold_conformance::conformance_tests!`].
 pub async fn memory_harness() -> Option<MemoryHarness> {
     Some(MemoryHarness)
 }
@@ -104,7 +104,7 @@ impl Harness for SqliteHarness {
     }
 }
 
-/// A SQLite harness for [`leasehold_core::conformance_tests!`].
+/// A SQLite harness for [`leasehold_conformance::conformance_tests!`].
 pub async fn sqlite_harness() -> Option<SqliteHarness> {
     Some(SqliteHarness)
 }

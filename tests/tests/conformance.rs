@@ -6,25 +6,25 @@
 
 mod memory {
     use leasehold_tests::memory_harness;
-    leasehold_core::conformance_tests!(memory_harness);
+    leasehold_conformance::conformance_tests!(memory_harness);
 }
 
 mod sqlite {
     use leasehold_tests::sqlite_harness;
-    leasehold_core::conformance_tests!(sqlite_harness);
+    leasehold_conformance::conformance_tests!(sqlite_harness);
 }
 
 mod postgres_db_clock {
     use leasehold_tests::pg_db_clock_harness;
-    leasehold_core::conformance_tests!(pg_db_clock_harness);
+    leasehold_conformance::conformance_tests!(pg_db_clock_harness);
 }
 
 mod postgres_manual_clock {
     use leasehold_tests::pg_manual_clock_harness;
-    leasehold_core::conformance_tests!(pg_manual_clock_harness);
+    leasehold_conformance::conformance_tests!(pg_manual_clock_harness);
 }
 
 mod postgres_coalescing {
     use leasehold_tests::pg_coalescing_harness;
-    leasehold_core::conformance_tests!(pg_coalescing_harness);
+    leasehold_conformance::conformance_tests!(pg_coalescing_harness);
 }

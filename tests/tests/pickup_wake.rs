@@ -1,7 +1,7 @@
 //! Pickup latency: an idle `Worker` with a 30 s poll interval is woken by
 //! its store (in-process for memory and SQLite, `LISTEN/NOTIFY` for
 //! Postgres) and claims new work within seconds; with the wake-ups hidden
-//! the poll still finds it. The cases are `leasehold_core::conformance::wake`;
+//! the poll still finds it. The cases are `leasehold_conformance::wake`;
 //! the Postgres listener's reconnect is tested here. Postgres cases need
 //! `DATABASE_URL` (see `leasehold_tests::database_url`).
 
@@ -17,7 +17,7 @@ macro_rules! wake_cases {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $case() {
             if let Some(h) = $harness().await {
-                leasehold_core::conformance::wake::$case(&h).await;
+                leasehold_conformance::wake::$case(&h).await;
             }
         }
     };
@@ -44,7 +44,7 @@ mod postgres_coalescing {
 }
 
 mod postgres_listener {
-    use leasehold_core::conformance::wake::{Counted, Running, LONG_POLL, QUEUE, WAKE_BOUND};
+    use leasehold_conformance::wake::{Counted, Running, LONG_POLL, QUEUE, WAKE_BOUND};
     use leasehold_core::{NewJob, Policy, Store};
     use leasehold_tests::{database_url, pg_store};
     use std::sync::Arc;

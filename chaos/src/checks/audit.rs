@@ -10,7 +10,7 @@ use super::{CheckId, CheckStats, Evidence, Violation};
 /// Runs the check.
 pub fn check(e: &Evidence<'_>, stats: &mut CheckStats) -> Vec<Violation> {
     stats.audit_events = e.events.len() as u64;
-    leasehold_sim::checker::check_store_events(e.events, None)
+    leasehold_check::checker::check_store_events(e.events, None)
         .into_iter()
         .map(|v| {
             let mut out = Violation::new(CheckId::Audit(v.invariant), v.message);

@@ -23,7 +23,7 @@ use crate::fleet::Incarnation;
 use crate::job::ChaosJob;
 use crate::nemesis::Injected;
 use leasehold_core::{Event, JobId, JobRecord, Token};
-use leasehold_sim::config::InvariantId;
+use leasehold_model::config::InvariantId;
 use std::collections::BTreeMap;
 use std::fmt;
 

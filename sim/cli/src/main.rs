@@ -3,15 +3,7 @@
 
 fn main() {
     quiet_on_closed_pipe();
-    // `leasehold chaos …` drives real processes (the leasehold-chaos crate,
-    // which itself depends on the simulator's checker); the rest is the
-    // simulator's command line.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "chaos") {
-        let argv = std::iter::once("leasehold chaos".into()).chain(std::env::args_os().skip(2));
-        std::process::exit(leasehold_chaos::cli::main_from(argv, "leasehold chaos"));
-    }
-    let code = leasehold_sim::cli::main();
-    std::process::exit(code as i32);
+    std::process::exit(leasehold_cli::main());
 }
 
 /// `leasehold run | head` closes stdout early; end quietly (as a process

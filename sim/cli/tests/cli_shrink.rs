@@ -1,8 +1,8 @@
 //! `leasehold shrink` writes a smaller scenario that loads again and still
 //! breaks the same invariant when replayed on the same seed.
 
-use leasehold_sim::cli::engine;
-use leasehold_sim::cli::stores::{StoreArgs, Stores};
+use leasehold_cli::cli::engine;
+use leasehold_cli::cli::stores::{StoreArgs, Stores};
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::process::Command;

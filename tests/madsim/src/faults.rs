@@ -13,8 +13,8 @@
 //! the burst (I5), exactly as the turmoil simulator's recorded losses are.
 
 use crate::scenario::{MsRange, Scenario, Scripted};
-use leasehold_sim::config::ScriptedFault;
-use leasehold_sim::duration::Dur;
+use leasehold_model::config::ScriptedFault;
+use leasehold_model::duration::Dur;
 use madsim::rand::Rng;
 
 /// One thing the supervisor does at a time.

@@ -9,12 +9,11 @@ use crate::world::{Host, Shared};
 use leasehold_core::variants::Variant;
 use leasehold_core::worker::RuntimeEvent;
 use leasehold_core::{
-    shutdown_channel, Handler, HandlerError, JobId, Lease, ListRequest, Millis, NewJob, Release,
-    Runtime, StopSignal, Store, StoreError, Sweeper, SweeperConfig, Token, Worker, WorkerConfig,
-    WorkerId,
+    shutdown_channel, Handler, HandlerError, JobId, Lease, ListRequest, Millis, NewJob, Runtime,
+    StopSignal, Store, StoreError, Sweeper, SweeperConfig, Token, Worker, WorkerId,
 };
 use leasehold_memory::{MemoryState, MemoryStore};
-use leasehold_sim::history::{BeliefWhat, HandlerPhase, Record};
+use leasehold_model::history::{record_of_event, Execution, HandlerSink, Record};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -48,12 +47,9 @@ pub enum Attempt {
     Hang,
 }
 
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// One SplitMix64 step from state `x`.
+fn splitmix(x: u64) -> u64 {
+    leasehold_model::rng::mix64(x.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 /// The behaviour of attempt `token` of job `index`.
@@ -80,7 +76,7 @@ pub fn attempt(shared: &Shared, index: u32, token: Token) -> Attempt {
 /// a kill; a restart opens a new store on the same state.
 pub async fn store_node(shared: Arc<Shared>, state: Arc<Mutex<MemoryState>>) {
     let host = shared.start("store", |_| None);
-    let policy = leasehold_sim::hosts::store::policy_of(&shared.cfg, shared.seed)
+    let policy = leasehold_model::protocol::policy_of(&shared.cfg, shared.seed)
         .expect("the scenario's policy is valid");
     // The store clock is the store node's wall clock: `SystemTime`, which
     // madsim simulates.
@@ -99,101 +95,11 @@ fn identity(host: &str, incarnation: u32, variant: Option<Variant>) -> String {
     }
 }
 
-/// Turns a runtime event into a history record.
+/// Turns a runtime event into a history record (madsim's clock is the
+/// true clock: local and true times are the same).
 fn observe(host: &Host, e: &RuntimeEvent) {
-    let t = host.now();
-    let until = |u: Millis| (u.0 < u64::MAX / 4).then_some(u.0);
-    let belief = |worker: &WorkerId, job, token, at: Millis, what| Record::Belief {
-        t,
-        local: at.0,
-        host: host.name.clone(),
-        worker: worker.clone(),
-        job,
-        token,
-        what,
-    };
-    let r = match e {
-        RuntimeEvent::Claimed {
-            worker,
-            job,
-            token,
-            at,
-            believe_until,
-        } => belief(
-            worker,
-            *job,
-            *token,
-            *at,
-            BeliefWhat::Claimed {
-                until_local: believe_until.0,
-                until_true: until(*believe_until),
-            },
-        ),
-        RuntimeEvent::Renewed {
-            worker,
-            job,
-            token,
-            at,
-            believe_until,
-        } => belief(
-            worker,
-            *job,
-            *token,
-            *at,
-            BeliefWhat::Renewed {
-                until_local: believe_until.0,
-                until_true: until(*believe_until),
-            },
-        ),
-        RuntimeEvent::RenewUnavailable {
-            worker,
-            job,
-            token,
-            at,
-        } => belief(worker, *job, *token, *at, BeliefWhat::RenewUnavailable),
-        RuntimeEvent::BeliefEnded {
-            worker,
-            job,
-            token,
-            at,
-            why,
-        } => belief(
-            worker,
-            *job,
-            *token,
-            *at,
-            BeliefWhat::Ended {
-                why: format!("{why:?}"),
-            },
-        ),
-        RuntimeEvent::Released {
-            worker,
-            job,
-            token,
-            at,
-            outcome,
-            answer,
-        } => belief(
-            worker,
-            *job,
-            *token,
-            *at,
-            BeliefWhat::Released {
-                outcome: outcome.to_string(),
-                answer: answer.map(|a| match a {
-                    Release::Committed => "Committed".to_string(),
-                    Release::Lost => "Lost".to_string(),
-                }),
-            },
-        ),
-        RuntimeEvent::CrashReported { report, at } => Record::CrashReported {
-            t,
-            local: at.0,
-            host: host.name.clone(),
-            report: report.clone(),
-        },
-    };
-    host.record(r);
+    let until_true = |local: u64| (local < u64::MAX / 4).then_some(local);
+    host.record(record_of_event(e, host.now(), &host.name, until_true));
 }
 
 /// A worker node: the real `Worker` on the run's `TokioRuntime` (madsim's
@@ -203,23 +109,12 @@ pub async fn worker_node(shared: Arc<Shared>, index: u32) {
     let variant = shared.scenario.variant;
     let host = shared.start(&name, |n| Some(identity(&name, n, variant)));
     let id = host.worker.clone().expect("a worker identity");
-    let p = &shared.cfg.protocol;
-    let mut b = WorkerConfig::builder(id.clone(), QUEUE)
-        .concurrency(p.concurrency)
-        .lease(p.lease.0)
-        .renew_interval(p.renew_interval.0)
-        .max_drift_ppm(p.max_drift_ppm)
-        .fence_margin(p.fence_margin.0)
-        .poll_interval(p.poll_interval.0)
-        .request_timeout(p.request_timeout.0);
-    if let Some(v) = variant {
-        b = b.variant(v);
-    }
+    let b = leasehold_model::protocol::worker_config(&shared.cfg, id.clone(), QUEUE, variant);
     let cfg = b
         .build()
         .expect("the scenario's worker configuration is valid");
     let store = Arc::new(
-        RemoteStore::connect(host.clone())
+        crate::net::connect(host.clone())
             .await
             .expect("an ephemeral port"),
     );
@@ -238,7 +133,7 @@ pub async fn worker_node(shared: Arc<Shared>, index: u32) {
 pub async fn sweeper_node(shared: Arc<Shared>, index: u32) {
     let host = shared.start(&format!("sweeper-{index}"), |_| None);
     let store = Arc::new(
-        RemoteStore::connect(host.clone())
+        crate::net::connect(host.clone())
             .await
             .expect("an ephemeral port"),
     );
@@ -307,7 +202,7 @@ async fn reader(host: Host, store: Arc<RemoteStore>) {
 pub async fn client_node(shared: Arc<Shared>, plan: Arc<Vec<PlannedJob>>) {
     let host = shared.start("client", |_| None);
     let store = Arc::new(
-        RemoteStore::connect(host.clone())
+        crate::net::connect(host.clone())
             .await
             .expect("an ephemeral port"),
     );
@@ -360,39 +255,16 @@ struct SimHandler {
     worker: WorkerId,
 }
 
-/// Records the end of an execution; if dropped first, records the drop
-/// (a hard stop), unless the node was killed.
-struct Execution {
-    host: Host,
-    worker: WorkerId,
-    job: JobId,
-    token: Token,
-    done: bool,
-}
-
-impl Execution {
-    fn record(&self, phase: HandlerPhase) {
-        self.host.record(Record::Handler {
-            t: self.host.now(),
-            host: self.host.name.clone(),
-            worker: self.worker.clone(),
-            job: self.job,
-            token: self.token,
-            phase,
-        });
+/// A node's handler records (madsim's clock is the true clock).
+impl HandlerSink for Host {
+    fn now(&self) -> u64 {
+        Host::now(self)
     }
-
-    fn finish(mut self, ok: bool) {
-        self.done = true;
-        self.record(HandlerPhase::Done { ok });
+    fn host(&self) -> String {
+        self.name.clone()
     }
-}
-
-impl Drop for Execution {
-    fn drop(&mut self) {
-        if !self.done {
-            self.record(HandlerPhase::Dropped);
-        }
+    fn record(&self, r: Record) {
+        Host::record(self, r);
     }
 }
 
@@ -404,14 +276,12 @@ impl Handler for SimHandler {
     ) -> impl Future<Output = Result<Vec<u8>, HandlerError>> + Send {
         let this = self.clone();
         async move {
-            let exec = Execution {
-                host: this.host.clone(),
-                worker: this.worker.clone(),
-                job: lease.job,
-                token: lease.token,
-                done: false,
-            };
-            exec.record(HandlerPhase::Start);
+            let exec = Execution::start(
+                this.host.clone(),
+                this.worker.clone(),
+                lease.job,
+                lease.token,
+            );
             let shared = this.host.shared.clone();
             let index = std::str::from_utf8(&lease.payload)
                 .ok()

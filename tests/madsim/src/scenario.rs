@@ -8,10 +8,10 @@
 //! node is restarted and liveness is judged.
 
 use leasehold_core::variants::Variant;
-use leasehold_sim::config::{
+use leasehold_model::config::{
     Faults, Network, Protocol, Range, ScriptedFault, SimConfig, Topology, Workload,
 };
-use leasehold_sim::duration::Dur;
+use leasehold_model::duration::Dur;
 
 /// A closed range of milliseconds.
 pub type MsRange = (u64, u64);

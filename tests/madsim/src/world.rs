@@ -20,8 +20,8 @@
 
 use crate::scenario::Scenario;
 use leasehold_core::{Event, JobId, JobRecord, Millis, Runtime, TokioRuntime, WorkerId};
-use leasehold_sim::config::SimConfig;
-use leasehold_sim::history::{History, Record};
+use leasehold_model::config::SimConfig;
+use leasehold_model::history::{History, Record};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -149,30 +149,21 @@ impl Shared {
         rows: Vec<JobRecord>,
         events: Vec<Event>,
     ) -> History {
-        let mut records = std::mem::take(&mut *lock(&self.records));
+        let records = std::mem::take(&mut *lock(&self.records));
         let anchors = std::mem::take(&mut *lock(&self.anchors));
         let mut last = (0u64, None);
-        for (seq, event) in events.into_iter().enumerate() {
-            let (t, req) = match anchors.get(&(event.job, event.version)) {
-                Some(&(t, req)) => (t, Some(req)),
-                None => last,
-            };
-            last = (t, req);
-            records.push(Record::StoreEvent {
-                t,
-                seq: seq as u64,
-                req,
-                event,
-            });
-        }
-        let (head, mut timed): (Vec<Record>, Vec<Record>) =
-            records.into_iter().partition(|r| r.time().is_none());
-        timed.sort_by_key(|r| r.time().unwrap_or(0));
-        let mut out = head;
-        out.extend(timed);
-        out.extend(rows.into_iter().map(|row| Record::Final { row }));
-        out.push(Record::End { t: end, quiet });
-        History { records: out }
+        let placed = events
+            .into_iter()
+            .map(|event| {
+                let (t, req) = match anchors.get(&(event.job, event.version)) {
+                    Some(&(t, req)) => (t, Some(req)),
+                    None => last,
+                };
+                last = (t, req);
+                (t, req, event)
+            })
+            .collect();
+        History::assemble(records, placed, rows, end, quiet)
     }
 }
 

@@ -12,7 +12,7 @@ use leasehold_madsim_tests::run::{
     builder, first_detection, run_seed, simulate, simulate_and_check, Detection,
 };
 use leasehold_madsim_tests::scenario::Scenario;
-use leasehold_sim::config::InvariantId;
+use leasehold_model::config::InvariantId;
 use std::time::Instant;
 
 /// Seeds of the correct core per test run when `MADSIM_TEST_NUM` is unset.

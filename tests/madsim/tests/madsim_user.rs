@@ -1,5 +1,5 @@
-//! The README's "Inside your madsim simulation" example, compiled and run
-//! under `--cfg madsim` (tests/readme.rs checks that the README shows
+//! The "Inside your madsim simulation" example of docs/EMBEDDING.md, compiled and run
+//! under `--cfg madsim` (tests/embedding_doc.rs checks that docs/EMBEDDING.md shows
 //! exactly the lines between the markers).
 #![cfg(madsim)]
 

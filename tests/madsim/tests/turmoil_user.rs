@@ -1,6 +1,6 @@
-//! The README's turmoil example: leasehold's worker inside a turmoil
+//! The turmoil example of docs/EMBEDDING.md: leasehold's worker inside a turmoil
 //! simulation through the `Runtime` seam, in a normal build
-//! (tests/readme.rs checks that the README shows exactly the lines between
+//! (tests/embedding_doc.rs checks that docs/EMBEDDING.md shows exactly the lines between
 //! the markers).
 #![cfg(not(madsim))]
 

@@ -1,0 +1,232 @@
+//! Command-line arguments (clap derive).
+
+use super::plan::Shard;
+use super::stores::StoreArgs;
+use crate::stores::StoreKind;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Deterministic simulation of the leasehold lease protocol: run scenarios
+/// over many seeds, replay one exactly, shrink a failure, check a recorded
+/// history; and real processes under real faults (`chaos`).
+#[derive(Debug, Parser)]
+#[command(name = "leasehold", version, about, long_about = None, after_help = EXIT_CODES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The exit codes, shown under every `--help`.
+pub const EXIT_CODES: &str = "Exit status: 0 every expectation held; 1 an invariant broke, or an \
+expected violation was not found; 2 bad input (arguments, scenario files, an unusable store) \
+or a harness error.";
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every scenario under PATHs over its seeds, in parallel.
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+    /// Rerun one scenario and seed exactly.
+    #[command(after_help = EXIT_CODES)]
+    Replay(ReplayArgs),
+    /// Reduce a failing scenario and seed to a minimal scenario file.
+    #[command(after_help = EXIT_CODES)]
+    Shrink(ShrinkArgs),
+    /// Check a recorded history: store events (JSON lines), or a Jepsen
+    /// history of lease operations (EDN, `--format jepsen`).
+    ///
+    /// JSON lines are store events (an adapter's audit log, from
+    /// `leasehold-export`) or a `leasehold replay --trace` history, whose
+    /// store events are checked; the first line tells which. An empty
+    /// history is refused. Without the simulator's ground truth, store
+    /// events show I1 single grant, I2 single winner, I4 no lost results, I7
+    /// cancel, I8 retry budget, and I9 parallelism given `--parallelism`.
+    /// They cannot show I3 exclusive belief (workers' beliefs), I5 no false
+    /// crash reports (which faults happened), I6 liveness (when faults
+    /// healed), I10 determinism (a rerun) or I11 answers (requests and
+    /// answers).
+    #[command(after_help = EXIT_CODES)]
+    Check(CheckArgs),
+    /// Write a run's history in another tool's format (Jepsen EDN).
+    #[command(after_help = EXIT_CODES)]
+    Export(ExportArgs),
+    /// Real worker processes on a real SQLite or PostgreSQL store under real
+    /// faults (kills, pauses, restarts), checked offline; `leasehold chaos
+    /// --help` lists its options.
+    #[command(disable_help_flag = true)]
+    Chaos(ChaosArgs),
+}
+
+/// `leasehold chaos`: every argument goes to the chaos runner
+/// (`leasehold-chaos`), which parses its own options.
+#[derive(Debug, Args)]
+pub struct ChaosArgs {
+    /// The chaos runner's options (see `leasehold chaos --help`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "OPTIONS"
+    )]
+    pub args: Vec<std::ffi::OsString>,
+}
+
+/// `leasehold run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files or directories (walked for *.toml, sorted).
+    #[arg(default_value = "scenarios/")]
+    pub paths: Vec<PathBuf>,
+    /// Seeds per scenario, BASE..BASE+N (default: each scenario's `seeds`;
+    /// env LEASEHOLD_SEEDS).
+    #[arg(long, conflicts_with = "seed")]
+    pub seeds: Option<u64>,
+    /// Run exactly this seed of every scenario (env LEASEHOLD_SEED).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// First seed: a number, or `random` to explore new seeds (the base is
+    /// printed first and every replay command names its seed).
+    #[arg(long, value_name = "N|random", conflicts_with = "seed")]
+    pub seed_base: Option<SeedBase>,
+    /// Threads (default: the number of cores; 2x on SQLite, 4x on PostgreSQL,
+    /// whose seeds mostly wait for the database).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// Machine output on stdout, streamed as JSON Lines: a `start` line, a
+    /// `run` line as each seed finishes, a `scenario` line as a scenario's
+    /// last seed finishes, then a `summary` line; human lines go to stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Run only shard I of N (1-based), for CI fan-out.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Differential mode: also run every seed on this store and fail on the
+    /// first answer in which the two stores differ.
+    #[arg(long, value_enum, value_name = "STORE")]
+    pub against: Option<StoreKind>,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
+}
+
+/// `leasehold replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The seed.
+    #[arg(long)]
+    pub seed: u64,
+    /// Write the full history as JSON lines to FILE.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
+    /// Write a self-contained HTML timeline to FILE.
+    #[arg(long, value_name = "FILE.html")]
+    pub timeline: Option<PathBuf>,
+    /// Print the history hash.
+    #[arg(long)]
+    pub hash: bool,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
+}
+
+/// `leasehold shrink`.
+#[derive(Debug, Args)]
+pub struct ShrinkArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The failing seed.
+    #[arg(long)]
+    pub seed: u64,
+    /// Where to write the minimal scenario (default: stdout).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Most simulation runs to spend.
+    #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_RUNS)]
+    pub max_runs: u32,
+    /// Most wall seconds to spend.
+    #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_WALL.as_secs())]
+    pub max_secs: u64,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
+}
+
+/// `leasehold check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The history: one `leasehold_core::Event` JSON object per line, a
+    /// `leasehold replay --trace` file, or with `--format jepsen` Jepsen
+    /// operations in EDN (docs/JEPSEN.md).
+    pub history: PathBuf,
+    /// The queue's parallelism limit, to check I9 (store events only).
+    #[arg(long)]
+    pub parallelism: Option<u32>,
+    /// What the history file holds.
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Events)]
+    pub format: HistoryFormat,
+}
+
+/// The formats `leasehold check` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    /// Store events, one JSON object per line (an audit log), or a
+    /// `leasehold replay --trace` history (its store events).
+    Events,
+    /// Jepsen operations (`:invoke`/`:ok`/`:fail`/`:info`) in EDN.
+    Jepsen,
+}
+
+/// `leasehold export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// A scenario file (run at `--seed`), or a history written by
+    /// `leasehold replay --trace`.
+    pub input: PathBuf,
+    /// The seed to run, when INPUT is a scenario file.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jepsen)]
+    pub format: ExportFormat,
+    /// Where to write (default: stdout).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
+}
+
+/// The formats `leasehold export` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Jepsen operations in EDN, one map per line (docs/JEPSEN.md).
+    Jepsen,
+}
+
+/// Where the seeds of a run start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedBase {
+    /// This seed.
+    At(u64),
+    /// A base drawn when the run starts.
+    Random,
+}
+
+impl std::str::FromStr for SeedBase {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SeedBase, String> {
+        match s {
+            "random" => Ok(SeedBase::Random),
+            n => n
+                .parse()
+                .map(SeedBase::At)
+                .map_err(|_| format!("seed base {n:?} must be a whole number or `random`")),
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The `leasehold` command line: `run`, `replay`, `shrink`, `check`,
+//! `export`, and `chaos` (handed whole to `leasehold-chaos`).
+//!
+//! Exit codes: 0 when every expectation held, 1 when an invariant broke or
+//! an expected violation was not found, 2 on bad input or a harness error.
+
+pub mod args;
+pub mod check;
+pub mod check_input;
+pub mod check_jepsen;
+pub mod engine;
+pub mod export;
+pub mod jsonl;
+pub mod parallel;
+pub mod plan;
+pub mod progress;
+pub mod replay;
+pub mod run;
+pub mod shrink;
+pub mod stores;
+pub mod timeout;
+pub mod verdict;
+
+use clap::Parser;
+
+/// How the process ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Every expectation held.
+    Ok = 0,
+    /// An invariant broke, or an expected violation was not found.
+    Violation = 1,
+    /// Bad input (scenario file, arguments) or a harness error.
+    Input = 2,
+}
+
+/// Parses the process arguments, runs the command and answers the process's
+/// exit status (the simulator's [`ExitCode`], or the chaos runner's own).
+pub fn main() -> i32 {
+    let cli = args::Cli::parse();
+    let code = match &cli.command {
+        args::Command::Run(a) => run::run(a),
+        args::Command::Check(a) => check::run(a),
+        args::Command::Replay(a) => replay::run(a),
+        args::Command::Shrink(a) => shrink::run(a),
+        args::Command::Export(a) => export::run(a),
+        args::Command::Chaos(a) => {
+            let argv = std::iter::once("leasehold chaos".into()).chain(a.args.iter().cloned());
+            return leasehold_chaos::cli::main_from(argv, "leasehold chaos");
+        }
+    };
+    code as i32
+}

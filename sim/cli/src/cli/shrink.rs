@@ -1,0 +1,121 @@
+//! `leasehold shrink SCENARIO --seed S [-o FILE]`: reduces a failing run
+//! to a minimal scenario file that still breaks the same invariant on the
+//! same seed (see [`crate::shrink`]).
+
+use super::args::ShrinkArgs;
+use super::stores::Stores;
+use super::ExitCode;
+use crate::config::InvariantId;
+use crate::runner::fault_schedule;
+use crate::scenario::{load_file, to_toml};
+use crate::shrink::{shrink, Budget};
+use std::time::{Duration, Instant};
+
+/// Runs the command.
+pub fn run(args: &ShrinkArgs) -> ExitCode {
+    let scenario = match load_file(&args.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            crate::diagnostic::eprint_load_errors(&e);
+            return ExitCode::Input;
+        }
+    };
+    let stores = Stores::new(&args.stores);
+    let kind = stores.kind_for(&scenario.config);
+    if let Err(e) = stores.check(kind) {
+        eprintln!("leasehold: {e}");
+        return ExitCode::Input;
+    }
+    let cfg = &scenario.config;
+    let path = scenario.path.to_string_lossy().into_owned();
+    let seed = args.seed;
+    let first = match stores.run(kind, cfg, seed) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("leasehold: harness error: {e}");
+            return ExitCode::Input;
+        }
+    };
+    let found: Vec<InvariantId> = first.violations.iter().map(|v| v.invariant).collect();
+    let target = match cfg.expect.violation {
+        Some(inv) if found.contains(&inv) => inv,
+        _ => match found.first() {
+            Some(inv) => *inv,
+            None => {
+                eprintln!("leasehold: {path} seed {seed} breaks no invariant; nothing to shrink");
+                return ExitCode::Input;
+            }
+        },
+    };
+    eprintln!(
+        "shrinking {path} seed {seed}: keeping {target} ({}) broken",
+        target.name()
+    );
+    let schedule = fault_schedule(cfg, seed);
+    let started = Instant::now();
+    let mut fails = |c: &crate::config::SimConfig| {
+        stores
+            .run(kind, c, seed)
+            .is_ok_and(|o| o.violations.iter().any(|v| v.invariant == target))
+    };
+    let budget = Budget {
+        max_runs: args.max_runs,
+        max_wall: Duration::from_secs(args.max_secs),
+    };
+    let mut out = shrink(cfg, Some(&schedule), &mut fails, budget);
+    let still = fails(&out.config);
+    if !still {
+        eprintln!("leasehold: the shrunk scenario no longer fails on rerun; this is a determinism bug (I10)");
+        return ExitCode::Input;
+    }
+    out.config.name = format!("{}_shrunk_seed_{seed}", cfg.name);
+    out.config.description = format!(
+        "Shrunk from {path} seed {seed}: {target} ({}) still breaks.",
+        target.name()
+    );
+    let dest = args.output.as_ref().map_or_else(
+        || "MINIMAL.toml".to_string(),
+        |p| p.to_string_lossy().into_owned(),
+    );
+    let header = format!(
+        "Written by `leasehold shrink {path} --seed {seed}`.\n\
+         Before: {}\nAfter:  {}\n\
+         Reproduce: leasehold replay {dest} --seed {seed}",
+        out.before, out.after
+    );
+    let text = match to_toml(&out.config, &header) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("leasehold: cannot write the scenario: {e}");
+            return ExitCode::Input;
+        }
+    };
+    match &args.output {
+        Some(file) => {
+            if let Err(e) = std::fs::write(file, &text) {
+                eprintln!("leasehold: cannot write {}: {e}", file.display());
+                return ExitCode::Input;
+            }
+        }
+        None => print!("{text}"),
+    }
+    eprintln!("before: {}", out.before);
+    eprintln!("after:  {}", out.after);
+    eprintln!(
+        "{} runs in {:.1}s{}{}",
+        out.runs,
+        started.elapsed().as_secs_f64(),
+        if out.concretized {
+            "; swarm faults replaced by the seed's schedule"
+        } else {
+            ""
+        },
+        if out.budget_exhausted {
+            "; budget exhausted (rerun with --max-runs/--max-secs to go further)"
+        } else {
+            ""
+        }
+    );
+    eprintln!("reproduce: leasehold replay {dest} --seed {seed}");
+    ExitCode::Ok
+}

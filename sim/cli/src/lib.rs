@@ -1,0 +1,33 @@
+//! # leasehold-cli
+//!
+//! The `leasehold` command-line tool as a library (the binary is a thin
+//! `main`): `run`, `replay`, `shrink`, `check` (leasehold and Jepsen
+//! histories), `export`, and `chaos` (real processes, from
+//! `leasehold-chaos`), with everything that exists only for people and CI
+//! systems: argument parsing (clap), progress bars (indicatif), JUnit XML
+//! ([`junit`]), the HTML timeline ([`timeline`]) and annotated scenario
+//! errors ([`diagnostic`]).
+//!
+//! ## Depends on
+//! The engine (`leasehold-sim`, with the bug catalogue and the SQL
+//! stores), the checker (`leasehold-check`, with its Jepsen reader), the
+//! model and the chaos crate. It is the top of the crate graph: no other
+//! crate of the workspace may depend on it, and it is the only one that
+//! may depend on clap, indicatif, quick-junit or annotate-snippets.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod diagnostic;
+pub mod junit;
+pub mod timeline;
+
+pub use cli::main;
+
+// The engine's, model's and checker's modules under the paths the
+// command line's files name them by.
+use leasehold_check::jepsen;
+use leasehold_sim::{
+    bounds, catalogue, checker, clock, config, duration, history, report, runner, scenario, shrink,
+    stores,
+};

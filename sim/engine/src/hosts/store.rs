@@ -1,0 +1,255 @@
+//! The store host: the seed's store (memory, SQLite, PostgreSQL or a user's
+//! own, see [`crate::stores`]) served over simulated TCP.
+//!
+//! The database outlives the host, so a store crash keeps everything
+//! committed and loses only what was in flight. The lease clock is this
+//! host's wall clock, handed to the store before every operation.
+//!
+//! Message loss and answer loss are decided here, per request, inside the
+//! fault window: a lost request is never executed; a lost answer is
+//! executed, committed, and then not sent (the ambiguous outcome). Either
+//! way the connection is held open without a reply until the caller gives
+//! up, as a lost packet would leave it.
+
+use super::runtime::{sleep_until_true, HostRuntime};
+use super::shared::Shared;
+use crate::history::{Fate, ReadRow, Record};
+use crate::net::{read_frame, write_frame, WireOp, WireReply, WireRequest, STORE_PORT};
+use leasehold_model::wire_store::{apply, touched, wire};
+use crate::stores::Backend;
+use crate::stores::{SimStore, StoreFactory};
+use leasehold_core::Runtime;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Wake, Waker};
+use tokio::io::AsyncReadExt;
+use turmoil::net::{TcpListener, TcpStream};
+
+/// Most connections one store incarnation accepts (a bound far above any
+/// scenario: one connection per request).
+const MAX_CONNECTIONS: u64 = 100_000_000;
+/// How long a connection whose reply was lost is held before it is dropped.
+const HOLD_LOST_MS: u64 = 30_000;
+
+/// The store host's software: one incarnation, serving the seed's store.
+pub async fn run<F: StoreFactory>(
+    shared: Arc<Shared>,
+    backend: Arc<Backend<F>>,
+) -> turmoil::Result {
+    let rt = HostRuntime::new(shared.clone(), "store");
+    let incarnation = shared.next_incarnation("store");
+    let (t, _) = rt.times();
+    shared.record(Record::HostStarted {
+        t,
+        host: "store".into(),
+        incarnation,
+        worker: None,
+    });
+    backend.clock.set(rt.wall());
+    let store = backend.open().await.map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind(("0.0.0.0", STORE_PORT)).await?;
+    // Connections live in this task, in accept order, rather than in tasks
+    // of their own: a crash drops them (and sends their resets) in that
+    // order. Spawned tasks would be dropped in the order of tokio's task
+    // ids, which count every task of the process, so a seed's history
+    // would depend on the seeds run before it in the same process (I10).
+    let mut open = Connections::default();
+    for _ in 0..MAX_CONNECTIONS {
+        tokio::select! {
+            biased;
+            accepted = listener.accept() => {
+                let (stream, _) = accepted?;
+                let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
+                open.push(Box::pin(serve(stream, store, backend, rt2)));
+            }
+            _ = &mut open => {}
+        }
+    }
+    Err(format!("store served {MAX_CONNECTIONS} connections in one incarnation").into())
+}
+
+/// The store's open connections, in accept order; as a future it completes
+/// whenever at least one of them finished (and drops those).
+///
+/// Each connection has its own waker, and a poll polls only the connections
+/// woken since their last poll (a new one counts as woken), still in accept
+/// order. A connection that was not woken has nothing to do: polling it
+/// would only answer `Pending` again, so skipping it changes nothing in a
+/// history, and a busy store no longer polls every connection it holds
+/// (those waiting for a lost answer's caller to give up included) on each
+/// wake-up.
+#[derive(Default)]
+struct Connections {
+    conns: Vec<Conn>,
+    task: Arc<TaskWaker>,
+}
+
+/// One open connection and its waker.
+struct Conn {
+    fut: Pin<Box<dyn Future<Output = ()> + Send>>,
+    wake: Arc<ConnWake>,
+    waker: Waker,
+}
+
+/// The store task's current waker, shared by every connection's waker.
+#[derive(Default)]
+struct TaskWaker(Mutex<Option<Waker>>);
+
+impl TaskWaker {
+    fn register(&self, w: &Waker) {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if !slot.as_ref().is_some_and(|old| old.will_wake(w)) {
+            *slot = Some(w.clone());
+        }
+    }
+
+    fn wake(&self) {
+        if let Some(w) = self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            w.wake_by_ref();
+        }
+    }
+}
+
+/// A connection's waker: marks it woken, then wakes the store task.
+struct ConnWake {
+    woken: AtomicBool,
+    task: Arc<TaskWaker>,
+}
+
+impl Wake for ConnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.task.wake();
+    }
+}
+
+impl Connections {
+    fn push(&mut self, fut: Pin<Box<dyn Future<Output = ()> + Send>>) {
+        let wake = Arc::new(ConnWake {
+            woken: AtomicBool::new(true),
+            task: self.task.clone(),
+        });
+        let waker = Waker::from(wake.clone());
+        self.conns.push(Conn { fut, wake, waker });
+    }
+}
+
+impl Future for &mut Connections {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let me = self.get_mut();
+        me.task.register(cx.waker());
+        let before = me.conns.len();
+        me.conns.retain_mut(|c| {
+            if !c.wake.woken.swap(false, Ordering::SeqCst) {
+                return true;
+            }
+            let mut own = Context::from_waker(&c.waker);
+            c.fut.as_mut().poll(&mut own).is_pending()
+        });
+        // Pending with no connections waits for the next accept.
+        if me.conns.len() < before {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+async fn hold_without_reply(mut s: TcpStream) {
+    let give_up = super::runtime::true_now_ms() + HOLD_LOST_MS;
+    let mut buf = [0u8; 256];
+    tokio::select! {
+        biased;
+        _ = async { while let Ok(n) = s.read(&mut buf).await { if n == 0 { break; } } } => {}
+        _ = sleep_until_true(give_up) => {}
+    }
+}
+
+async fn serve<F: StoreFactory>(
+    mut s: TcpStream,
+    store: Arc<F::Store>,
+    backend: Arc<Backend<F>>,
+    rt: HostRuntime,
+) {
+    let Ok(req) = read_frame::<_, WireRequest>(&mut s).await else {
+        return;
+    };
+    let shared = rt.shared().clone();
+    let (t, _) = rt.times();
+    let in_window = t < shared.window_ms;
+    let loss = if in_window {
+        shared.draw.message_loss
+    } else {
+        0.0
+    };
+    if shared.net_chance(loss) {
+        shared.record(Record::Served {
+            t,
+            store_time: rt.wall(),
+            id: req.id,
+            host: req.host,
+            fate: Fate::RequestLost,
+            reply: None,
+            after: Vec::new(),
+        });
+        hold_without_reply(s).await;
+        return;
+    }
+    let store_time = rt.wall();
+    backend.clock.set(store_time);
+    let (reply, after) = match backend.call(execute(store, req.op.clone())).await {
+        Ok(done) => done,
+        Err(e) => {
+            shared.report_panic(format!("store call failed: {e}"));
+            return;
+        }
+    };
+    for row in &after {
+        shared.anchor(row.job, row.version, t, req.id);
+    }
+    let answer_lost =
+        in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
+    let fate = if answer_lost {
+        Fate::AnswerLost
+    } else {
+        Fate::Answered
+    };
+    shared.record(Record::Served {
+        t,
+        store_time,
+        id: req.id,
+        host: req.host,
+        fate,
+        reply: Some(reply.summary()),
+        after,
+    });
+    if answer_lost {
+        hold_without_reply(s).await;
+    } else {
+        let _ = write_frame(&mut s, &reply).await;
+    }
+}
+
+/// Executes one request and reads back the rows it touched.
+async fn execute<S: SimStore>(store: Arc<S>, op: WireOp) -> (WireReply, Vec<ReadRow>) {
+    let reply = match op.clone() {
+        // Only a simulated store can carry the `sweeper-own-clock` bug.
+        WireOp::Sweep(req, wall) => wire(store.sweep_with_wall(req, wall).await, WireReply::Swept),
+        op => apply(&*store, op).await,
+    };
+    let after = touched(&*store, &op, &reply).await;
+    (reply, after)
+}

@@ -1,0 +1,39 @@
+//! # leasehold-sim
+//!
+//! The simulation engine: it runs the real leasehold core, worker runtime
+//! and scheduler, over a real store (memory, SQLite, PostgreSQL or a user's
+//! own, [`stores`]), as simulated hosts ([`hosts`]) on turmoil's simulated
+//! network ([`net`]), under the seed's faults ([`faults`]), and hands the
+//! recorded history to the independent checker. Around that: the runner
+//! ([`runner`]), the public harness for a user's own store ([`harness`]),
+//! shrinking ([`shrink`]) and violation reports ([`report`]).
+//!
+//! For convenience it re-exports the scenario model (`leasehold-model`) and
+//! the checker (`leasehold-check`) under their own module names, so
+//! `leasehold_sim::config` and `leasehold_sim::checker` name the same items
+//! as those crates do.
+//!
+//! ## Depends on
+//! `leasehold-model`, `leasehold-check` (without its Jepsen reader),
+//! `leasehold-core`, `leasehold-memory`, turmoil and tokio; the SQL adapters
+//! only with the `sql` feature. It must never depend on a command-line
+//! crate (clap, indicatif, quick-junit, annotate-snippets): those belong to
+//! `leasehold-cli`. And nothing in the model or the checker may depend on
+//! it.
+
+#![warn(missing_docs)]
+
+pub mod faults;
+pub mod harness;
+pub mod hosts;
+pub mod net;
+pub mod report;
+pub mod runner;
+pub mod shrink;
+pub mod stores;
+
+pub use leasehold_check::checker;
+pub use leasehold_model::{
+    bounds, builtin, catalogue, clock, config, duration, feasible, history, protocol, rng,
+    scenario, schedules, store_kind, timing, wire, wire_store, workload,
+};

@@ -1,0 +1,178 @@
+//! The stores the simulator puts under faults: the memory adapter, the real
+//! SQLite and PostgreSQL adapters, or a user's own [`Store`].
+//!
+//! A [`StoreFactory`] makes one durable database per seed
+//! ([`StoreFactory::create`]), opens a store on it at every start of the
+//! store host ([`StoreFactory::open`]: the first start and every restart
+//! after a crash reopen the *same* database), and removes it at the end
+//! ([`StoreFactory::destroy`]).
+//!
+//! ## Determinism with drivers that run on their own threads
+//! The memory store answers inside the store host's poll. SQL drivers do
+//! their I/O on threads of their own, and an answer that arrived whenever
+//! the OS delivered it would land on a nondeterministic simulated tick. So a
+//! factory that [uses a driver](StoreFactory::uses_driver) gets a
+//! [`Driver`](driver::Driver): one private tokio runtime per seed on which
+//! the store is opened and every operation runs, while the simulation
+//! thread *blocks* until the answer is back. A store operation therefore
+//! takes no simulated time at all: it executes at the instant the store
+//! host received the request, in the order the host received requests
+//! (one at a time), and simulated time resumes only after it committed.
+//! Real time spent in the database never shows in the history.
+//!
+//! Store time is not read from the OS either: every store is built on a
+//! [`SimStoreClock`], which the store host sets to its own simulated wall
+//! clock just before each operation (the adapters' clock override).
+//!
+//! ## Crashes
+//! A store crash drops the host's software and then closes the store
+//! ([`SimStore::close`]: for the SQL stores, every pooled connection). Since
+//! operations are atomic in simulated time, a crash always falls between
+//! two of them: what committed survives in the database, and requests that
+//! had not been executed, or whose answers had not been delivered, are
+//! lost with the host. A restart opens the same database again.
+
+mod backend;
+mod delegate;
+pub mod driver;
+mod memory;
+#[cfg(feature = "sql")]
+mod postgres;
+#[cfg(feature = "sql")]
+mod sqlite;
+
+pub use backend::Backend;
+pub use memory::MemoryFactory;
+#[cfg(feature = "sql")]
+pub use postgres::{PostgresFactory, DEFAULT_SCHEMA_PREFIX};
+#[cfg(feature = "sql")]
+pub use sqlite::SqliteFactory;
+
+use crate::catalogue::Variant;
+pub use crate::store_kind::StoreKind;
+use leasehold_core::{
+    CrashReport, Event, Policy, Store, StoreClock, StoreError, StoreTime, SweepRequest,
+};
+use std::future::Future;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+/// A store the simulator can run: any [`Store`], plus what the simulator
+/// needs around it. Every method has a default.
+pub trait SimStore: Store {
+    /// The store's own audit log, every committed transition in commit
+    /// order, if it keeps one. Without one the checker derives the
+    /// transitions from its reference model of the store's answers.
+    fn audit_log(&self) -> impl Future<Output = Result<Option<Vec<Event>>, StoreError>> + Send {
+        async { Ok(None) }
+    }
+
+    /// Closes every connection: the store host crashed.
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// A sweep that carries the sweeper's own wall clock (only the
+    /// catalogue's `sweeper-own-clock` store looks at it; a correct store
+    /// ignores it, which is the default).
+    #[doc(hidden)]
+    fn sweep_with_wall(
+        &self,
+        req: SweepRequest,
+        _wall: Option<StoreTime>,
+    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send {
+        self.sweep(req)
+    }
+}
+
+/// What a factory knows of the seed it makes a store for.
+#[derive(Clone, Debug)]
+pub struct SeedContext {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// The policy the store must apply (limits, backoff, parallelism).
+    pub policy: Policy,
+    /// The catalogue variant in force (never set outside the catalogue).
+    #[doc(hidden)]
+    pub variant: Option<Variant>,
+}
+
+/// A store could not be set up: bad configuration or an unreachable
+/// database (the CLI exits 2).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+impl SetupError {
+    /// An error with a message.
+    pub fn new(msg: impl Into<String>) -> Self {
+        SetupError(msg.into())
+    }
+}
+
+/// Makes the store of each seed. Shared by every seed of a run (and by
+/// threads running seeds in parallel).
+pub trait StoreFactory: Send + Sync + 'static {
+    /// The store.
+    type Store: SimStore;
+    /// The durable part of one seed's store (a file, a schema, shared state).
+    type Database: Send + Sync + 'static;
+
+    /// A short name for reports (`memory`, `sqlite`, `postgres`, ...).
+    fn name(&self) -> String;
+
+    /// Whether the store does real I/O on its own threads, so its calls
+    /// must go through a [`Driver`](driver::Driver). Default: yes.
+    fn uses_driver(&self) -> bool {
+        true
+    }
+
+    /// Makes a fresh, empty database for one seed.
+    fn create(
+        &self,
+        ctx: &SeedContext,
+    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send;
+
+    /// Opens a store on the seed's database, reading time from `clock`.
+    /// Called at every start of the store host: after a crash it must
+    /// reopen the same data.
+    fn open(
+        &self,
+        db: &Self::Database,
+        ctx: &SeedContext,
+        clock: SimStoreClock,
+    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send;
+
+    /// Whether the store carries the catalogue's store-side bugs (only the
+    /// memory store does).
+    #[doc(hidden)]
+    fn carries_store_variants(&self) -> bool {
+        false
+    }
+
+    /// Removes the seed's database (default: drop it).
+    fn destroy(&self, db: Self::Database) -> impl Future<Output = ()> + Send {
+        async move { drop(db) }
+    }
+}
+
+/// The store clock under simulation: the store host's simulated wall
+/// clock, set before each operation (a store operation takes no simulated
+/// time, so one reading per operation is exact).
+#[derive(Clone, Debug, Default)]
+pub struct SimStoreClock(Arc<AtomicI64>);
+
+impl SimStoreClock {
+    /// Sets the time the next operation runs at.
+    pub fn set(&self, t: StoreTime) {
+        self.0.store(t.0, Ordering::Relaxed);
+    }
+}
+
+impl StoreClock for SimStoreClock {
+    fn now(&self) -> StoreTime {
+        StoreTime(self.0.load(Ordering::Relaxed))
+    }
+}

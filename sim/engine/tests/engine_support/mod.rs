@@ -1,0 +1,51 @@
+//! Helpers shared by the engine tests.
+#![allow(dead_code)]
+
+use leasehold_sim::config::{InvariantId, SimConfig};
+use leasehold_sim::runner::{run_seed, RunOutcome};
+use leasehold_sim::scenario::load_file;
+use std::path::Path;
+
+/// Loads a scenario file of the library by its path under `scenarios/`,
+/// failing the test with the loader's error.
+pub fn scenario(rel: &str) -> SimConfig {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(rel);
+    load_file(&path)
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+        .config
+}
+
+/// Runs a seed, failing the test on a harness error.
+pub fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
+    run_seed(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
+}
+
+/// The invariants a run broke, sorted and deduplicated.
+pub fn broken(out: &RunOutcome) -> Vec<InvariantId> {
+    let mut v: Vec<InvariantId> = out.violations.iter().map(|v| v.invariant).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// Every violation of a run, as readable text.
+pub fn describe(out: &RunOutcome, cfg: &SimConfig) -> String {
+    out.violations
+        .iter()
+        .map(|v| leasehold_sim::report::violation_report(v, cfg, out.seed, None))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The first seed in `seeds` whose run breaks `inv`, if any.
+pub fn first_catching(
+    cfg: &SimConfig,
+    inv: InvariantId,
+    seeds: std::ops::Range<u64>,
+) -> Option<u64> {
+    seeds
+        .into_iter()
+        .find(|&s| broken(&run(cfg, s)).contains(&inv))
+}

@@ -1,0 +1,163 @@
+//! The harness as a library: a user's own store, with a bug of their own,
+//! run through the public API (`leasehold_sim::harness`), is caught; the
+//! same store without the bug passes.
+
+// The factory's methods return `impl Future + Send` as the trait declares,
+// building owned futures (what a user's code looks like); `async fn` would
+// hide that shape from the example.
+#![allow(clippy::manual_async_fn)]
+
+use leasehold_core::{
+    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
+    ListSchedulesRequest, NewJob, Outcome, Release, ReleaseRequest, RenewRequest, Renewal,
+    Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+};
+use leasehold_memory::{MemoryState, MemoryStore};
+use leasehold_sim::harness::check_store;
+use leasehold_sim::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// A user's store: the memory adapter behind a "result column" that keeps
+/// at most `keep` bytes (`None`: the column is fine).
+struct ShortColumn {
+    inner: MemoryStore,
+    keep: Option<usize>,
+}
+
+impl Store for ShortColumn {
+    fn now(&self) -> impl Future<Output = Result<StoreTime, StoreError>> + Send {
+        self.inner.now()
+    }
+    fn enqueue(&self, job: NewJob) -> impl Future<Output = Result<JobId, StoreError>> + Send {
+        self.inner.enqueue(job)
+    }
+    fn claim(
+        &self,
+        r: ClaimRequest,
+    ) -> impl Future<Output = Result<Vec<Lease>, StoreError>> + Send {
+        self.inner.claim(r)
+    }
+    fn renew(&self, r: RenewRequest) -> impl Future<Output = Result<Renewal, StoreError>> + Send {
+        self.inner.renew(r)
+    }
+    fn release(
+        &self,
+        mut r: ReleaseRequest,
+    ) -> impl Future<Output = Result<Release, StoreError>> + Send {
+        if let (Outcome::Succeeded(bytes), Some(keep)) = (&mut r.outcome, self.keep) {
+            bytes.truncate(keep);
+        }
+        self.inner.release(r)
+    }
+    fn sweep(
+        &self,
+        r: SweepRequest,
+    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send {
+        self.inner.sweep(r)
+    }
+    fn cancel(&self, j: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
+        self.inner.cancel(j)
+    }
+    fn get(&self, j: JobId) -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send {
+        self.inner.get(j)
+    }
+    fn list(
+        &self,
+        r: ListRequest,
+    ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
+        self.inner.list(r)
+    }
+    fn put_schedule(&self, s: Schedule) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.inner.put_schedule(s)
+    }
+    fn remove_schedule(&self, n: String) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        self.inner.remove_schedule(n)
+    }
+    fn fire(&self, r: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send {
+        self.inner.fire(r)
+    }
+    fn list_schedules(
+        &self,
+        r: ListSchedulesRequest,
+    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
+        self.inner.list_schedules(r)
+    }
+}
+
+/// No audit log, nothing to close: every `SimStore` method keeps its default.
+impl SimStore for ShortColumn {}
+
+struct Factory {
+    keep: Option<usize>,
+}
+
+impl StoreFactory for Factory {
+    type Store = ShortColumn;
+    type Database = Arc<Mutex<MemoryState>>;
+
+    fn name(&self) -> String {
+        "short-column".into()
+    }
+
+    fn uses_driver(&self) -> bool {
+        false
+    }
+
+    fn create(
+        &self,
+        _: &SeedContext,
+    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
+        async { Ok(Arc::default()) }
+    }
+
+    fn open(
+        &self,
+        db: &Self::Database,
+        ctx: &SeedContext,
+        clock: SimStoreClock,
+    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
+        let inner = MemoryStore::with_state(ctx.policy.clone(), clock, db.clone());
+        let keep = self.keep;
+        async move { Ok(ShortColumn { inner, keep }) }
+    }
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    vec![
+        root.join("worker_crash_mid_job_is_reclaimed_once.toml"),
+        root.join("store_crash_and_restart_loses_no_committed_result.toml"),
+    ]
+}
+
+#[test]
+fn a_store_that_shortens_results_is_caught_through_the_public_api() {
+    let report = check_store(Factory { keep: Some(8) }, &scenarios(), Some(2)).unwrap();
+    assert_eq!(report.runs.len(), 4);
+    let failure = report
+        .failures()
+        .next()
+        .expect("the short column is caught");
+    let v = &failure.violations[0];
+    assert!(
+        matches!(v.invariant.to_string().as_str(), "I4" | "I11"),
+        "{}",
+        failure.summary()
+    );
+    assert!(
+        failure.reports[0].contains("leasehold replay"),
+        "{}",
+        failure.reports[0]
+    );
+    assert!(failure.replay.contains("--seed"), "{}", failure.replay);
+}
+
+#[test]
+fn the_same_store_without_the_bug_passes() {
+    let report = check_store(Factory { keep: None }, &scenarios(), Some(2)).unwrap();
+    let failures: Vec<String> = report.failures().map(|f| f.summary()).collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(report.runs.len(), 4);
+}

@@ -1,0 +1,53 @@
+//! A scenario's `[protocol]` as the core's own configuration: the store's
+//! [`Policy`] and a worker's [`WorkerConfig`] builder, built once here so that
+//! scenario validation (`feasible`), the simulated hosts and the madsim
+//! nodes configure the core exactly alike.
+
+use crate::catalogue::{self, Variant};
+use crate::config::SimConfig;
+use leasehold_core::worker::WorkerConfigBuilder;
+use leasehold_core::{Backoff, Limits, Policy, WorkerConfig, DEFAULT_JITTER_PERMILLE};
+
+/// The store policy of a scenario and seed.
+pub fn policy_of(cfg: &SimConfig, seed: u64) -> Result<Policy, String> {
+    let p = &cfg.protocol;
+    let limits = Limits {
+        max_payload_bytes: p.max_payload_bytes as usize,
+        max_result_bytes: p.max_result_bytes as usize,
+        max_error_bytes: p.max_error_bytes as usize,
+        ..Limits::default()
+    };
+    let mut b = Policy::builder().limits(limits).backoff(Backoff {
+        base: p.backoff_base.0,
+        cap: p.backoff_cap.0,
+        jitter_permille: DEFAULT_JITTER_PERMILLE,
+        seed: crate::rng::SimRng::derive(seed, "backoff", &[]).next_u64(),
+    });
+    if let Some(limit) = p.parallelism {
+        for q in &cfg.workload.queues {
+            b = b.parallelism(q.clone(), limit);
+        }
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// The worker configuration of a scenario for worker `id` on `queue`, with
+/// the catalogue's worker-side `variant` (if any) put in. Not yet built:
+/// the caller may add what only it knows.
+pub fn worker_config(
+    cfg: &SimConfig,
+    id: impl Into<String>,
+    queue: impl Into<String>,
+    variant: Option<Variant>,
+) -> WorkerConfigBuilder {
+    let p = &cfg.protocol;
+    let b = WorkerConfig::builder(id, queue)
+        .concurrency(p.concurrency)
+        .lease(p.lease.0)
+        .renew_interval(p.renew_interval.0)
+        .max_drift_ppm(p.max_drift_ppm)
+        .fence_margin(p.fence_margin.0)
+        .poll_interval(p.poll_interval.0)
+        .request_timeout(p.request_timeout.0);
+    catalogue::configure_worker(b, variant)
+}

@@ -158,6 +158,15 @@ impl StoreError {
     pub fn is_unknown_outcome(&self) -> bool {
         matches!(self, StoreError::Unavailable(_))
     }
+
+    /// Whether sending the same request again may succeed: an unknown
+    /// outcome ([`StoreError::Unavailable`]), or a [`StoreError::Conflict`]
+    /// (nothing applied; the contention passes). A worker retries its
+    /// renews and releases on these and never gives up a lease for one: a
+    /// store under contention is not a crashed worker.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_) | StoreError::Conflict(_))
+    }
 }
 
 /// Why a transition refused to act (not an error: an answer such as `Lost`).

@@ -46,11 +46,18 @@ pub enum Variant {
     ///     after a restart, or two schedulers racing, make two jobs
     ///     (periodic jobs emitted twice after a leader change, River #1087).
     FireWithoutKey,
+    /// 15. A renew or release answered `Conflict` is given up: PostgreSQL
+    ///     answers it after its own retries, and a merged batch hands one
+    ///     batch's error to every worker in it, so the finished lease stays
+    ///     running until the sweeper reclaims it as a crash and the job runs
+    ///     again (heartbeat writes that fail and get a live worker rescued,
+    ///     as Oban and pg-boss users report).
+    ConflictAbandonsLease,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 14] = [
+    pub const ALL: [Variant; 15] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -65,6 +72,7 @@ impl Variant {
         Variant::ExpiryDoesNotStopHandler,
         Variant::SchedulerOwnClock,
         Variant::FireWithoutKey,
+        Variant::ConflictAbandonsLease,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -84,6 +92,7 @@ impl Variant {
             Variant::ExpiryDoesNotStopHandler => "expiry-does-not-stop-handler",
             Variant::SchedulerOwnClock => "scheduler-own-clock",
             Variant::FireWithoutKey => "fire-without-key",
+            Variant::ConflictAbandonsLease => "conflict-abandons-lease",
         }
     }
 

@@ -80,6 +80,7 @@ struct Quirks {
     heartbeat_survives_errors: bool,
     stop_on_loss: bool,
     wall_deadline: bool,
+    retry_conflicts: bool,
 }
 
 impl Quirks {
@@ -91,6 +92,7 @@ impl Quirks {
             heartbeat_survives_errors: true,
             stop_on_loss: true,
             wall_deadline: false,
+            retry_conflicts: true,
         };
         #[cfg(feature = "buggy-variants")]
         {
@@ -109,6 +111,7 @@ impl Quirks {
                     q.stop_on_loss = false;
                 }
                 Some(Variant::WorkerWallClockDeadline) => q.wall_deadline = true,
+                Some(Variant::ConflictAbandonsLease) => q.retry_conflicts = false,
                 _ => {}
             }
         }
@@ -279,9 +282,10 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                         tracing::warn!(%worker, %job, %token, "lease lost");
                         break Err(BeliefEnd::Lost);
                     }
-                    Err(StoreError::Unavailable(e)) => {
-                        // Unknown outcome: keep heartbeating; the fence decides.
-                        tracing::debug!(%worker, %job, %token, error = %e, "renew outcome unknown");
+                    Err(e) if e.is_unknown_outcome() || (e.is_transient() && quirks.retry_conflicts) => {
+                        // Unknown outcome, or a conflict (nothing applied):
+                        // keep heartbeating; the fence decides.
+                        tracing::debug!(%worker, %job, %token, error = %e, "renew not applied or outcome unknown");
                         observe(RuntimeEvent::RenewUnavailable { worker: worker.clone(), job, token, at: rt.now() });
                         next_renew = if quirks.heartbeat_survives_errors {
                             renew_retry_at(rt.now(), fence.poll_deadline(), cfg.renew_interval)
@@ -313,7 +317,15 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         }
     };
     end_belief(why);
-    let answer = release_with_retries(&ctx, &releases, job, token, outcome.clone()).await;
+    let answer = release_with_retries(
+        &ctx,
+        &releases,
+        job,
+        token,
+        outcome.clone(),
+        quirks.retry_conflicts,
+    )
+    .await;
     tracing::info!(%worker, %job, %token, outcome = outcome.kind(), ?answer, "released");
     observe(RuntimeEvent::Released {
         worker: worker.clone(),
@@ -332,6 +344,7 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
     job: crate::ids::JobId,
     token: crate::ids::Token,
     outcome: Outcome,
+    retry_conflicts: bool,
 ) -> Option<Release> {
     let cfg = &ctx.cfg;
     let mut delay = cfg.release_retry_delay;
@@ -350,8 +363,10 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
         };
         match with_timeout(&ctx.rt, cfg.request_timeout, try_once).await {
             Ok(answer) => return Some(answer),
-            Err(StoreError::Unavailable(e)) => {
-                tracing::debug!(%job, %token, attempt, error = %e, "release outcome unknown; retrying");
+            // A conflict applied nothing and an unknown outcome may have:
+            // the release is idempotent, so both are sent again.
+            Err(e) if e.is_unknown_outcome() || (e.is_transient() && retry_conflicts) => {
+                tracing::debug!(%job, %token, attempt, error = %e, "release not applied or outcome unknown; retrying");
             }
             Err(e) => {
                 tracing::error!(%job, %token, error = %e, "release rejected");

@@ -443,14 +443,15 @@ async fn yield_once() {
 }
 
 /// Frees the task slot of every release answered for sure (its task ends
-/// without another call); an unknown outcome keeps it for the retry.
+/// without another call); an unknown outcome or a conflict keeps it for the
+/// retry.
 fn mark_answered(
     slots: &mut Slots,
     releases: &[PendingRelease],
     answers: &[Result<crate::job::Release, StoreError>],
 ) {
     for (p, a) in releases.iter().zip(answers) {
-        if !matches!(a, Err(StoreError::Unavailable(_))) {
+        if !a.as_ref().is_err_and(StoreError::is_transient) {
             slots.answered(p.req.job, p.req.token);
         }
     }

@@ -90,6 +90,7 @@ catalogue! {
     bug_12_expiry_does_not_stop_handler_is_caught => "expiry_does_not_stop_the_handler.toml",
     bug_13_scheduler_own_clock_is_caught => "scheduler_own_clock_fires_late_and_leaves_plan_times_unfired.toml",
     bug_14_fire_without_key_is_caught => "fire_without_key_runs_a_plan_time_twice.toml",
+    bug_15_conflict_abandons_lease_is_caught => "conflict_abandons_lease_gives_a_false_crash_report.toml",
 }
 
 #[test]

@@ -151,6 +151,7 @@ const KEYS: &[(&str, &[&str])] = &[
             "pause_len",
             "message_loss",
             "answer_loss",
+            "store_conflict",
             "hold_rate",
             "hold_len",
             "clock_offset",

@@ -122,7 +122,7 @@ pub struct Shrunk {
     pub budget_exhausted: bool,
 }
 
-fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 9] {
+fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 10] {
     let f = &cfg.faults;
     [
         f.worker_crash_rate,
@@ -134,6 +134,7 @@ fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 9] {
         f.clock_step_rate,
         f.message_loss,
         f.answer_loss,
+        f.store_conflict,
     ]
 }
 
@@ -390,7 +391,7 @@ fn shorter_fault_windows(c: &SimConfig) -> Vec<SimConfig> {
 fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
     let mut out = Vec::new();
     let zero = Range::exactly(0.0);
-    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 9] = [
+    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 10] = [
         |c| &mut c.faults.worker_crash_rate,
         |c| &mut c.faults.sweeper_crash_rate,
         |c| &mut c.faults.store_crash_rate,
@@ -400,6 +401,7 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
         |c| &mut c.faults.clock_step_rate,
         |c| &mut c.faults.message_loss,
         |c| &mut c.faults.answer_loss,
+        |c| &mut c.faults.store_conflict,
     ];
     for field in fields {
         let mut d = c.clone();

@@ -347,6 +347,7 @@ fn run_record(heal: u64) -> Record {
         tick_ms: 10,
         message_loss: 0.0,
         answer_loss: 0.0,
+        store_conflict: 0.0,
         timing_assumption_broken: false,
     }
 }

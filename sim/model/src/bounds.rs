@@ -267,6 +267,7 @@ fn floats(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
         ("faults.clock_step_rate", &f.clock_step_rate),
         ("faults.message_loss", &f.message_loss),
         ("faults.answer_loss", &f.answer_loss),
+        ("faults.store_conflict", &f.store_conflict),
     ] {
         all.push((path, r.lo));
         all.push((path, r.hi));

@@ -273,6 +273,12 @@ pub struct Faults {
     pub message_loss: Range<f64>,
     /// Probability the store's answer is lost after the request committed.
     pub answer_loss: Range<f64>,
+    /// Probability the store answers a renew, release or cancel `Conflict`
+    /// without applying it: contention that the adapter's own retries could
+    /// not clear, as PostgreSQL answers it. Never twice in a row to one
+    /// host for one job (contention passes), so a worker that retries
+    /// promptly always gets through; one that gives up loses its lease.
+    pub store_conflict: Range<f64>,
     /// Extra delay of held (late, reordered) messages, per host per minute.
     pub hold_rate: Range<f64>,
     /// How long messages are held.
@@ -304,6 +310,7 @@ impl Default for Faults {
             pause_len: Range::new(Dur::secs(1), Dur::secs(30)),
             message_loss: none,
             answer_loss: none,
+            store_conflict: none,
             hold_rate: none,
             hold_len: Range::new(Dur::ms(100), Dur::secs(5)),
             clock_offset: Range::exactly(SignedDur(0)),
@@ -863,6 +870,7 @@ impl SimConfig {
         for (path, r) in [
             ("faults.message_loss", &f.message_loss),
             ("faults.answer_loss", &f.answer_loss),
+            ("faults.store_conflict", &f.store_conflict),
         ] {
             check_range(&mut bad, path, r);
             if r.lo < 0.0 || r.hi > 1.0 {

@@ -6,9 +6,9 @@ use crate::faults::{Action, Plan};
 use crate::nodes::{client_node, store_node, sweeper_node, worker_node, PlannedJob};
 use crate::scenario::Scenario;
 use crate::world::Shared;
+use leasehold_check::checker::{check, Violation};
 use leasehold_core::{JobRecord, Policy, SystemStoreClock};
 use leasehold_memory::{MemoryState, MemoryStore};
-use leasehold_check::checker::{check, Violation};
 use leasehold_model::config::InvariantId;
 use leasehold_model::history::{History, Record};
 use madsim::net::NetSim;
@@ -218,6 +218,7 @@ pub async fn simulate(scenario: Scenario) -> Outcome {
         tick_ms: crate::scenario::TICK_MS,
         message_loss: plan.loss,
         answer_loss: 0.0,
+        store_conflict: 0.0,
         // One clock for every node: no drift, no step, ever.
         timing_assumption_broken: false,
     });

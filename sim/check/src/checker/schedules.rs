@@ -72,7 +72,8 @@ fn schedule_heal(h: &History, facts: &Facts, cfg: &SimConfig) -> u64 {
         heal = heal.max(end);
     }
     let lossy = h.records.iter().any(|r| {
-        matches!(r, Record::Run { message_loss, answer_loss, .. } if *message_loss > 0.0 || *answer_loss > 0.0)
+        matches!(r, Record::Run { message_loss, answer_loss, store_conflict, .. }
+            if *message_loss > 0.0 || *answer_loss > 0.0 || *store_conflict > 0.0)
     });
     if lossy {
         heal = heal.max(cfg.faults.window.as_ms());
@@ -237,8 +238,8 @@ fn missing(
 mod tests {
     use super::*;
     use crate::duration::Dur;
-    use leasehold_model::schedules::ScheduleSpec;
     use leasehold_core::{JobRecord, JobState, Token};
+    use leasehold_model::schedules::ScheduleSpec;
 
     fn row(id: u64, key: &str) -> JobRecord {
         JobRecord {

@@ -30,6 +30,9 @@ pub struct SwarmDraw {
     pub answer_loss: f64,
     /// Scheduler crashes per scheduler per minute.
     pub scheduler_crash_rate: f64,
+    /// Probability the store answers a write `Conflict` without applying
+    /// it (inside the window).
+    pub store_conflict: f64,
 }
 
 fn draw(rng: &mut SimRng, r: &Range<f64>) -> f64 {
@@ -52,6 +55,8 @@ pub fn draw_swarm(cfg: &SimConfig, seed: u64) -> SwarmDraw {
         answer_loss: draw(&mut rng, &f.answer_loss),
         // Drawn last, so scenarios without schedulers draw as before.
         scheduler_crash_rate: draw(&mut rng, &f.scheduler_crash_rate),
+        // Drawn after it, so scenarios without store conflicts draw as before.
+        store_conflict: draw(&mut rng, &f.store_conflict),
     }
 }
 

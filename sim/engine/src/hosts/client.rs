@@ -57,7 +57,8 @@ enum Action {
     Cancel(u32),
 }
 
-/// Retries `op` while its outcome is unknown, up to the end of the run.
+/// Retries `op` while its outcome is unknown or it met a conflict (nothing
+/// applied), up to the end of the run.
 async fn retry<T, F, Fut>(rt: &HostRuntime, end: u64, mut op: F) -> Option<T>
 where
     F: FnMut() -> Fut,
@@ -67,7 +68,7 @@ where
     for _ in 0..MAX_TRIES {
         match with_timeout(rt, limit, op()).await {
             Ok(v) => return Some(v),
-            Err(StoreError::Unavailable(_)) if true_now_ms() < end => rt.sleep(RETRY_DELAY).await,
+            Err(e) if e.is_transient() && true_now_ms() < end => rt.sleep(RETRY_DELAY).await,
             Err(_) => return None,
         }
     }

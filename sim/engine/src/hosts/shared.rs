@@ -13,7 +13,7 @@ use crate::history::Record;
 use crate::hosts::workload::WorkloadPlan;
 use crate::rng::SimRng;
 use leasehold_core::JobId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -44,11 +44,19 @@ pub struct Shared {
     records: Mutex<Vec<Record>>,
     anchors: Mutex<Anchors>,
     net_rng: Mutex<SimRng>,
+    conflicts: Mutex<Conflicts>,
     incarnations: Mutex<BTreeMap<String, u32>>,
     panics: Mutex<Vec<String>>,
     next_req: AtomicU64,
     crashing: AtomicBool,
     client_done: AtomicBool,
+}
+
+/// The store's injected conflicts: their generator, and the (host, job)
+/// pairs whose last request was answered `Conflict`.
+struct Conflicts {
+    rng: SimRng,
+    last: BTreeSet<(String, JobId)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -81,6 +89,10 @@ impl Shared {
             records: Mutex::new(Vec::with_capacity(1 << 14)),
             anchors: Mutex::default(),
             net_rng: Mutex::new(SimRng::derive(seed, "network", &[])),
+            conflicts: Mutex::new(Conflicts {
+                rng: SimRng::derive(seed, "store-conflict", &[]),
+                last: BTreeSet::new(),
+            }),
             incarnations: Mutex::default(),
             panics: Mutex::default(),
             next_req: AtomicU64::new(1),
@@ -129,6 +141,29 @@ impl Shared {
         let this = *n;
         *n += 1;
         this
+    }
+
+    /// Whether the store answers this request from `host` on `job`
+    /// `Conflict` without applying it (the seed's `store_conflict` rate,
+    /// inside the fault window). Never twice in a row for one host and job:
+    /// the contention has passed by the next try. Draws from a generator of
+    /// its own, and only when the rate is above zero, so a scenario without
+    /// store conflicts draws exactly as before.
+    pub fn store_conflict(&self, host: &str, job: JobId, in_window: bool) -> bool {
+        let p = self.draw.store_conflict;
+        if p <= 0.0 {
+            return false;
+        }
+        let mut c = lock(&self.conflicts);
+        let key = (host.to_string(), job);
+        if c.last.remove(&key) || !in_window {
+            return false;
+        }
+        let hit = c.rng.chance(p);
+        if hit {
+            c.last.insert(key);
+        }
+        hit
     }
 
     /// Draws from the network drop generator.

@@ -9,16 +9,18 @@
 //! fault window: a lost request is never executed; a lost answer is
 //! executed, committed, and then not sent (the ambiguous outcome). Either
 //! way the connection is held open without a reply until the caller gives
-//! up, as a lost packet would leave it.
+//! up, as a lost packet would leave it. Inside the window the store may
+//! also answer a renew, release or cancel `Conflict` without applying it
+//! (the seed's `store_conflict` rate; see [`Shared::store_conflict`]).
 
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::history::{Fate, ReadRow, Record};
-use crate::net::{read_frame, write_frame, WireOp, WireReply, WireRequest, STORE_PORT};
-use leasehold_model::wire_store::{apply, touched, wire};
+use crate::net::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
-use leasehold_core::Runtime;
+use leasehold_core::{JobId, Runtime, StoreError};
+use leasehold_model::wire_store::{apply, touched, wire};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -210,7 +212,9 @@ async fn serve<F: StoreFactory>(
     }
     let store_time = rt.wall();
     backend.clock.set(store_time);
-    let (reply, after) = match backend.call(execute(store, req.op.clone())).await {
+    let conflict =
+        conflict_target(&req.op).filter(|&job| shared.store_conflict(&req.host, job, in_window));
+    let (reply, after) = match backend.call(execute(store, req.op.clone(), conflict)).await {
         Ok(done) => done,
         Err(e) => {
             shared.report_panic(format!("store call failed: {e}"));
@@ -243,12 +247,31 @@ async fn serve<F: StoreFactory>(
     }
 }
 
-/// Executes one request and reads back the rows it touched.
-async fn execute<S: SimStore>(store: Arc<S>, op: WireOp) -> (WireReply, Vec<ReadRow>) {
-    let reply = match op.clone() {
+/// The job of a write the store may answer `Conflict` (its version-checked
+/// row writes: renew, release, cancel).
+fn conflict_target(op: &WireOp) -> Option<JobId> {
+    match op {
+        WireOp::Renew(r) => Some(r.job),
+        WireOp::Release(r) => Some(r.job),
+        WireOp::Cancel(j) => Some(*j),
+        _ => None,
+    }
+}
+
+/// Executes one request, or answers it `Conflict` on `conflict` without
+/// applying it, and reads back the rows it touched (unchanged, then).
+async fn execute<S: SimStore>(
+    store: Arc<S>,
+    op: WireOp,
+    conflict: Option<JobId>,
+) -> (WireReply, Vec<ReadRow>) {
+    let reply = match (conflict, op.clone()) {
+        (Some(job), _) => WireReply::Error(WireError::of(&StoreError::Conflict(job))),
         // Only a simulated store can carry the `sweeper-own-clock` bug.
-        WireOp::Sweep(req, wall) => wire(store.sweep_with_wall(req, wall).await, WireReply::Swept),
-        op => apply(&*store, op).await,
+        (None, WireOp::Sweep(req, wall)) => {
+            wire(store.sweep_with_wall(req, wall).await, WireReply::Swept)
+        }
+        (None, op) => apply(&*store, op).await,
     };
     let after = touched(&*store, &op, &reply).await;
     (reply, after)

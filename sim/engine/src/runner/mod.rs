@@ -111,7 +111,6 @@
 //! one is left to send), so the run stops early and says so in its `End`
 //! record. This skips the idle tail of long scenarios.
 
-
 pub use leasehold_model::builtin;
 mod collect;
 mod stepping;
@@ -374,6 +373,7 @@ fn run_world<F: StoreFactory>(
         tick_ms: cfg.tick.as_ms(),
         message_loss: swarm.message_loss,
         answer_loss: swarm.answer_loss,
+        store_conflict: swarm.store_conflict,
         timing_assumption_broken: broken,
     });
     for f in &schedule {

@@ -392,6 +392,10 @@ pub enum Record {
         message_loss: f64,
         /// Answer loss probability drawn for this seed (inside the window).
         answer_loss: f64,
+        /// Probability drawn for this seed that the store answers a write
+        /// `Conflict` without applying it (inside the window; absent when 0).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        store_conflict: f64,
         /// A drift beyond ρ or a store clock step: I3 is not asserted.
         timing_assumption_broken: bool,
     },
@@ -574,4 +578,10 @@ impl Record {
             | Record::End { t, .. } => Some(*t),
         }
     }
+}
+
+/// Whether a probability is zero (left out of the history, which keeps the
+/// histories of scenarios without that fault as they were).
+fn is_zero(p: &f64) -> bool {
+    *p == 0.0
 }

@@ -56,6 +56,11 @@
 //! answers there rather than fail the core or a store that follows the
 //! spec to the letter; every other repeat is judged exactly.
 //!
+//! **Conflicts.** A renew, release or cancel answered `Conflict` was not
+//! applied (the protocol's rule for that answer, which a store may give any
+//! write it could not serialize): the model applies nothing, and the row's
+//! image after it must equal the model's row as it was.
+//!
 //! [`model_events`] gives the accepted transitions as store events, for
 //! stores without an audit log.
 
@@ -139,6 +144,13 @@ impl Served<'_> {
             self.op,
             Op::Now | Op::Get { .. } | Op::List { .. } | Op::ListSchedules { .. }
         )
+    }
+
+    /// Whether the store answered this single-job write `Conflict`: not
+    /// applied.
+    fn conflict(&self) -> bool {
+        self.job().is_some()
+            && matches!(self.reply, Reply::Rejected(text) if variant_of(text) == "Conflict")
     }
 
     /// The job a single-job request names.
@@ -230,6 +242,13 @@ impl Replay {
     }
 
     fn serve(&mut self, s: &Served<'_>) {
+        if s.conflict() {
+            // Nothing was applied: the rows must be as the model has them.
+            for img in s.after {
+                self.image(s, img, !self.blind);
+            }
+            return;
+        }
         let unknown = matches!(s.reply, Reply::Unavailable(_));
         let plan = (!unknown && !self.blind).then(|| self.model.plan(s.op, s.store_time));
         let pre = self.touched_rows(s, plan.as_ref());

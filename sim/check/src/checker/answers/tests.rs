@@ -624,3 +624,51 @@ fn a_late_cancel_and_a_cancel_request_answer_and_change_as_the_spec_says() {
         v[0].message
     );
 }
+
+#[test]
+fn a_conflict_applies_nothing_and_a_row_changed_under_it_is_reported() {
+    let (mut s, r) = claimed();
+    let renew = |token| Op::Renew {
+        job: JobId(1),
+        token: Token(token),
+        lease: Millis(100),
+    };
+    // Answered `Conflict`, row unchanged: accepted, and the model still
+    // expects the lease as it was (the renew after it extends it once).
+    s.serve(
+        20,
+        renew(1),
+        Reply::Rejected("Conflict(JobId(1))".into()),
+        vec![r.clone()],
+    );
+    let mut renewed = r.clone();
+    renewed.expires_at = Some(StoreTime(121));
+    renewed.version += 1;
+    s.serve(
+        21,
+        renew(1),
+        Reply::Renewed {
+            expires_at: StoreTime(121),
+            cancel_requested: false,
+        },
+        vec![renewed.clone()],
+    );
+    assert!(s.check().is_empty(), "{:?}", s.check());
+    // Answered `Conflict` but the row moved on: the write was applied.
+    let mut applied = renewed.clone();
+    applied.expires_at = Some(StoreTime(130));
+    applied.version += 1;
+    s.serve(
+        30,
+        renew(1),
+        Reply::Rejected("Conflict(JobId(1))".into()),
+        vec![applied],
+    );
+    let v = s.check();
+    assert_eq!(only_i11(&v).len(), 1, "{v:?}");
+    assert!(
+        v[0].message.contains("the store's row job-1"),
+        "{}",
+        v[0].message
+    );
+}

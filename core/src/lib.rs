@@ -70,8 +70,9 @@ pub use schedule::{
     CatchUp, FireRequest, ListSchedulesRequest, Rule, Schedule, ScheduleRecord, MAX_CATCH_UP,
 };
 pub use store::{
-    list_all, list_all_schedules, BatchAnswer, BatchRequest, ClaimRequest, ListRequest,
-    ReleaseRequest, RenewRequest, Store, SweepRequest, LIST_ALL_MAX_ROWS, MAX_BATCH_REQUESTS,
+    batch_by_parts, list_all, list_all_schedules, BatchAnswer, BatchRequest, ClaimRequest,
+    ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest, LIST_ALL_MAX_ROWS,
+    MAX_BATCH_REQUESTS,
 };
 pub use time::{Millis, StoreTime};
 pub use worker::{

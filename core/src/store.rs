@@ -93,6 +93,21 @@ pub struct ListRequest {
     pub limit: u32,
 }
 
+/// [`Store::batch`] as separate requests: every release at once and, once
+/// each is answered, every claim at once (the trait's default, for a store
+/// without a batch of its own, and for a wrapper that forwards `batch` to
+/// it only sometimes). First polls happen in list order.
+pub async fn batch_by_parts<S: Store + ?Sized>(
+    store: &S,
+    req: BatchRequest,
+) -> Result<BatchAnswer, StoreError> {
+    let releases =
+        crate::join::join_all(req.releases.into_iter().map(|r| store.release(r)).collect()).await;
+    let claims =
+        crate::join::join_all(req.claims.into_iter().map(|c| store.claim(c)).collect()).await;
+    Ok(BatchAnswer { releases, claims })
+}
+
 /// A job store. Implemented by the memory, SQLite and Postgres adapters, and
 /// by the simulator's remote client.
 pub trait Store: Send + Sync + 'static {
@@ -131,15 +146,7 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: BatchRequest,
     ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
-        async move {
-            let releases =
-                crate::join::join_all(req.releases.into_iter().map(|r| self.release(r)).collect())
-                    .await;
-            let claims =
-                crate::join::join_all(req.claims.into_iter().map(|c| self.claim(c)).collect())
-                    .await;
-            Ok(BatchAnswer { releases, claims })
-        }
+        batch_by_parts(self, req)
     }
     /// Reclaims expired leases; answers one crash report per reclaim.
     fn sweep(

@@ -1,6 +1,9 @@
 //! The harness as a library: a user's own store, with a bug of their own,
 //! run through the public API (`leasehold_sim::harness`), is caught; the
-//! same store without the bug passes.
+//! same store without the bug passes. One of the bugs lives only in the
+//! store's `batch` (the worker's releases and claims travel as one batch
+//! message and run the store's own `batch`), so it is caught only if the
+//! simulator runs that code and judges each of its answers.
 
 // The factory's methods return `impl Future + Send` as the trait declares,
 // building owned futures (what a user's code looks like); `async fn` would
@@ -8,9 +11,9 @@
 #![allow(clippy::manual_async_fn)]
 
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
-    ListSchedulesRequest, NewJob, Outcome, Release, ReleaseRequest, RenewRequest, Renewal,
-    Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Outcome, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_sim::harness::check_store;
@@ -20,10 +23,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 /// A user's store: the memory adapter behind a "result column" that keeps
-/// at most `keep` bytes (`None`: the column is fine).
+/// at most `keep` bytes (`None`: the column is fine), and whose `batch`
+/// answers a committed release `Lost` when `batch_says_lost`.
 struct ShortColumn {
     inner: MemoryStore,
     keep: Option<usize>,
+    batch_says_lost: bool,
 }
 
 impl Store for ShortColumn {
@@ -50,6 +55,28 @@ impl Store for ShortColumn {
             bytes.truncate(keep);
         }
         self.inner.release(r)
+    }
+    fn batch(
+        &self,
+        req: BatchRequest,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        async move {
+            let mut a = BatchAnswer::default();
+            for r in req.releases {
+                a.releases.push(self.release(r).await);
+            }
+            for c in req.claims {
+                a.claims.push(self.claim(c).await);
+            }
+            if self.batch_says_lost {
+                for r in &mut a.releases {
+                    if *r == Ok(Release::Committed) {
+                        *r = Ok(Release::Lost);
+                    }
+                }
+            }
+            Ok(a)
+        }
     }
     fn sweep(
         &self,
@@ -89,8 +116,10 @@ impl Store for ShortColumn {
 /// No audit log, nothing to close: every `SimStore` method keeps its default.
 impl SimStore for ShortColumn {}
 
+#[derive(Default)]
 struct Factory {
     keep: Option<usize>,
+    batch_says_lost: bool,
 }
 
 impl StoreFactory for Factory {
@@ -119,8 +148,14 @@ impl StoreFactory for Factory {
         clock: SimStoreClock,
     ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
         let inner = MemoryStore::with_state(ctx.policy.clone(), clock, db.clone());
-        let keep = self.keep;
-        async move { Ok(ShortColumn { inner, keep }) }
+        let (keep, batch_says_lost) = (self.keep, self.batch_says_lost);
+        async move {
+            Ok(ShortColumn {
+                inner,
+                keep,
+                batch_says_lost,
+            })
+        }
     }
 }
 
@@ -134,7 +169,11 @@ fn scenarios() -> Vec<PathBuf> {
 
 #[test]
 fn a_store_that_shortens_results_is_caught_through_the_public_api() {
-    let report = check_store(Factory { keep: Some(8) }, &scenarios(), Some(2)).unwrap();
+    let f = Factory {
+        keep: Some(8),
+        ..Factory::default()
+    };
+    let report = check_store(f, &scenarios(), Some(2)).unwrap();
     assert_eq!(report.runs.len(), 4);
     let failure = report
         .failures()
@@ -156,8 +195,29 @@ fn a_store_that_shortens_results_is_caught_through_the_public_api() {
 
 #[test]
 fn the_same_store_without_the_bug_passes() {
-    let report = check_store(Factory { keep: None }, &scenarios(), Some(2)).unwrap();
+    let report = check_store(Factory::default(), &scenarios(), Some(2)).unwrap();
     let failures: Vec<String> = report.failures().map(|f| f.summary()).collect();
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(report.runs.len(), 4);
+}
+
+#[test]
+fn a_store_whose_batch_misanswers_a_release_is_caught() {
+    let f = Factory {
+        batch_says_lost: true,
+        ..Factory::default()
+    };
+    let report = check_store(f, &scenarios(), Some(2)).unwrap();
+    let failure = report
+        .failures()
+        .next()
+        .expect("the batch's wrong answer is caught");
+    assert!(
+        failure
+            .violations
+            .iter()
+            .any(|v| v.invariant.to_string() == "I11"),
+        "{}",
+        failure.summary()
+    );
 }

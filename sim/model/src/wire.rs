@@ -35,6 +35,50 @@ pub struct WireRequest {
     pub op: WireOp,
 }
 
+/// What a client sends on one connection: one request, or a worker's
+/// [`leasehold_core::Store::batch`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum WireMessage {
+    /// One request, answered by one [`WireReply`].
+    One(WireRequest),
+    /// A batch: its releases, then its claims, each with a request id of
+    /// its own (unique in the run), executed by the store's own `batch` (one
+    /// transaction on the SQL stores) and answered by a `Vec<WireReply>`,
+    /// one answer per part, in order. It travels, and is lost, held or
+    /// answered, as one message.
+    Batch(WireBatch),
+}
+
+/// The parts of a [`WireMessage::Batch`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireBatch {
+    /// Sending host.
+    pub host: String,
+    /// Each part's request id, and the part: a `Release` or a `Claim`,
+    /// releases first (see [`WireBatch::request`]).
+    pub parts: Vec<(u64, WireOp)>,
+}
+
+impl WireBatch {
+    /// The store's [`leasehold_core::BatchRequest`], or what is wrong: a
+    /// part that is neither a release nor a claim, or a release after a
+    /// claim (a batch is its releases, then its claims).
+    pub fn request(&self) -> Result<leasehold_core::BatchRequest, String> {
+        let mut req = leasehold_core::BatchRequest::default();
+        for (id, op) in &self.parts {
+            match op {
+                WireOp::Release(r) if req.claims.is_empty() => req.releases.push(r.clone()),
+                WireOp::Claim(c) => req.claims.push(c.clone()),
+                other => return Err(format!(
+                    "request {id} of a batch is not a release before the claims or a claim: {:?}",
+                    other.summary()
+                )),
+            }
+        }
+        Ok(req)
+    }
+}
+
 /// A store operation with its full arguments.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum WireOp {

@@ -7,12 +7,13 @@
 //! both.
 
 use crate::history::ReadRow;
-use crate::wire::{WireError, WireOp, WireReply};
+use crate::wire::{WireBatch, WireError, WireOp, WireReply};
 use leasehold_core::{
-    CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
-    ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal, Schedule,
-    ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
+use std::collections::BTreeMap;
 use std::future::Future;
 
 /// Carries one request to the store and brings its answer back: a
@@ -21,6 +22,25 @@ use std::future::Future;
 pub trait WireCall: Send + Sync + 'static {
     /// Sends `op` and waits for its answer.
     fn call(&self, op: WireOp) -> impl Future<Output = Result<WireReply, StoreError>> + Send;
+
+    /// Whether this carrier sends a [`Store::batch`] as one message
+    /// ([`WireCall::call_batch`]); otherwise a batch goes as its separate
+    /// requests ([`leasehold_core::batch_by_parts`]).
+    const BATCHES: bool = false;
+
+    /// Sends a batch as one message and answers each of its requests (only
+    /// called when [`WireCall::BATCHES`] is set).
+    fn call_batch(
+        &self,
+        req: BatchRequest,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        let _ = req;
+        async {
+            Err(StoreError::Corrupt(
+                "this carrier sends no batch message".into(),
+            ))
+        }
+    }
 
     /// The caller's own wall clock to send with a sweep, for the catalogue's
     /// `sweeper-own-clock` bug; `None` (the protocol: the store's clock
@@ -78,6 +98,13 @@ impl<C: WireCall> Store for WireStore<C> {
         match self.0.call(WireOp::Release(req)).await? {
             WireReply::Release(r) => Ok(r),
             r => Err(unexpected(r)),
+        }
+    }
+    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        if C::BATCHES {
+            self.0.call_batch(req).await
+        } else {
+            leasehold_core::batch_by_parts(self, req).await
         }
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
@@ -163,10 +190,88 @@ pub async fn apply<S: Store>(store: &S, op: WireOp) -> WireReply {
     }
 }
 
+/// Serves a batch with the store's own `batch` (one transaction on the SQL
+/// stores) and answers each part with its reply and the rows it touched.
+///
+/// The rows are read once, after the whole batch; a row touched by several
+/// parts is given to the last of them only, since the earlier parts'
+/// images of it cannot be read any more (the checker compares the model's
+/// row after each part with the image that part carries). A store that
+/// answers a different number of requests than it was asked leaves every
+/// part unknown.
+pub async fn apply_batch<S: Store>(
+    store: &S,
+    batch: WireBatch,
+) -> Vec<(u64, WireReply, Vec<ReadRow>)> {
+    let n = batch.parts.len();
+    let answers: Vec<WireReply> = match batch.request() {
+        Ok(req) => match store.batch(req).await {
+            Ok(a) => a
+                .releases
+                .into_iter()
+                .map(|r| wire(r, WireReply::Release))
+                .chain(a.claims.into_iter().map(|c| wire(c, WireReply::Leases)))
+                .collect(),
+            Err(e) => vec![WireReply::Error(WireError::of(&e)); n],
+        },
+        Err(what) => vec![WireReply::Error(WireError::of(&StoreError::Corrupt(what))); n],
+    };
+    let replies: Vec<WireReply> = if answers.len() == n {
+        answers
+    } else {
+        let missing = WireReply::Error(WireError::Unavailable(format!(
+            "the store answered {} of {n} requests in the batch",
+            answers.len()
+        )));
+        vec![missing; n]
+    };
+    let jobs: Vec<Vec<JobId>> = batch
+        .parts
+        .iter()
+        .zip(&replies)
+        .map(|((_, op), r)| touched_jobs(op, r))
+        .collect();
+    let mut last: BTreeMap<JobId, usize> = BTreeMap::new();
+    for (i, js) in jobs.iter().enumerate() {
+        for j in js {
+            last.insert(*j, i);
+        }
+    }
+    let mut rows: Vec<Vec<ReadRow>> = vec![Vec::new(); n];
+    for (j, i) in last {
+        if let Ok(Some(row)) = store.get(j).await {
+            rows[i].push(ReadRow::of(&row));
+        }
+    }
+    // In each part's own order of jobs, as a lone request would read them.
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.sort_by_key(|row| jobs[i].iter().position(|j| *j == row.job));
+    }
+    batch
+        .parts
+        .into_iter()
+        .zip(replies)
+        .zip(rows)
+        .map(|(((id, _), reply), after)| (id, reply, after))
+        .collect()
+}
+
 /// The rows a request touched, read right after it: the answer checks
 /// compare them with the reference model, and each store event is given the
 /// true time of the request after which its row had that version.
 pub async fn touched<S: Store>(store: &S, op: &WireOp, reply: &WireReply) -> Vec<ReadRow> {
+    let jobs = touched_jobs(op, reply);
+    let mut out = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        if let Ok(Some(row)) = store.get(j).await {
+            out.push(ReadRow::of(&row));
+        }
+    }
+    out
+}
+
+/// The jobs a request touched, in the order its rows are read.
+fn touched_jobs(op: &WireOp, reply: &WireReply) -> Vec<JobId> {
     let mut jobs: Vec<JobId> = match (op, reply) {
         (WireOp::Renew(r), _) => vec![r.job],
         (WireOp::Release(r), _) => vec![r.job],
@@ -177,11 +282,5 @@ pub async fn touched<S: Store>(store: &S, op: &WireOp, reply: &WireReply) -> Vec
         _ => Vec::new(),
     };
     jobs.dedup();
-    let mut out = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        if let Ok(Some(row)) = store.get(j).await {
-            out.push(ReadRow::of(&row));
-        }
-    }
-    out
+    jobs
 }

@@ -168,6 +168,16 @@ impl<'a> Sim<'a> {
     /// discards any pending (unsynced) writes. Data that was synced via
     /// `sync_all()` survives the crash.
     pub fn crash(&mut self, addrs: impl ToIpAddrs) {
+        self.crash_with(addrs, |_| {});
+    }
+
+    /// Like [`Sim::crash`], but runs `before` for each host first, inside
+    /// the simulation with that host current and every host caught up, just
+    /// before the host's software is dropped: a caller can drop the host's
+    /// tasks itself, in an order of its choosing (the runtime drops them in
+    /// the order of tokio's task ids, which count the tasks of the whole
+    /// process).
+    pub fn crash_with(&mut self, addrs: impl ToIpAddrs, mut before: impl FnMut(IpAddr)) {
         self.catch_up_all();
         let hosts = self.world.borrow_mut().lookup_many(addrs);
         for h in hosts {
@@ -176,6 +186,7 @@ impl<'a> Sim<'a> {
             self.world.borrow_mut().current = Some(h);
 
             World::enter(&self.world, || {
+                before(h);
                 rt.crash();
 
                 // Discard pending filesystem operations

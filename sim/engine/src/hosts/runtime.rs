@@ -36,14 +36,14 @@
 //! A panic in a spawned task would be swallowed by tokio; the gate catches
 //! it and reports it to the runner, which fails the run as a harness error.
 
-use super::shared::Shared;
+use super::shared::{Shared, TaskSlot};
 use crate::clock::ClockModel;
 use crate::faults::paused_until;
 use leasehold_core::{BoxFuture, Millis, Runtime, StoreTime};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -162,11 +162,39 @@ impl Runtime for HostRuntime {
     }
 
     fn spawn(&self, task: BoxFuture<()>) {
-        tokio::spawn(self.gate(task));
+        let gated = self.gate(task);
+        let slot: Arc<TaskSlot> = Arc::new(Mutex::new(Some(Box::pin(async move {
+            gated.await;
+        }))));
+        self.0.shared.register_task(&self.0.name, &slot);
+        tokio::spawn(Slotted(slot));
     }
 
     fn wall(&self) -> StoreTime {
         self.0.clock.wall(true_now_ms())
+    }
+}
+
+/// A spawned task whose future lives in a [`TaskSlot`] its host's registry
+/// can empty: a crash drops the futures in spawn order
+/// ([`Shared::drop_host_tasks`]), and tokio later drops the empty shell.
+struct Slotted(Arc<TaskSlot>);
+
+impl Future for Slotted {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(f) = slot.as_mut() else {
+            return Poll::Ready(());
+        };
+        if f.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        let done = slot.take();
+        drop(slot);
+        drop(done);
+        Poll::Ready(())
     }
 }
 

@@ -12,15 +12,20 @@
 //! up, as a lost packet would leave it. Inside the window the store may
 //! also answer a renew, release or cancel `Conflict` without applying it
 //! (the seed's `store_conflict` rate; see [`Shared::store_conflict`]).
+//!
+//! A worker's batch arrives as one message and is executed by the store's
+//! own `batch` (one transaction on the SQL stores), then recorded as its
+//! parts, each with its own answer; it is lost, or answered and its answer
+//! lost, as a whole.
 
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::history::{Fate, ReadRow, Record};
-use crate::net::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};
+use crate::net::{read_frame, write_frame, WireError, WireMessage, WireOp, WireReply, STORE_PORT};
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::{JobId, Runtime, StoreError};
-use leasehold_model::wire_store::{apply, touched, wire};
+use leasehold_model::wire_store::{apply, apply_batch, touched, wire};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -186,11 +191,15 @@ async fn serve<F: StoreFactory>(
     backend: Arc<Backend<F>>,
     rt: HostRuntime,
 ) {
-    let Ok(req) = read_frame::<_, WireRequest>(&mut s).await else {
+    let Ok(msg) = read_frame::<_, WireMessage>(&mut s).await else {
         return;
     };
     let shared = rt.shared().clone();
     let (t, _) = rt.times();
+    let (host, ids) = match &msg {
+        WireMessage::One(r) => (r.host.clone(), vec![r.id]),
+        WireMessage::Batch(b) => (b.host.clone(), b.parts.iter().map(|(id, _)| *id).collect()),
+    };
     let in_window = t < shared.window_ms;
     let loss = if in_window {
         shared.draw.message_loss
@@ -198,31 +207,50 @@ async fn serve<F: StoreFactory>(
         0.0
     };
     if shared.net_chance(loss) {
-        shared.record(Record::Served {
-            t,
-            store_time: rt.wall(),
-            id: req.id,
-            host: req.host,
-            fate: Fate::RequestLost,
-            reply: None,
-            after: Vec::new(),
-        });
+        for id in ids {
+            shared.record(Record::Served {
+                t,
+                store_time: rt.wall(),
+                id,
+                host: host.clone(),
+                fate: Fate::RequestLost,
+                reply: None,
+                after: Vec::new(),
+            });
+        }
         hold_without_reply(s).await;
         return;
     }
     let store_time = rt.wall();
     backend.clock.set(store_time);
-    let conflict =
-        conflict_target(&req.op).filter(|&job| shared.store_conflict(&req.host, job, in_window));
-    let (reply, after) = match backend.call(execute(store, req.op.clone(), conflict)).await {
+    let done = match msg {
+        WireMessage::One(req) => {
+            let conflict = conflict_target(&req.op)
+                .filter(|&job| shared.store_conflict(&req.host, job, in_window));
+            backend
+                .call(execute(store, req.op, conflict))
+                .await
+                .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(r)))
+        }
+        WireMessage::Batch(b) => backend
+            .call(async move { apply_batch(&*store, b).await })
+            .await
+            .map(|parts| {
+                let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
+                (parts, Answer::Batch(replies))
+            }),
+    };
+    let (parts, answer) = match done {
         Ok(done) => done,
         Err(e) => {
             shared.report_panic(format!("store call failed: {e}"));
             return;
         }
     };
-    for row in &after {
-        shared.anchor(row.job, row.version, t, req.id);
+    for (id, _, after) in &parts {
+        for row in after {
+            shared.anchor(row.job, row.version, t, *id);
+        }
     }
     let answer_lost =
         in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
@@ -231,20 +259,31 @@ async fn serve<F: StoreFactory>(
     } else {
         Fate::Answered
     };
-    shared.record(Record::Served {
-        t,
-        store_time,
-        id: req.id,
-        host: req.host,
-        fate,
-        reply: Some(reply.summary()),
-        after,
-    });
+    for (id, reply, after) in parts {
+        shared.record(Record::Served {
+            t,
+            store_time,
+            id,
+            host: host.clone(),
+            fate,
+            reply: Some(reply.summary()),
+            after,
+        });
+    }
     if answer_lost {
         hold_without_reply(s).await;
     } else {
-        let _ = write_frame(&mut s, &reply).await;
+        let _ = match &answer {
+            Answer::One(r) => write_frame(&mut s, r).await,
+            Answer::Batch(rs) => write_frame(&mut s, rs).await,
+        };
     }
+}
+
+/// What goes back on the connection: the shape the client waits for.
+enum Answer {
+    One(WireReply),
+    Batch(Vec<WireReply>),
 }
 
 /// The job of a write the store may answer `Conflict` (its version-checked

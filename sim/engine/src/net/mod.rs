@@ -14,4 +14,7 @@ pub mod remote;
 pub use leasehold_model::wire;
 
 pub use remote::{remote_store, RemoteCall, RemoteStore};
-pub use wire::{read_frame, write_frame, WireError, WireOp, WireReply, WireRequest, STORE_PORT};
+pub use wire::{
+    read_frame, write_frame, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
+    STORE_PORT,
+};

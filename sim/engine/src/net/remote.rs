@@ -2,6 +2,10 @@
 //! the client use, over the simulated network: the model's [`WireStore`]
 //! table on a [`RemoteCall`], which carries each request over turmoil TCP.
 //!
+//! A worker's batch ([`Store::batch`](leasehold_core::Store::batch)) travels
+//! as one message and is recorded as its parts, each a request and an
+//! answer of its own (see [`WireMessage::Batch`]).
+//!
 //! Every call is recorded (request, then answer or failure). A call whose
 //! answer does not arrive returns [`StoreError::Unavailable`]: the outcome
 //! is unknown, exactly as in production. The core bounds each call with its
@@ -13,11 +17,14 @@
 //! paused store, is still delivered and executed late, which is how stale
 //! releases and late renewals reach a store in production.
 
-use super::wire::{read_frame, write_frame, WireOp, WireReply, WireRequest, STORE_PORT};
-use crate::history::{Record, Reply};
+use super::wire::{
+    read_frame, write_frame, WireBatch, WireMessage, WireOp, WireReply, WireRequest, STORE_PORT,
+};
+use crate::history::{Op, Record, Reply};
 use crate::hosts::runtime::{sleep_until_true, true_now_ms, HostRuntime};
-use leasehold_core::{Millis, Runtime, StoreError, StoreTime};
+use leasehold_core::{BatchAnswer, BatchRequest, Millis, Runtime, StoreError, StoreTime};
 use leasehold_model::wire_store::{WireCall, WireStore};
+use serde::de::DeserializeOwned;
 use std::io;
 use turmoil::net::TcpStream;
 
@@ -37,11 +44,11 @@ pub struct RemoteCall {
     send_wall_on_sweep: bool,
 }
 
-/// Records "no answer" if a call is dropped before it finished (the caller
-/// timed out), unless the host is being killed.
+/// Records "no answer" for each of its requests if a call is dropped before
+/// it finished (the caller timed out), unless the host is being killed.
 struct Pending<'a> {
     rt: &'a HostRuntime,
-    id: u64,
+    ids: Vec<u64>,
     done: bool,
 }
 
@@ -49,20 +56,22 @@ impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if !self.done && !self.rt.shared().is_crashing() {
             let (t, local) = self.rt.times();
-            self.rt.shared().record(Record::Answer {
-                t,
-                local,
-                host: self.rt.host().to_string(),
-                id: self.id,
-                reply: Reply::Unavailable("caller gave up waiting".into()),
-            });
+            for &id in &self.ids {
+                self.rt.shared().record(Record::Answer {
+                    t,
+                    local,
+                    host: self.rt.host().to_string(),
+                    id,
+                    reply: Reply::Unavailable("caller gave up waiting".into()),
+                });
+            }
         }
     }
 }
 
-async fn exchange(req: &WireRequest) -> io::Result<WireReply> {
+async fn exchange<T: DeserializeOwned>(msg: &WireMessage) -> io::Result<T> {
     let mut s = TcpStream::connect(("store", STORE_PORT)).await?;
-    write_frame(&mut s, req).await?;
+    write_frame(&mut s, msg).await?;
     read_frame(&mut s).await
 }
 
@@ -75,39 +84,30 @@ impl RemoteCall {
             send_wall_on_sweep,
         }
     }
-}
 
-/// A remote store for the host of `rt` (see [`RemoteCall::new`]).
-pub fn remote_store(rt: HostRuntime, send_wall_on_sweep: bool) -> RemoteStore {
-    WireStore::new(RemoteCall::new(rt, send_wall_on_sweep))
-}
-
-impl WireCall for RemoteCall {
-    fn sweep_wall(&self) -> Option<StoreTime> {
-        self.send_wall_on_sweep.then(|| self.rt.wall())
-    }
-
-    async fn call(&self, op: WireOp) -> Result<WireReply, StoreError> {
-        let shared = self.rt.shared().clone();
-        let id = shared.next_request_id();
-        let host = self.rt.host().to_string();
+    /// Records a request per part, sends `msg` on a connection of its own
+    /// and waits (at most [`SAFETY_TIMEOUT`]) for its answer. The caller
+    /// records the answers; if it is dropped first, each part is recorded
+    /// as given up.
+    async fn send<T: DeserializeOwned + Send + 'static>(
+        &self,
+        parts: &[(u64, Op)],
+        msg: WireMessage,
+    ) -> Result<T, String> {
         let (t, local) = self.rt.times();
-        shared.record(Record::Request {
-            t,
-            local,
-            host: host.clone(),
-            id,
-            op: op.summary(),
-        });
+        for (id, op) in parts {
+            self.rt.shared().record(Record::Request {
+                t,
+                local,
+                host: self.rt.host().to_string(),
+                id: *id,
+                op: op.clone(),
+            });
+        }
         let mut pending = Pending {
             rt: &self.rt,
-            id,
+            ids: parts.iter().map(|(id, _)| *id).collect(),
             done: false,
-        };
-        let req = WireRequest {
-            id,
-            host: host.clone(),
-            op,
         };
         // The exchange runs on its own, like bytes already handed to the
         // kernel: if the caller gives up, a held or queued request may
@@ -117,7 +117,7 @@ impl WireCall for RemoteCall {
         self.rt.spawn(Box::pin(async move {
             let r = tokio::select! {
                 biased;
-                r = exchange(&req) => r.map_err(|e| e.to_string()),
+                r = exchange::<T>(&msg) => r.map_err(|e| e.to_string()),
                 _ = sleep_until_true(give_up) => Err("connection abandoned".to_string()),
             };
             let _ = tx.send(r);
@@ -128,22 +128,119 @@ impl WireCall for RemoteCall {
             _ = self.rt.sleep(SAFETY_TIMEOUT) => Err(format!("no answer within {SAFETY_TIMEOUT}")),
         };
         pending.done = true;
+        result
+    }
+
+    fn record_answer(&self, id: u64, reply: Reply) {
         let (t, local) = self.rt.times();
+        self.rt.shared().record(Record::Answer {
+            t,
+            local,
+            host: self.rt.host().to_string(),
+            id,
+            reply,
+        });
+    }
+}
+
+/// A remote store for the host of `rt` (see [`RemoteCall::new`]).
+pub fn remote_store(rt: HostRuntime, send_wall_on_sweep: bool) -> RemoteStore {
+    WireStore::new(RemoteCall::new(rt, send_wall_on_sweep))
+}
+
+fn unexpected(r: WireReply) -> StoreError {
+    StoreError::Corrupt(format!("unexpected answer {r:?}"))
+}
+
+impl WireCall for RemoteCall {
+    const BATCHES: bool = true;
+
+    fn sweep_wall(&self) -> Option<StoreTime> {
+        self.send_wall_on_sweep.then(|| self.rt.wall())
+    }
+
+    async fn call(&self, op: WireOp) -> Result<WireReply, StoreError> {
+        let id = self.rt.shared().next_request_id();
+        let summary = op.summary();
+        let msg = WireMessage::One(WireRequest {
+            id,
+            host: self.rt.host().to_string(),
+            op,
+        });
+        let result = self.send::<WireReply>(&[(id, summary)], msg).await;
         let reply = match &result {
             Ok(r) => r.summary(),
             Err(e) => Reply::Unavailable(e.clone()),
         };
-        shared.record(Record::Answer {
-            t,
-            local,
-            host,
-            id,
-            reply,
-        });
+        self.record_answer(id, reply);
         match result {
             Ok(WireReply::Error(e)) => Err(e.into_store_error()),
             Ok(r) => Ok(r),
             Err(e) => Err(StoreError::Unavailable(e)),
         }
+    }
+
+    /// The batch as one message: see [`WireMessage::Batch`].
+    async fn call_batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        let (n_releases, n_claims) = (req.releases.len(), req.claims.len());
+        let shared = self.rt.shared().clone();
+        let parts: Vec<(u64, WireOp)> = req
+            .releases
+            .into_iter()
+            .map(WireOp::Release)
+            .chain(req.claims.into_iter().map(WireOp::Claim))
+            .map(|op| (shared.next_request_id(), op))
+            .collect();
+        let summaries: Vec<(u64, Op)> = parts.iter().map(|(id, op)| (*id, op.summary())).collect();
+        let msg = WireMessage::Batch(WireBatch {
+            host: self.rt.host().to_string(),
+            parts,
+        });
+        let result = self
+            .send::<Vec<WireReply>>(&summaries, msg)
+            .await
+            .and_then(|replies| {
+                if replies.len() == summaries.len() {
+                    Ok(replies)
+                } else {
+                    Err(format!(
+                        "{} answers for a batch of {}",
+                        replies.len(),
+                        summaries.len()
+                    ))
+                }
+            });
+        let replies = match result {
+            Ok(replies) => replies,
+            Err(e) => {
+                for (id, _) in &summaries {
+                    self.record_answer(*id, Reply::Unavailable(e.clone()));
+                }
+                return Err(StoreError::Unavailable(e));
+            }
+        };
+        for ((id, _), r) in summaries.iter().zip(&replies) {
+            self.record_answer(*id, r.summary());
+        }
+        let mut answer = BatchAnswer {
+            releases: Vec::with_capacity(n_releases),
+            claims: Vec::with_capacity(n_claims),
+        };
+        for (i, r) in replies.into_iter().enumerate() {
+            if i < n_releases {
+                answer.releases.push(match r {
+                    WireReply::Release(r) => Ok(r),
+                    WireReply::Error(e) => Err(e.into_store_error()),
+                    r => Err(unexpected(r)),
+                });
+            } else {
+                answer.claims.push(match r {
+                    WireReply::Leases(l) => Ok(l),
+                    WireReply::Error(e) => Err(e.into_store_error()),
+                    r => Err(unexpected(r)),
+                });
+            }
+        }
+        Ok(answer)
     }
 }

@@ -52,7 +52,8 @@ impl World {
             match &action {
                 ProcessAction::Crash(h) => {
                     if sim.is_host_running(h.as_str()) {
-                        sim.crash(h.as_str());
+                        let shared = self.shared.clone();
+                        sim.crash_with(h.as_str(), |_| shared.drop_host_tasks(h));
                         self.store_down(h);
                         self.shared.set_crashing(false);
                         self.shared.record_runner(Record::HostCrashed {
@@ -63,7 +64,8 @@ impl World {
                 }
                 ProcessAction::Restart(h) => {
                     if sim.is_host_running(h.as_str()) {
-                        sim.crash(h.as_str());
+                        let shared = self.shared.clone();
+                        sim.crash_with(h.as_str(), |_| shared.drop_host_tasks(h));
                         self.store_down(h);
                         self.shared.set_crashing(false);
                         self.shared.record_runner(Record::HostCrashed {

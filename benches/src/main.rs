@@ -25,6 +25,9 @@
 //! - `latency`: jobs arrive at `--rate` per second on an idle queue for
 //!   `--duration` seconds and one default `Worker` drains them; reports
 //!   enqueue-commit → handler-start percentiles (`latency.rs`).
+//!
+//! ## Depends on
+//! `leasehold-core` and the adapters it measures, nothing of the simulator.
 
 #![warn(missing_docs)]
 

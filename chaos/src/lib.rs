@@ -22,6 +22,12 @@
 //! through `tracing-subscriber`, and a fresh worker identity per process
 //! start. Its chaos-only parts (the side-effect log and the planted bug)
 //! live in its `handler.rs` and are marked as such.
+//!
+//! ## Depends on
+//! `leasehold-core`, the two SQL adapters, and the simulator's model and
+//! checker (`leasehold-model`, `leasehold-check`) to judge what the
+//! processes recorded. It must never depend on the simulation engine
+//! (`leasehold-sim`) or turmoil: these are real processes on real clocks.
 
 #![warn(missing_docs)]
 

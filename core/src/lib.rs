@@ -31,6 +31,13 @@
 //!
 //! These are asserted in debug builds by [`JobRecord::check_invariants`] and
 //! the transition postconditions.
+//!
+//! ## Depends on
+//! serde, thiserror, tracing, tokio (sync, time; madsim's tokio under
+//! `--cfg madsim`), croner/jiff for cron plan times and the `metrics`
+//! facade. It must never depend on a database driver, an adapter, the
+//! conformance suite or anything of the simulator: every other crate builds
+//! on it, and time and randomness come in as arguments.
 
 #![warn(missing_docs)]
 

@@ -13,6 +13,10 @@
 //!
 //! Postgres tests call [`database_url`]: without `DATABASE_URL` they print a
 //! loud SKIP and pass, unless `CI` is set, in which case they fail.
+//!
+//! ## Depends on
+//! `leasehold-core`, the conformance suite and every adapter: it is where
+//! they meet. Nothing may depend on it.
 
 #![warn(missing_docs)]
 

@@ -10,6 +10,10 @@
 //! - the history holds exactly one event per accepted transition, in commit
 //!   order;
 //! - iteration is over `BTreeMap`/`BTreeSet`, so answers are deterministic.
+//!
+//! ## Depends on
+//! `leasehold-core` alone. It must never depend on a database driver or on
+//! the simulator, which serves it as the reference store.
 
 #![warn(missing_docs)]
 

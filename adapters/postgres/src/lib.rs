@@ -66,6 +66,11 @@
 //! [`Event`] is inserted into `lease_events` by the same statement that
 //! writes the row. [`PgStore::events`] reads them back in insertion order
 //! (per job, in version order).
+//!
+//! ## Depends on
+//! `leasehold-core` and sqlx (PostgreSQL). It must never depend on another
+//! adapter, the conformance suite (which tests it from `tests/`) or the
+//! simulator (which runs it through its store factory).
 
 #![warn(missing_docs)]
 

@@ -53,6 +53,11 @@
 //! With [`SqliteStoreBuilder::audit`] on (the default), each transition's
 //! [`Event`] is written to `lease_events` in the same transaction;
 //! [`SqliteStore::events`] reads them back in commit order.
+//!
+//! ## Depends on
+//! `leasehold-core` and sqlx (SQLite). It must never depend on another
+//! adapter, the conformance suite (which tests it from `tests/`) or the
+//! simulator (which runs it through its store factory).
 
 #![warn(missing_docs)]
 

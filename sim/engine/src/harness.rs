@@ -23,7 +23,7 @@
 
 use crate::checker::Violation;
 use crate::report::violation_report;
-use crate::runner::run_seed_on;
+use crate::runner::SeedRun;
 use crate::scenario::{load_paths, LoadErrors, Scenario};
 use crate::stores::StoreFactory;
 use std::path::PathBuf;
@@ -123,7 +123,7 @@ pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) ->
         replay: crate::report::replay_command(&path, seed),
         history_hash: 0,
     };
-    match run_seed_on(&s.config, seed, factory) {
+    match SeedRun::new(&s.config, seed).on(factory).run() {
         Ok(out) => {
             r.reports = out
                 .violations

@@ -10,7 +10,7 @@ mod engine_support;
 
 use engine_support::scenario;
 use leasehold_sim::config::SimConfig;
-use leasehold_sim::runner::{builtin, run_seed_stepping, RunOutcome, Stepping};
+use leasehold_sim::runner::{builtin, RunOutcome, SeedRun, Stepping};
 use leasehold_sim::stores::{MemoryFactory, StoreFactory};
 use std::sync::Arc;
 
@@ -20,7 +20,10 @@ fn run<F: StoreFactory>(
     factory: &Arc<F>,
     stepping: Stepping,
 ) -> RunOutcome {
-    run_seed_stepping(cfg, seed, factory, stepping)
+    SeedRun::new(cfg, seed)
+        .on(factory)
+        .stepping(stepping)
+        .run()
         .unwrap_or_else(|e| panic!("{} seed {seed} {stepping:?}: harness error: {e}", cfg.name))
 }
 

@@ -4,7 +4,7 @@
 
 use leasehold_sim::bounds::MAX_DURATION;
 use leasehold_sim::duration::Dur;
-use leasehold_sim::runner::{builtin, run_seed_on, run_seed_within, HarnessError};
+use leasehold_sim::runner::{builtin, HarnessError, SeedRun};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +17,11 @@ fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
     cfg.workload.enqueue_over = Dur::secs(6 * 24 * 3600);
     let limit = Duration::from_millis(300);
     let started = Instant::now();
-    let e = match run_seed_within(&cfg, 1, &Arc::new(MemoryFactory), Some(limit)) {
+    let e = match SeedRun::new(&cfg, 1)
+        .on(&Arc::new(MemoryFactory))
+        .within(Some(limit))
+        .run()
+    {
         Ok(out) => panic!("finished after {} simulated ms", out.sim_time_ms),
         Err(e) => e,
     };
@@ -43,8 +47,11 @@ fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
 fn a_limit_never_changes_a_history() {
     let cfg = builtin::small_swarm();
     let factory = Arc::new(MemoryFactory);
-    let free = run_seed_on(&cfg, 3, &factory).expect("runs");
-    let limited =
-        run_seed_within(&cfg, 3, &factory, Some(Duration::from_secs(600))).expect("in time");
+    let free = SeedRun::new(&cfg, 3).on(&factory).run().expect("runs");
+    let limited = SeedRun::new(&cfg, 3)
+        .on(&factory)
+        .within(Some(Duration::from_secs(600)))
+        .run()
+        .expect("in time");
     assert_eq!(free.history_hash, limited.history_hash);
 }

@@ -69,10 +69,12 @@ impl WireBatch {
             match op {
                 WireOp::Release(r) if req.claims.is_empty() => req.releases.push(r.clone()),
                 WireOp::Claim(c) => req.claims.push(c.clone()),
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "request {id} of a batch is not a release before the claims or a claim: {:?}",
                     other.summary()
-                )),
+                ))
+                }
             }
         }
         Ok(req)

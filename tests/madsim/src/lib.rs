@@ -35,6 +35,13 @@
 //! tests there are the turmoil user's example and the README check.
 //!
 //! [madsim]: https://docs.rs/madsim
+//!
+//! ## Depends on
+//! `leasehold-core`, `leasehold-memory`, madsim, and the simulator's model
+//! and checker (`leasehold-model`, `leasehold-check`), whose wire table,
+//! history records and checks it shares with the turmoil engine. It must
+//! never depend on the turmoil engine (`leasehold-sim`) or a SQL adapter
+//! (neither builds under `--cfg madsim`).
 
 #![warn(missing_docs)]
 

@@ -3,7 +3,7 @@
 
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use crate::config::SimConfig;
-use crate::runner::{run_seed_within, HarnessError, RunOutcome};
+use crate::runner::{HarnessError, RunOutcome, SeedRun};
 use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
 use clap::Args;
 use std::path::PathBuf;
@@ -123,11 +123,11 @@ impl Stores {
     ) -> Result<RunOutcome, HarnessError> {
         let limit = Some(self.run_timeout);
         match kind {
-            StoreKind::Memory => run_seed_within(cfg, seed, &self.memory, limit),
-            StoreKind::Sqlite => run_seed_within(cfg, seed, &self.sqlite, limit),
+            StoreKind::Memory => SeedRun::new(cfg, seed).on(&self.memory).within(limit).run(),
+            StoreKind::Sqlite => SeedRun::new(cfg, seed).on(&self.sqlite).within(limit).run(),
             StoreKind::Postgres => {
                 let f = self.postgres().map_err(HarnessError::Store)?;
-                run_seed_within(cfg, seed, f, limit)
+                SeedRun::new(cfg, seed).on(f).within(limit).run()
             }
         }
     }

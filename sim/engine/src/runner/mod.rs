@@ -265,43 +265,87 @@ fn read_final<F: StoreFactory>(backend: &Backend<F>) -> Result<FinalState, Harne
     read.map_err(|e| HarnessError::Store(format!("reading the final state: {e}")))
 }
 
-/// Runs `cfg` with `seed` on the memory store and checks every invariant.
+/// Runs `cfg` with `seed` on the memory store and checks every invariant
+/// (`SeedRun::new(cfg, seed).run()`).
 pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
-    run_seed_on(cfg, seed, &Arc::new(MemoryFactory))
+    SeedRun::new(cfg, seed).run()
 }
 
-/// Runs `cfg` with `seed` on a fresh store from `factory` and checks every
-/// invariant.
-pub fn run_seed_on<F: StoreFactory>(
-    cfg: &SimConfig,
+/// One seed of a scenario, to run and check: on the memory store unless
+/// [`SeedRun::on`] names another, with no wall-clock limit unless
+/// [`SeedRun::within`] sets one, stepped as [`Stepping::default`] unless
+/// [`SeedRun::stepping`] says otherwise.
+///
+/// ```no_run
+/// use leasehold_sim::runner::{builtin, SeedRun};
+/// use std::time::Duration;
+/// let cfg = builtin::small_swarm();
+/// let out = SeedRun::new(&cfg, 7)
+///     .within(Some(Duration::from_secs(60)))
+///     .run()
+///     .expect("the harness runs");
+/// assert!(out.violations.is_empty());
+/// ```
+#[must_use = "a SeedRun does nothing until `run`"]
+pub struct SeedRun<'a, F: StoreFactory = MemoryFactory> {
+    cfg: &'a SimConfig,
     seed: u64,
-    factory: &Arc<F>,
-) -> Result<RunOutcome, HarnessError> {
-    run_seed_within(cfg, seed, factory, None)
-}
-
-/// [`run_seed_on`] stopped with [`HarnessError::Timeout`] once `limit` of
-/// wall time has passed. The wall clock is read between steps only to
-/// abort, never to decide anything the simulation sees, so a run that
-/// finishes in time has the same history with or without a limit.
-pub fn run_seed_within<F: StoreFactory>(
-    cfg: &SimConfig,
-    seed: u64,
-    factory: &Arc<F>,
+    factory: Arc<F>,
     limit: Option<Duration>,
-) -> Result<RunOutcome, HarnessError> {
-    run_seed_with(cfg, seed, factory, limit, Stepping::default())
+    stepping: Stepping,
 }
 
-/// [`run_seed_on`] with turmoil stepping the hosts as `stepping` says
-/// (speed only: every stepping gives the same history, see [`Stepping`]).
-pub fn run_seed_stepping<F: StoreFactory>(
-    cfg: &SimConfig,
-    seed: u64,
-    factory: &Arc<F>,
-    stepping: Stepping,
-) -> Result<RunOutcome, HarnessError> {
-    run_seed_with(cfg, seed, factory, None, stepping)
+impl<'a> SeedRun<'a, MemoryFactory> {
+    /// `seed` of `cfg`, on the memory store.
+    pub fn new(cfg: &'a SimConfig, seed: u64) -> Self {
+        SeedRun {
+            cfg,
+            seed,
+            factory: Arc::new(MemoryFactory),
+            limit: None,
+            stepping: Stepping::default(),
+        }
+    }
+}
+
+impl<'a, F: StoreFactory> SeedRun<'a, F> {
+    /// On a fresh store (one database for this seed) from `factory`.
+    pub fn on<G: StoreFactory>(self, factory: &Arc<G>) -> SeedRun<'a, G> {
+        SeedRun {
+            cfg: self.cfg,
+            seed: self.seed,
+            factory: factory.clone(),
+            limit: self.limit,
+            stepping: self.stepping,
+        }
+    }
+
+    /// Stopped with [`HarnessError::Timeout`] once `limit` of wall time has
+    /// passed (`None`: no limit). The wall clock is read between steps only
+    /// to abort, never to decide anything the simulation sees, so a run
+    /// that finishes in time has the same history with or without a limit.
+    pub fn within(mut self, limit: Option<Duration>) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// With turmoil stepping the hosts as `stepping` says (speed only:
+    /// every stepping gives the same history, see [`Stepping`]).
+    pub fn stepping(mut self, stepping: Stepping) -> Self {
+        self.stepping = stepping;
+        self
+    }
+
+    /// Runs the seed and checks every invariant.
+    pub fn run(self) -> Result<RunOutcome, HarnessError> {
+        run_seed_with(
+            self.cfg,
+            self.seed,
+            &self.factory,
+            self.limit,
+            self.stepping,
+        )
+    }
 }
 
 fn run_seed_with<F: StoreFactory>(

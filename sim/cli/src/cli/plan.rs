@@ -2,12 +2,16 @@
 //! them belong to this CI shard.
 //!
 //! Seeds are `0..N`, where N is `--seeds` or the scenario's own `seeds`;
-//! `--seed S` runs exactly seed S. Sharding (`--shard I/N`) walks the
-//! runs in a fixed order (scenarios in load order, seeds ascending) and
-//! gives the k-th *unit* to shard `k mod N + 1`. A unit is one seed of a
-//! scenario that expects every invariant to hold, but all seeds of a
-//! scenario that expects a violation: such a scenario passes when any of
-//! its seeds finds the violation, so its seed budget is never split.
+//! `--seed S` runs exactly seed S. Sharding (`--shard I/N`) splits the runs
+//! into *units*: one seed of a scenario that expects every invariant to
+//! hold, but all seeds of a scenario that expects a violation (such a
+//! scenario passes when any of its seeds finds the violation, so its seed
+//! budget is never split). Units go to the least-loaded shard (fewest runs
+//! so far, the lowest index on a tie): first the whole-scenario units,
+//! largest first, then the single seeds in load order, which fill the
+//! shards up evenly. Every machine computes the same plan from the same
+//! scenarios, and the shards' sizes differ by at most one run unless the
+//! whole-scenario units alone are already uneven.
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,11 +28,6 @@ pub struct Shard {
 impl Shard {
     /// The whole run on one machine.
     pub const ALL: Shard = Shard { index: 1, count: 1 };
-
-    /// Whether unit number `k` (0-based, in plan order) is this shard's.
-    pub fn owns(self, k: u64) -> bool {
-        k % self.count == self.index - 1
-    }
 }
 
 impl FromStr for Shard {
@@ -95,25 +94,46 @@ pub fn plan(scenarios: &[PlanInput], seeds: Seeds, shard: Shard) -> Vec<Task> {
 /// [`plan`] with seeds counted from `base` (`base..base+N`); a single
 /// `--seed` is not moved.
 pub fn plan_from(scenarios: &[PlanInput], seeds: Seeds, base: u64, shard: Shard) -> Vec<Task> {
-    let mut out = Vec::new();
-    let mut unit: u64 = 0;
-    for (i, s) in scenarios.iter().enumerate() {
-        let list: Vec<u64> = match seeds {
+    let lists: Vec<Vec<u64>> = scenarios
+        .iter()
+        .map(|s| match seeds {
             Seeds::PerScenario => (0..s.seeds).map(|k| base.wrapping_add(k)).collect(),
             Seeds::Count(n) => (0..n).map(|k| base.wrapping_add(k)).collect(),
             Seeds::One(seed) => vec![seed],
-        };
+        })
+        .collect();
+    let count = usize::try_from(shard.count).unwrap_or(usize::MAX).max(1);
+    // More shards than runs leaves some empty; the loads never need more.
+    let mut load: Vec<usize> = vec![0; count.min(lists.iter().map(Vec::len).sum::<usize>() + 1)];
+    let mut least = |n: usize| -> usize {
+        let (i, _) = load
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, l)| (*l, i))
+            .expect("at least one shard");
+        load[i] += n;
+        i
+    };
+    let mut whole: Vec<usize> = (0..scenarios.len())
+        .filter(|&i| scenarios[i].expects_violation)
+        .collect();
+    whole.sort_by_key(|&i| (std::cmp::Reverse(lists[i].len()), i));
+    let mine = usize::try_from(shard.index - 1).unwrap_or(usize::MAX);
+    let mut owned = vec![false; scenarios.len()];
+    for i in whole {
+        owned[i] = least(lists[i].len()) == mine;
+    }
+    let mut out = Vec::new();
+    for (i, s) in scenarios.iter().enumerate() {
         if s.expects_violation {
-            if shard.owns(unit) {
-                out.extend(list.iter().map(|&seed| Task { scenario: i, seed }));
+            if owned[i] {
+                out.extend(lists[i].iter().map(|&seed| Task { scenario: i, seed }));
             }
-            unit += 1;
         } else {
-            for seed in list {
-                if shard.owns(unit) {
+            for &seed in &lists[i] {
+                if least(1) == mine {
                     out.push(Task { scenario: i, seed });
                 }
-                unit += 1;
             }
         }
     }
@@ -153,6 +173,39 @@ mod tests {
                 })
                 .collect();
             assert_eq!(owners.len(), 1, "{n} shards: {owners:?}");
+        }
+    }
+
+    #[test]
+    fn shards_cover_every_run_once_and_single_seeds_fill_the_smallest() {
+        let input: Vec<PlanInput> = [(30, false), (50, true), (7, false), (10, true), (3, true)]
+            .iter()
+            .map(|&(seeds, expects_violation)| PlanInput {
+                seeds,
+                expects_violation,
+            })
+            .collect();
+        let all = plan(&input, Seeds::PerScenario, Shard::ALL);
+        assert_eq!(all.len(), 100);
+        for n in 1..=7 {
+            let shards: Vec<Vec<Task>> = (1..=n)
+                .map(|i| plan(&input, Seeds::PerScenario, Shard { index: i, count: n }))
+                .collect();
+            let mut union: Vec<Task> = shards.iter().flatten().copied().collect();
+            union.sort();
+            assert_eq!(union, all, "{n} shards: every run exactly once");
+            // Single seeds always go to a least-loaded shard, so a shard
+            // that got one ends at most one run above the smallest shard;
+            // only the never-split seed budgets can stand out.
+            let min = shards.iter().map(Vec::len).min().unwrap();
+            for (k, s) in shards.iter().enumerate() {
+                let singles = s.iter().any(|t| !input[t.scenario].expects_violation);
+                assert!(
+                    !singles || s.len() <= min + 1,
+                    "{n} shards: shard {k} has {} runs, the smallest {min}",
+                    s.len()
+                );
+            }
         }
     }
 }

@@ -230,7 +230,7 @@ async fn serve<F: StoreFactory>(
             backend
                 .call(execute(store, req.op, conflict))
                 .await
-                .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(r)))
+                .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(Box::new(r))))
         }
         WireMessage::Batch(b) => backend
             .call(async move { apply_batch(&*store, b).await })
@@ -282,7 +282,7 @@ async fn serve<F: StoreFactory>(
 
 /// What goes back on the connection: the shape the client waits for.
 enum Answer {
-    One(WireReply),
+    One(Box<WireReply>),
     Batch(Vec<WireReply>),
 }
 

@@ -36,7 +36,7 @@ pub(crate) struct Rules {
 }
 
 impl Rules {
-    /// The rules the simulator's store runs with (see `hosts::store::policy_of`:
+    /// The rules the simulator's store runs with (see `leasehold_model::protocol::policy_of`:
     /// the scenario's limits, the defaults elsewhere).
     pub fn of(cfg: &SimConfig) -> Rules {
         let p = &cfg.protocol;

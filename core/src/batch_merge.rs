@@ -39,6 +39,8 @@ struct Queued {
 pub struct BatchMerger {
     queue: Mutex<Vec<Queued>>,
     flushers: Semaphore,
+    /// Hands claim answers to the wrong callers (`merged-answers-misrouted`).
+    misroute: bool,
 }
 
 impl std::fmt::Debug for BatchMerger {
@@ -55,7 +57,16 @@ impl BatchMerger {
         BatchMerger {
             queue: Mutex::new(Vec::new()),
             flushers: Semaphore::new(flushers.max(1)),
+            misroute: false,
         }
+    }
+
+    /// A merger with a deliberately broken behaviour from the catalogue
+    /// (simulator only).
+    #[cfg(feature = "buggy-variants")]
+    pub fn with_variant(mut self, v: Option<crate::variants::Variant>) -> Self {
+        self.misroute = v == Some(crate::variants::Variant::MergedAnswersMisrouted);
+        self
     }
 
     /// Answers `req` through a merged batch run by `run` (the store's own
@@ -83,7 +94,7 @@ impl BatchMerger {
                         drop(_permit);
                         return answer.await.unwrap_or_else(|_| Err(gone()));
                     }
-                    Self::flush(taken, &run).await;
+                    Self::flush(taken, &run, self.misroute).await;
                 }
             }
         }
@@ -110,7 +121,7 @@ impl BatchMerger {
         q.drain(..n).collect()
     }
 
-    async fn flush<F, Fut>(taken: Vec<Queued>, run: &F)
+    async fn flush<F, Fut>(taken: Vec<Queued>, run: &F, misroute: bool)
     where
         F: Fn(BatchRequest) -> Fut,
         Fut: Future<Output = Result<BatchAnswer, StoreError>>,
@@ -131,11 +142,18 @@ impl BatchMerger {
             {
                 let mut releases = answer.releases.into_iter();
                 let mut claims = answer.claims.into_iter();
-                for ((nr, nc), reply) in shape.into_iter().zip(replies) {
-                    let _ = reply.send(Ok(BatchAnswer {
+                let mut parts: Vec<BatchAnswer> = shape
+                    .iter()
+                    .map(|&(nr, nc)| BatchAnswer {
                         releases: releases.by_ref().take(nr).collect(),
                         claims: claims.by_ref().take(nc).collect(),
-                    }));
+                    })
+                    .collect();
+                if misroute {
+                    misroute_claims(&mut parts);
+                }
+                for (part, reply) in parts.into_iter().zip(replies) {
+                    let _ = reply.send(Ok(part));
                 }
             }
             Ok(_) => {
@@ -150,6 +168,22 @@ impl BatchMerger {
                 }
             }
         }
+    }
+}
+
+/// The `merged-answers-misrouted` bug: the claim answers of the callers
+/// that asked as many claims as the first such caller go round by one.
+fn misroute_claims(parts: &mut [BatchAnswer]) {
+    let Some(n) = parts.iter().map(|p| p.claims.len()).find(|&n| n > 0) else {
+        return;
+    };
+    let same: Vec<usize> = (0..parts.len())
+        .filter(|&i| parts[i].claims.len() == n)
+        .collect();
+    for w in same.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        let taken = std::mem::take(&mut parts[a].claims);
+        parts[a].claims = std::mem::replace(&mut parts[b].claims, taken);
     }
 }
 

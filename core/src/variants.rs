@@ -53,11 +53,22 @@ pub enum Variant {
     ///     again (heartbeat writes that fail and get a live worker rescued,
     ///     as Oban and pg-boss users report).
     ConflictAbandonsLease,
+    /// 16. A merger of concurrent batches hands one worker the claim
+    ///     answers of another: both run leases the store granted to the
+    ///     other (the checker must tell which worker got which answer).
+    MergedAnswersMisrouted,
+    /// 17. A limited queue's slot is freed twice when its handler ends, so
+    ///     the worker runs more of that queue at once than its limit.
+    QueueSlotFreedTwice,
+    /// 18. An idle worker waits only for wake-ups and never polls: a lost
+    ///     notification (a LISTEN connection that never comes back,
+    ///     pgqueuer's and pg-boss's missed wake-ups) leaves work unclaimed.
+    WaitsOnlyForWakeUps,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 15] = [
+    pub const ALL: [Variant; 18] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -73,6 +84,9 @@ impl Variant {
         Variant::SchedulerOwnClock,
         Variant::FireWithoutKey,
         Variant::ConflictAbandonsLease,
+        Variant::MergedAnswersMisrouted,
+        Variant::QueueSlotFreedTwice,
+        Variant::WaitsOnlyForWakeUps,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -93,6 +107,9 @@ impl Variant {
             Variant::SchedulerOwnClock => "scheduler-own-clock",
             Variant::FireWithoutKey => "fire-without-key",
             Variant::ConflictAbandonsLease => "conflict-abandons-lease",
+            Variant::MergedAnswersMisrouted => "merged-answers-misrouted",
+            Variant::QueueSlotFreedTwice => "queue-slot-freed-twice",
+            Variant::WaitsOnlyForWakeUps => "waits-only-for-wake-ups",
         }
     }
 

@@ -118,6 +118,10 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
         // While idle: the wake-ups subscribed before the claim that came
         // back short (one per queue).
         let mut idle_wake: Wakes<'_> = Vec::new();
+        #[cfg(feature = "buggy-variants")]
+        let wake_only = cfg.variant == Some(crate::variants::Variant::WaitsOnlyForWakeUps);
+        #[cfg(not(feature = "buggy-variants"))]
+        let wake_only = false;
         // Batches with claims sent so far; each carries its number.
         let mut claims_sent: u64 = 0;
         let release_budget = Millis(
@@ -248,7 +252,8 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                     idle = false;
                     idle_wake.clear();
                 }
-                _ = rt.sleep(left.max(Millis(1))), if idle || deadline.is_some() => idle = false,
+                _ = rt.sleep(left.max(Millis(1))),
+                    if (idle && !(wake_only && !idle_wake.is_empty())) || deadline.is_some() => idle = false,
             }
             // Collect every lease that already ended, so the next claim asks
             // for all free slots in one request instead of one at a time.

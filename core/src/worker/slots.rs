@@ -38,6 +38,8 @@ pub(crate) struct Slots {
     alive: u32,
     /// The queue offered the first free slot in the next plan.
     turn: usize,
+    /// Frees a limited queue's slot twice (`queue-slot-freed-twice`).
+    free_twice: bool,
 }
 
 impl Slots {
@@ -57,6 +59,10 @@ impl Slots {
             tasks: BTreeSet::new(),
             alive: 0,
             turn: 0,
+            #[cfg(feature = "buggy-variants")]
+            free_twice: cfg.variant == Some(crate::variants::Variant::QueueSlotFreedTwice),
+            #[cfg(not(feature = "buggy-variants"))]
+            free_twice: false,
         }
     }
 
@@ -138,7 +144,9 @@ impl Slots {
     /// Repeats (a retried release) change nothing.
     pub(crate) fn handler_done(&mut self, job: JobId, token: Token) {
         if let Some(q) = self.running.remove(&(job, token)) {
-            self.per_queue[q] -= 1;
+            let limited = self.limits[q] < self.concurrency;
+            let freed = if self.free_twice && limited { 2 } else { 1 };
+            self.per_queue[q] = self.per_queue[q].saturating_sub(freed);
         }
     }
 

@@ -122,7 +122,7 @@ pub struct Shrunk {
     pub budget_exhausted: bool,
 }
 
-fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 10] {
+fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 11] {
     let f = &cfg.faults;
     [
         f.worker_crash_rate,
@@ -135,6 +135,7 @@ fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 10] {
         f.message_loss,
         f.answer_loss,
         f.store_conflict,
+        f.wake_loss,
     ]
 }
 
@@ -391,7 +392,7 @@ fn shorter_fault_windows(c: &SimConfig) -> Vec<SimConfig> {
 fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
     let mut out = Vec::new();
     let zero = Range::exactly(0.0);
-    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 10] = [
+    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 11] = [
         |c| &mut c.faults.worker_crash_rate,
         |c| &mut c.faults.sweeper_crash_rate,
         |c| &mut c.faults.store_crash_rate,
@@ -402,6 +403,7 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
         |c| &mut c.faults.message_loss,
         |c| &mut c.faults.answer_loss,
         |c| &mut c.faults.store_conflict,
+        |c| &mut c.faults.wake_loss,
     ];
     for field in fields {
         let mut d = c.clone();

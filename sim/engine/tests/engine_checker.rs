@@ -1,6 +1,7 @@
 //! The checker on hand-written histories: each invariant I1–I9 is reported
 //! when a history breaks it (including breaks no catalogue variant can
-//! produce, such as I8), and a clean history passes.
+//! produce, such as I8), and a clean history passes. I9 includes a
+//! worker's own limit per queue.
 
 // Event builders mirror every field of an event.
 #![allow(clippy::too_many_arguments)]
@@ -348,6 +349,7 @@ fn run_record(heal: u64) -> Record {
         message_loss: 0.0,
         answer_loss: 0.0,
         store_conflict: 0.0,
+        wake_loss: 0.0,
         timing_assumption_broken: false,
     }
 }
@@ -613,4 +615,61 @@ fn i4_a_reader_sees_a_succeeded_job_without_its_result() {
     };
     assert_eq!(only(&h), vec![InvariantId::I4]);
     let _ = CancelOutcome::Cancelled;
+}
+
+fn handler(t: u64, w: &str, job: u64, phase: HandlerPhase) -> Record {
+    Record::Handler {
+        t,
+        host: w.split('.').next().unwrap_or(w).into(),
+        worker: WorkerId::new(w),
+        job: JobId(job),
+        token: Token(1),
+        phase,
+    }
+}
+
+/// Handler runs of `worker-1.2` (a worker of a process with several):
+/// `(job, start, done)`, on a worker limited to 2 handlers of queue `q`.
+fn i9_worker_history(runs: &[(u64, u64, u64)]) -> Vec<String> {
+    let mut records = vec![run_record(0)];
+    for &(job, from, to) in runs {
+        records.push(handler(from, "worker-1.2", job, HandlerPhase::Start));
+        records.push(handler(
+            to,
+            "worker-1.2",
+            job,
+            HandlerPhase::Done { ok: true },
+        ));
+    }
+    for &(job, ..) in runs {
+        records.push(Record::Final {
+            row: row(job, JobState::Succeeded, Some(b"r")),
+        });
+    }
+    records.push(Record::End {
+        t: 10_000,
+        quiet: false,
+    });
+    let mut c = cfg();
+    c.protocol.concurrency = 4;
+    c.protocol.queue_limit = Some(2);
+    check(&History { records }, &c)
+        .into_iter()
+        .filter(|v| v.invariant == InvariantId::I9)
+        .map(|v| v.message)
+        .collect()
+}
+
+#[test]
+fn i9_a_worker_running_more_of_a_queue_than_its_limit() {
+    let over = i9_worker_history(&[(1, 100, 500), (2, 100, 500), (3, 200, 300)]);
+    assert_eq!(over.len(), 1, "{over:#?}");
+    assert!(
+        over[0].contains("worker-1.2 runs 3 handlers of queue \"q\" at once, its limit is 2"),
+        "{over:#?}"
+    );
+    // A slot freed and taken in the same millisecond, and a run that ended
+    // as it began (a poison payload), never overlap.
+    let fine = i9_worker_history(&[(1, 100, 500), (2, 100, 500), (3, 500, 900), (4, 300, 300)]);
+    assert!(fine.is_empty(), "{fine:#?}");
 }

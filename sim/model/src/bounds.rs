@@ -29,6 +29,8 @@ pub const MAX_CLOCK_OFFSET_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
 /// Most worker hosts (turmoil's cost per step grows with the square of
 /// the hosts, through their links).
 pub const MAX_WORKERS: u32 = 1000;
+/// Most workers in one simulated process (production's bench runs 16).
+pub const MAX_WORKERS_PER_PROCESS: u32 = 64;
 /// Most sweeper hosts.
 pub const MAX_SWEEPERS: u32 = 100;
 /// Most jobs: the workload plan, the store and the history hold every one.
@@ -87,6 +89,13 @@ fn counts(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
         t.workers.into(),
         MAX_WORKERS.into(),
         "workers",
+    );
+    over(
+        bad,
+        "topology.workers_per_process",
+        t.workers_per_process.into(),
+        MAX_WORKERS_PER_PROCESS.into(),
+        "workers in one process",
     );
     over(
         bad,
@@ -268,6 +277,7 @@ fn floats(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
         ("faults.message_loss", &f.message_loss),
         ("faults.answer_loss", &f.answer_loss),
         ("faults.store_conflict", &f.store_conflict),
+        ("faults.wake_loss", &f.wake_loss),
     ] {
         all.push((path, r.lo));
         all.push((path, r.hi));

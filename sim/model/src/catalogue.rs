@@ -116,3 +116,17 @@ pub fn configure_scheduler(
     let _ = v;
     b
 }
+
+/// Puts the merger-side variant (`merged-answers-misrouted`) into a
+/// process's batch merger.
+pub fn configure_merger(
+    m: leasehold_core::BatchMerger,
+    v: Option<Variant>,
+) -> leasehold_core::BatchMerger {
+    #[cfg(feature = "catalogue")]
+    if v == Some(Variant::MergedAnswersMisrouted) {
+        return m.with_variant(v);
+    }
+    let _ = v;
+    m
+}

@@ -95,6 +95,24 @@ pub struct Topology {
     /// Scheduler hosts (`scheduler-1` …), each running the real
     /// `leasehold_core::Scheduler` over every schedule of the scenario.
     pub schedulers: u32,
+    /// Workers in each worker host's process (`worker-2.1`, `worker-2.2`
+    /// … when above 1). They share one store client, whose batches are
+    /// merged as production's adapters merge them, and die together.
+    #[serde(skip_serializing_if = "is_one")]
+    pub workers_per_process: u32,
+    /// Queues each worker serves: worker `k` (counting every worker of
+    /// every host from 0) serves the workload's queues `k`, `k + 1`, …
+    /// (round the list), each with [`Protocol::queue_limit`].
+    #[serde(skip_serializing_if = "is_one")]
+    pub queues_per_worker: u32,
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+fn is_never(r: &Range<f64>) -> bool {
+    r.lo == 0.0 && r.hi == 0.0
 }
 
 impl Default for Topology {
@@ -103,6 +121,8 @@ impl Default for Topology {
             workers: 4,
             sweepers: 1,
             schedulers: 0,
+            workers_per_process: 1,
+            queues_per_worker: 1,
         }
     }
 }
@@ -131,6 +151,10 @@ pub struct Protocol {
     pub backoff_cap: Dur,
     /// Most running jobs per queue (none = unlimited).
     pub parallelism: Option<u32>,
+    /// Most handlers of one queue a worker runs at once, for every queue it
+    /// serves (none = its concurrency): the worker's slot planner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_limit: Option<u32>,
     /// Request timeout on workers and sweepers.
     pub request_timeout: Dur,
     /// Idle poll interval of workers.
@@ -160,6 +184,7 @@ impl Default for Protocol {
             backoff_base: DEFAULT_BACKOFF_BASE,
             backoff_cap: DEFAULT_BACKOFF_CAP,
             parallelism: None,
+            queue_limit: None,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             poll_interval: DEFAULT_POLL,
             scheduler_tick: crate::schedules::DEFAULT_SCHEDULER_TICK,
@@ -279,6 +304,11 @@ pub struct Faults {
     /// host for one job (contention passes), so a worker that retries
     /// promptly always gets through; one that gives up loses its lease.
     pub store_conflict: Range<f64>,
+    /// Probability a wake-up the store host sends a worker process (work
+    /// became available) is lost (inside the window). Workers must find the
+    /// work by polling.
+    #[serde(skip_serializing_if = "is_never")]
+    pub wake_loss: Range<f64>,
     /// Extra delay of held (late, reordered) messages, per host per minute.
     pub hold_rate: Range<f64>,
     /// How long messages are held.
@@ -311,6 +341,7 @@ impl Default for Faults {
             message_loss: none,
             answer_loss: none,
             store_conflict: none,
+            wake_loss: none,
             hold_rate: none,
             hold_len: Range::new(Dur::ms(100), Dur::secs(5)),
             clock_offset: Range::exactly(SignedDur(0)),
@@ -697,6 +728,35 @@ impl SimConfig {
         if self.topology.workers == 0 {
             bad("topology.workers", "at least one worker is needed".into());
         }
+        if self.topology.workers_per_process == 0 {
+            bad(
+                "topology.workers_per_process",
+                "at least one worker per process is needed".into(),
+            );
+        }
+        let queues = self.workload.queues.len();
+        if self.topology.queues_per_worker == 0
+            || self.topology.queues_per_worker as usize > queues.max(1)
+        {
+            bad(
+                "topology.queues_per_worker",
+                format!(
+                    "{} must be between 1 and the {queues} queue(s) of workload.queues",
+                    self.topology.queues_per_worker
+                ),
+            );
+        }
+        if let Some(limit) = self.protocol.queue_limit {
+            if limit == 0 || limit > self.protocol.concurrency {
+                bad(
+                    "protocol.queue_limit",
+                    format!(
+                        "{limit} must be between 1 and protocol.concurrency {}",
+                        self.protocol.concurrency
+                    ),
+                );
+            }
+        }
         if self.seeds == 0 {
             bad("seeds", "must be at least 1".into());
         }
@@ -871,6 +931,7 @@ impl SimConfig {
             ("faults.message_loss", &f.message_loss),
             ("faults.answer_loss", &f.answer_loss),
             ("faults.store_conflict", &f.store_conflict),
+            ("faults.wake_loss", &f.wake_loss),
         ] {
             check_range(&mut bad, path, r);
             if r.lo < 0.0 || r.hi > 1.0 {

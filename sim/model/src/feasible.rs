@@ -96,16 +96,16 @@ fn core_problem(e: &ConfigError) -> ConfigProblem {
 /// Builds the worker configuration as the worker host does
 /// (both use [`crate::protocol::worker_config`]), with the scenario's catalogue variant.
 fn worker_config(cfg: &SimConfig, out: &mut Vec<ConfigProblem>) {
-    let Some(queue) = cfg.workload.queues.first() else {
+    let queues = crate::protocol::queues_of(cfg, 0);
+    if queues.is_empty() {
         return;
-    };
+    }
     let variant = cfg.variant.as_deref().and_then(Variant::parse);
     if cfg.variant.is_some() && variant.is_none() {
         // A variant this build does not carry: running it says why not.
         return;
     }
-    if let Err(e) = crate::protocol::worker_config(cfg, "worker-1", queue.clone(), variant).build()
-    {
+    if let Err(e) = crate::protocol::worker_config(cfg, "worker-1", &queues, variant).build() {
         out.push(core_problem(&e));
     }
 }

@@ -31,17 +31,32 @@ pub fn policy_of(cfg: &SimConfig, seed: u64) -> Result<Policy, String> {
     b.build().map_err(|e| e.to_string())
 }
 
-/// The worker configuration of a scenario for worker `id` on `queue`, with
-/// the catalogue's worker-side `variant` (if any) put in. Not yet built:
-/// the caller may add what only it knows.
+/// The queues worker number `k` serves (every worker of every host counted
+/// from 0, host by host): `topology.queues_per_worker` of the workload's
+/// queues from the `k`-th on, round the list, so that every queue is
+/// served as soon as there are as many workers as queues.
+pub fn queues_of(cfg: &SimConfig, k: usize) -> Vec<String> {
+    let qs = &cfg.workload.queues;
+    if qs.is_empty() {
+        return Vec::new();
+    }
+    let n = (cfg.topology.queues_per_worker as usize).clamp(1, qs.len());
+    (0..n).map(|i| qs[(k + i) % qs.len()].clone()).collect()
+}
+
+/// The worker configuration of a scenario for worker `id` on `queues` (the
+/// first one first; each with `protocol.queue_limit` when set), with the
+/// catalogue's worker-side `variant` (if any) put in. Not yet built: the
+/// caller may add what only it knows.
 pub fn worker_config(
     cfg: &SimConfig,
     id: impl Into<String>,
-    queue: impl Into<String>,
+    queues: &[String],
     variant: Option<Variant>,
 ) -> WorkerConfigBuilder {
     let p = &cfg.protocol;
-    let b = WorkerConfig::builder(id, queue)
+    let first = queues.first().cloned().unwrap_or_default();
+    let mut b = WorkerConfig::builder(id, first)
         .concurrency(p.concurrency)
         .lease(p.lease.0)
         .renew_interval(p.renew_interval.0)
@@ -49,5 +64,11 @@ pub fn worker_config(
         .fence_margin(p.fence_margin.0)
         .poll_interval(p.poll_interval.0)
         .request_timeout(p.request_timeout.0);
+    for q in queues.iter().skip(1) {
+        b = b.queue(q.clone(), p.queue_limit.unwrap_or(p.concurrency));
+    }
+    if let (Some(limit), Some(q)) = (p.queue_limit, queues.first()) {
+        b = b.queue(q.clone(), limit);
+    }
     catalogue::configure_worker(b, variant)
 }

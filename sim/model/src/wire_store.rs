@@ -48,6 +48,13 @@ pub trait WireCall: Send + Sync + 'static {
     fn sweep_wall(&self) -> Option<StoreTime> {
         None
     }
+
+    /// [`Store::work_available`] as this carrier hears of it (wake-ups the
+    /// store host sends); never, by default: the worker polls.
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        let _ = queue;
+        std::future::pending()
+    }
 }
 
 /// A [`Store`] whose every call travels as one wire request.
@@ -158,6 +165,9 @@ impl<C: WireCall> Store for WireStore<C> {
             WireReply::Schedules(s) => Ok(s),
             r => Err(unexpected(r)),
         }
+    }
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        self.0.work_available(queue)
     }
 }
 

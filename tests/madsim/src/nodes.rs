@@ -109,7 +109,12 @@ pub async fn worker_node(shared: Arc<Shared>, index: u32) {
     let variant = shared.scenario.variant;
     let host = shared.start(&name, |n| Some(identity(&name, n, variant)));
     let id = host.worker.clone().expect("a worker identity");
-    let b = leasehold_model::protocol::worker_config(&shared.cfg, id.clone(), QUEUE, variant);
+    let b = leasehold_model::protocol::worker_config(
+        &shared.cfg,
+        id.clone(),
+        &[QUEUE.to_string()],
+        variant,
+    );
     let cfg = b
         .build()
         .expect("the scenario's worker configuration is valid");

@@ -219,6 +219,7 @@ pub async fn simulate(scenario: Scenario) -> Outcome {
         message_loss: plan.loss,
         answer_loss: 0.0,
         store_conflict: 0.0,
+        wake_loss: 0.0,
         // One clock for every node: no drift, no step, ever.
         timing_assumption_broken: false,
     });

@@ -245,9 +245,11 @@ impl Facts {
 
     /// The host a worker identity ran on (`worker-2#1` → `worker-2`).
     pub fn host_of(worker: &WorkerId) -> String {
+        // `worker-2`, `worker-2#1`, and with several workers per process
+        // `worker-2.3`, `worker-2.3#1`: the host is before any `.` or `#`.
         worker
             .as_str()
-            .split('#')
+            .split(['#', '.'])
             .next()
             .unwrap_or_default()
             .to_string()

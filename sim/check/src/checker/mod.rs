@@ -160,6 +160,7 @@ pub fn check(history: &History, cfg: &SimConfig) -> Vec<Violation> {
     out.extend(cancel::check_history(&steps, &facts));
     out.extend(budget::check_events(&steps));
     out.extend(parallelism::check_events(&steps, cfg.protocol.parallelism));
+    out.extend(parallelism::check_workers(&facts, cfg));
     out.extend(answers::check(history, cfg));
     out.extend(schedules::check(history, &facts, cfg));
     let mut out = limit(out);

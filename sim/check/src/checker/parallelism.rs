@@ -1,10 +1,99 @@
 //! I9 parallelism: a queue never has more running jobs than its limit.
+//!
+//! The same bound one level down, on the worker's own slot planner: a worker
+//! never runs more handlers of one queue at once than its limit for that
+//! queue (`protocol.queue_limit`), nor more in all than its concurrency.
+//! Judged on the handlers' ground truth (their start and return in true
+//! time), not on anything the worker says about its slots.
 
+use super::facts::Facts;
 use super::replay::Step;
 use super::Violation;
 use crate::config::InvariantId::I9;
-use leasehold_core::{JobId, JobState};
+use crate::config::SimConfig;
+use crate::history::HandlerPhase;
+use leasehold_core::{JobId, JobState, WorkerId};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Each worker's running handlers, per queue and in all, against its limits.
+pub fn check_workers(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
+    let concurrency = cfg.protocol.concurrency as usize;
+    let queue_limit = cfg.protocol.queue_limit.map_or(concurrency, |l| l as usize);
+    // (worker, time, starts?) per handler edge; an end sorts before a start
+    // at the same millisecond (a slot freed, then taken).
+    let mut edges: BTreeMap<&WorkerId, Vec<(u64, bool, JobId, &str)>> = BTreeMap::new();
+    for ((w, job, _), steps) in &facts.handlers {
+        let Some(queue) = facts.finals.get(job).map(|r| r.queue.as_str()) else {
+            continue;
+        };
+        let host = Facts::host_of(w);
+        let mut open: Option<u64> = None;
+        let e = edges.entry(w).or_default();
+        for (t, phase) in steps {
+            match phase {
+                HandlerPhase::Start => open = Some(*t),
+                HandlerPhase::Done { .. } | HandlerPhase::Dropped => {
+                    // An empty run (a poison payload refused at once)
+                    // overlaps nothing.
+                    if let Some(from) = open.take().filter(|&from| from < *t) {
+                        e.push((from, true, *job, queue));
+                        e.push((*t, false, *job, queue));
+                    }
+                }
+            }
+        }
+        if let Some(from) = open {
+            // Never returned: it ran until its process died, or to the end.
+            let death = facts
+                .crashes
+                .get(&host)
+                .and_then(|v| v.iter().copied().find(|&c| c >= from))
+                .unwrap_or(facts.end_ms);
+            if from < death {
+                e.push((from, true, *job, queue));
+                e.push((death, false, *job, queue));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (w, mut e) in edges {
+        e.sort_by_key(|&(t, starts, job, _)| (t, starts, job));
+        let mut per: BTreeMap<&str, BTreeSet<JobId>> = BTreeMap::new();
+        let mut all = 0usize;
+        let mut flagged: BTreeSet<&str> = BTreeSet::new();
+        for (t, starts, job, queue) in e {
+            let running = per.entry(queue).or_default();
+            if !starts {
+                if running.remove(&job) {
+                    all -= 1;
+                }
+                continue;
+            }
+            if running.insert(job) {
+                all += 1;
+            }
+            let over_queue = running.len() > queue_limit;
+            let over_all = all > concurrency;
+            if (over_queue || over_all) && flagged.insert(queue) {
+                let what = if over_queue {
+                    format!(
+                        "{} handlers of queue {queue:?} at once, its limit is {queue_limit}",
+                        running.len()
+                    )
+                } else {
+                    format!("{all} handlers at once, its concurrency is {concurrency}")
+                };
+                out.push(
+                    Violation::new(I9, format!("worker {w} runs {what}"))
+                        .job(job)
+                        .hosts([w.as_str()])
+                        .at(t),
+                );
+            }
+        }
+    }
+    out
+}
 
 /// On events alone, with the per-queue `limit` (none = unlimited).
 pub fn check_events(steps: &[Step<'_>], limit: Option<u32>) -> Vec<Violation> {

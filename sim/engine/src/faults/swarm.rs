@@ -33,6 +33,8 @@ pub struct SwarmDraw {
     /// Probability the store answers a write `Conflict` without applying
     /// it (inside the window).
     pub store_conflict: f64,
+    /// Probability a wake-up is lost (inside the window).
+    pub wake_loss: f64,
 }
 
 fn draw(rng: &mut SimRng, r: &Range<f64>) -> f64 {
@@ -57,6 +59,7 @@ pub fn draw_swarm(cfg: &SimConfig, seed: u64) -> SwarmDraw {
         scheduler_crash_rate: draw(&mut rng, &f.scheduler_crash_rate),
         // Drawn after it, so scenarios without store conflicts draw as before.
         store_conflict: draw(&mut rng, &f.store_conflict),
+        wake_loss: draw(&mut rng, &f.wake_loss),
     }
 }
 

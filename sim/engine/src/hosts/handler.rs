@@ -72,6 +72,17 @@ impl SimHandler {
         }
     }
 
+    /// A handler for another worker of the same process: it shares this
+    /// one's shutdown turns, so the handlers of every worker of the process
+    /// return in one `(job, token)` order after a graceful shutdown.
+    pub fn for_worker(&self, worker: WorkerId) -> Self {
+        SimHandler {
+            rt: self.rt.clone(),
+            worker,
+            turns: self.turns.clone(),
+        }
+    }
+
     /// Waits until this handler, stopped for a shutdown, may return: after
     /// every handler of a smaller `(job, token)` stopped at the same instant.
     async fn shutdown_turn(&self, job: JobId, token: Token) {

@@ -47,6 +47,7 @@ pub struct Shared {
     anchors: Mutex<Anchors>,
     net_rng: Mutex<SimRng>,
     conflicts: Mutex<Conflicts>,
+    wake_rng: Mutex<SimRng>,
     tasks: Mutex<BTreeMap<String, HostTasks>>,
     incarnations: Mutex<BTreeMap<String, u32>>,
     panics: Mutex<Vec<String>>,
@@ -107,6 +108,7 @@ impl Shared {
                 rng: SimRng::derive(seed, "store-conflict", &[]),
                 last: BTreeSet::new(),
             }),
+            wake_rng: Mutex::new(SimRng::derive(seed, "wake-loss", &[])),
             tasks: Mutex::default(),
             incarnations: Mutex::default(),
             panics: Mutex::default(),
@@ -179,6 +181,14 @@ impl Shared {
             c.last.insert(key);
         }
         hit
+    }
+
+    /// Whether one wake-up datagram is lost (the seed's `wake_loss` rate,
+    /// inside the fault window). Draws from a generator of its own, and
+    /// only when the rate is above zero.
+    pub fn wake_lost(&self, in_window: bool) -> bool {
+        let p = self.draw.wake_loss;
+        in_window && p > 0.0 && lock(&self.wake_rng).chance(p)
     }
 
     /// Registers a task `host` spawned, in spawn order.

@@ -13,6 +13,14 @@
 //! also answer a renew, release or cancel `Conflict` without applying it
 //! (the seed's `store_conflict` rate; see [`Shared::store_conflict`]).
 //!
+//! After a write that made work claimable (a row now pending and due, or
+//! one that left `running` in a queue with a parallelism limit), the store
+//! host sends each worker process a wake-up for its queue
+//! ([`crate::net::wake`]), lost at the seed's `wake_loss` rate inside the
+//! window. A batch may be answered `Conflict` as a whole, unapplied, at
+//! the `store_conflict` rate, as a serialization failure fails its one
+//! transaction.
+//!
 //! A worker's batch arrives as one message and is executed by the store's
 //! own `batch` (one transaction on the SQL stores), then recorded as its
 //! parts, each with its own answer; it is lost, or answered and its answer
@@ -21,11 +29,13 @@
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::history::{Fate, ReadRow, Record};
+use crate::net::WakeSender;
 use crate::net::{read_frame, write_frame, WireError, WireMessage, WireOp, WireReply, STORE_PORT};
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
-use leasehold_core::{JobId, Runtime, StoreError};
+use leasehold_core::{JobId, JobState, Runtime, StoreError};
 use leasehold_model::wire_store::{apply, apply_batch, touched, wire};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +67,10 @@ pub async fn run<F: StoreFactory>(
     backend.clock.set(rt.wall());
     let store = backend.open().await.map_err(|e| e.to_string())?;
     let listener = TcpListener::bind(("0.0.0.0", STORE_PORT)).await?;
+    let workers = (1..=shared.cfg.topology.workers)
+        .map(|i| format!("worker-{i}"))
+        .collect();
+    let wake = Arc::new(WakeSender::bind(workers).await?);
     // Connections live in this task, in accept order, rather than in tasks
     // of their own: a crash drops them (and sends their resets) in that
     // order. Spawned tasks would be dropped in the order of tokio's task
@@ -69,7 +83,7 @@ pub async fn run<F: StoreFactory>(
             accepted = listener.accept() => {
                 let (stream, _) = accepted?;
                 let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
-                open.push(Box::pin(serve(stream, store, backend, rt2)));
+                open.push(Box::pin(serve(stream, store, backend, rt2, wake.clone())));
             }
             _ = &mut open => {}
         }
@@ -190,6 +204,7 @@ async fn serve<F: StoreFactory>(
     store: Arc<F::Store>,
     backend: Arc<Backend<F>>,
     rt: HostRuntime,
+    wake: Arc<WakeSender>,
 ) {
     let Ok(msg) = read_frame::<_, WireMessage>(&mut s).await else {
         return;
@@ -232,13 +247,23 @@ async fn serve<F: StoreFactory>(
                 .await
                 .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(Box::new(r))))
         }
-        WireMessage::Batch(b) => backend
-            .call(async move { apply_batch(&*store, b).await })
-            .await
-            .map(|parts| {
-                let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
-                (parts, Answer::Batch(replies))
-            }),
+        WireMessage::Batch(b) => {
+            // The whole batch is one transaction: a conflict fails it all.
+            let conflict = shared.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
+            backend
+                .call(async move {
+                    if conflict {
+                        conflict_batch(&*store, b).await
+                    } else {
+                        apply_batch(&*store, b).await
+                    }
+                })
+                .await
+                .map(|parts| {
+                    let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
+                    (parts, Answer::Batch(replies))
+                })
+        }
     };
     let (parts, answer) = match done {
         Ok(done) => done,
@@ -259,6 +284,20 @@ async fn serve<F: StoreFactory>(
     } else {
         Fate::Answered
     };
+    // Committed, so announced, whether or not the answer gets back.
+    let limited = shared.cfg.protocol.parallelism.is_some();
+    let woken: BTreeSet<&str> = parts
+        .iter()
+        .flat_map(|(_, _, after)| after)
+        .filter(|r| {
+            (r.state == JobState::Pending && r.run_at <= store_time)
+                || (limited && r.state != JobState::Running)
+        })
+        .map(|r| r.queue.as_str())
+        .collect();
+    for q in woken {
+        wake.send(q, |_| shared.wake_lost(in_window)).await;
+    }
     for (id, reply, after) in parts {
         shared.record(Record::Served {
             t,
@@ -284,6 +323,26 @@ async fn serve<F: StoreFactory>(
 enum Answer {
     One(Box<WireReply>),
     Batch(Vec<WireReply>),
+}
+
+/// The key under which a batch's `Conflict` is never drawn twice in a row
+/// for one host (no job names a whole batch).
+const BATCH_CONFLICT_KEY: JobId = JobId(u64::MAX);
+
+/// A batch answered `Conflict` as a whole without applying any of it (its
+/// transaction could not be serialized): every part gets the error, and
+/// the rows the parts name are read back, unchanged.
+async fn conflict_batch<S: SimStore>(
+    store: &S,
+    b: leasehold_model::wire::WireBatch,
+) -> Vec<(u64, WireReply, Vec<ReadRow>)> {
+    let reply = WireReply::Error(WireError::of(&StoreError::Conflict(JobId(0))));
+    let mut out = Vec::with_capacity(b.parts.len());
+    for (id, op) in &b.parts {
+        let after = touched(store, op, &reply).await;
+        out.push((*id, reply.clone(), after));
+    }
+    out
 }
 
 /// The job of a write the store may answer `Conflict` (its version-checked

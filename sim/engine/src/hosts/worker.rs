@@ -1,6 +1,11 @@
 //! Worker and sweeper hosts: the real `leasehold_core::Worker` and
 //! `Sweeper`, on a [`RemoteStore`](crate::net::RemoteStore), reporting every lease milestone.
 //!
+//! A worker host is one process: `topology.workers_per_process` workers
+//! share its store client (their batches merge into shared messages, as
+//! `BatchMerger` merges them in production's adapters) and its wake-up
+//! listener, and a crash takes them all down at once.
+//!
 //! A scripted `shutdown worker-N at T` is carried out by the worker host
 //! itself: the incarnation running at T raises its shutdown handle at true
 //! time T (later if the host is paused then), so the core worker stops
@@ -13,21 +18,35 @@ use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
 use crate::catalogue::{self, Variant};
 use crate::history::{record_of_event, Record};
+use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::worker::RuntimeEvent;
 use leasehold_core::{shutdown_channel, Sweeper, SweeperConfig, Worker};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 /// Most reclaims per sweep call.
 pub const SWEEP_BATCH: u32 = 100;
 
 /// The worker identity of an incarnation: `worker-2` first, then
 /// `worker-2#1`, ... (the same name every time under
-/// `restart-reuses-identity`).
-pub fn worker_identity(host: &str, incarnation: u32, variant: Option<Variant>) -> String {
+/// `restart-reuses-identity`). With several workers per process, worker
+/// `k` (from 1) of the host is `worker-2.k`, `worker-2.k#1`, ...
+pub fn worker_identity(
+    host: &str,
+    slot: Option<u32>,
+    incarnation: u32,
+    variant: Option<Variant>,
+) -> String {
+    let base = match slot {
+        Some(k) => format!("{host}.{k}"),
+        None => host.to_string(),
+    };
     if incarnation == 0 || catalogue::reuses_identity(variant) {
-        host.to_string()
+        base
     } else {
-        format!("{host}#{incarnation}")
+        format!("{base}#{incarnation}")
     }
 }
 
@@ -38,37 +57,88 @@ fn observe(rt: &HostRuntime, e: &RuntimeEvent) {
     rt.shared().record(r);
 }
 
-/// The worker host's software: one incarnation.
+/// Polls every future of `all` in index order until each has finished:
+/// the workers of one process (and its wake-up listener) share the host's
+/// main task, so the order they run in after a wake-up never depends on
+/// which of them tokio woke first.
+async fn join_in_order(mut all: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>>) {
+    let mut done = vec![false; all.len()];
+    std::future::poll_fn(|cx| {
+        for (f, d) in all.iter_mut().zip(done.iter_mut()) {
+            if !*d && f.as_mut().poll(cx).is_ready() {
+                *d = true;
+            }
+        }
+        if done.iter().all(|d| *d) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// The worker host's software: one incarnation of a process running
+/// `topology.workers_per_process` workers on one store client (one
+/// [`RemoteStore`](crate::net::RemoteStore), whose batches merge as
+/// production's adapters merge them) and one wake-up listener. `index` is
+/// the host's number from 0.
 pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoil::Result {
     let rt = HostRuntime::new(shared.clone(), &host);
     let incarnation = shared.next_incarnation(&host);
-    let id = worker_identity(&host, incarnation, shared.variant);
+    let per = shared.cfg.topology.workers_per_process.max(1);
+    let ids: Vec<String> = (1..=per)
+        .map(|k| {
+            let slot = (per > 1).then_some(k);
+            worker_identity(&host, slot, incarnation, shared.variant)
+        })
+        .collect();
     let (t, _) = rt.times();
     shared.record(Record::HostStarted {
         t,
         host: host.clone(),
         incarnation,
-        worker: Some(leasehold_core::WorkerId::new(id.clone())),
+        worker: Some(leasehold_core::WorkerId::new(ids[0].clone())),
     });
-    let queues = &shared.cfg.workload.queues;
-    let queue = queues[index as usize % queues.len().max(1)].clone();
-    let b = crate::protocol::worker_config(&shared.cfg, id.clone(), queue, shared.variant);
-    let cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
-    let store = Arc::new(crate::net::remote_store(rt.clone(), false));
-    let handler = SimHandler::new(rt.clone(), leasehold_core::WorkerId::new(id));
-    let obs_rt = rt.clone();
-    let worker = Worker::new(store, handler, rt.clone(), cfg)
-        .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));
+    let wake = Arc::new(WorkSignal::new());
+    let store = Arc::new(crate::net::worker_store(
+        rt.clone(),
+        wake.clone(),
+        shared.variant,
+    ));
+    let turns = SimHandler::new(rt.clone(), leasehold_core::WorkerId::new(ids[0].clone()));
     let (handle, shutdown) = shutdown_channel();
+    let mut workers: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = Vec::new();
+    for (j, id) in ids.iter().enumerate() {
+        let k = index as usize * per as usize + j;
+        let queues = crate::protocol::queues_of(&shared.cfg, k);
+        let b = crate::protocol::worker_config(&shared.cfg, id.clone(), &queues, shared.variant);
+        let cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
+        let handler = turns.for_worker(leasehold_core::WorkerId::new(id.clone()));
+        let obs_rt = rt.clone();
+        let worker = Worker::new(store.clone(), handler, rt.clone(), cfg)
+            .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));
+        let sd = shutdown.clone();
+        workers.push(Box::pin(async move {
+            worker.run(sd).await;
+        }));
+    }
+    let listen = crate::net::listen_for_wake_ups(wake);
+    let run = async move {
+        tokio::select! {
+            biased;
+            _ = join_in_order(workers) => {}
+            _ = listen => {}
+        }
+    };
     match shared.plan.shutdown_after(&host, t) {
         None => {
             let _keep = handle;
-            worker.run(shutdown).await;
+            run.await;
         }
         Some(at) => {
             // The timer first: a host resuming from a pause past `at` raises
-            // the shutdown before the worker acts on anything else.
-            let run = worker.run(shutdown);
+            // the shutdown before the workers act on anything else.
             tokio::pin!(run);
             tokio::select! {
                 biased;

@@ -18,14 +18,23 @@
 //! releases and late renewals reach a store in production.
 
 use super::wire::{
-    read_frame, write_frame, WireBatch, WireMessage, WireOp, WireReply, WireRequest, STORE_PORT,
+    read_frame, write_frame, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
+    STORE_PORT,
 };
+use crate::catalogue::{self, Variant};
 use crate::history::{Op, Record, Reply};
 use crate::hosts::runtime::{sleep_until_true, true_now_ms, HostRuntime};
-use leasehold_core::{BatchAnswer, BatchRequest, Millis, Runtime, StoreError, StoreTime};
-use leasehold_model::wire_store::{WireCall, WireStore};
+use leasehold_core::worker::wake::WorkSignal;
+use leasehold_core::{
+    BatchAnswer, BatchMerger, BatchRequest, Millis, Runtime, StoreError, StoreTime,
+    DEFAULT_MERGE_FLUSHERS,
+};
+use leasehold_model::wire_store::{wire, WireCall, WireStore};
 use serde::de::DeserializeOwned;
+use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
+use std::sync::{Arc, Mutex, MutexGuard};
 use turmoil::net::TcpStream;
 
 /// Longest any remote call may take before it counts as unknown, on the
@@ -42,6 +51,18 @@ pub type RemoteStore = WireStore<RemoteCall>;
 pub struct RemoteCall {
     rt: HostRuntime,
     send_wall_on_sweep: bool,
+    /// Merges the concurrent batches of the process's workers, as the SQL
+    /// adapters' own merger does in production.
+    merger: BatchMerger,
+    /// The process's wake-ups ([`crate::net::wake`]); none: never woken.
+    wake: Option<Arc<WorkSignal>>,
+    /// Request ids of the batches queued in the merger, in its order: each
+    /// caller's release count and ids (releases', then claims').
+    queued: Mutex<VecDeque<(usize, Vec<u64>)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Records "no answer" for each of its requests if a call is dropped before
@@ -82,6 +103,9 @@ impl RemoteCall {
         RemoteCall {
             rt,
             send_wall_on_sweep,
+            merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
+            wake: None,
+            queued: Mutex::default(),
         }
     }
 
@@ -148,6 +172,20 @@ pub fn remote_store(rt: HostRuntime, send_wall_on_sweep: bool) -> RemoteStore {
     WireStore::new(RemoteCall::new(rt, send_wall_on_sweep))
 }
 
+/// The store client of a worker process: its workers' batches merge (with
+/// the catalogue's merger `variant`, if any), and `work_available` hears
+/// the wake-ups announced on `wake`.
+pub fn worker_store(
+    rt: HostRuntime,
+    wake: Arc<WorkSignal>,
+    variant: Option<Variant>,
+) -> RemoteStore {
+    let mut call = RemoteCall::new(rt, false);
+    call.merger = catalogue::configure_merger(call.merger, variant);
+    call.wake = Some(wake);
+    WireStore::new(call)
+}
+
 fn unexpected(r: WireReply) -> StoreError {
     StoreError::Corrupt(format!("unexpected answer {r:?}"))
 }
@@ -180,48 +218,137 @@ impl WireCall for RemoteCall {
         }
     }
 
-    /// The batch as one message: see [`WireMessage::Batch`].
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        let sub = self.wake.as_ref().map(|w| w.subscribe(queue));
+        async move {
+            match sub {
+                Some(s) => s.await,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// One worker's batch: recorded as its parts (requests now, answers
+    /// when this worker gets them, or "gave up" if it stops waiting first),
+    /// merged with the concurrent batches of the process's other workers
+    /// (see [`BatchMerger`]), each merged batch one message (see
+    /// [`RemoteCall::send_merged`]). The answers are recorded here, per
+    /// worker, not when the merged message comes back: a worker that gave
+    /// up never got them, even if another worker of its process did.
     async fn call_batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        let (n_releases, n_claims) = (req.releases.len(), req.claims.len());
         let shared = self.rt.shared().clone();
-        let parts: Vec<(u64, WireOp)> = req
+        let n_releases = req.releases.len();
+        let ops: Vec<Op> = req
             .releases
-            .into_iter()
-            .map(WireOp::Release)
-            .chain(req.claims.into_iter().map(WireOp::Claim))
-            .map(|op| (shared.next_request_id(), op))
+            .iter()
+            .map(|r| WireOp::Release(r.clone()).summary())
+            .chain(
+                req.claims
+                    .iter()
+                    .map(|c| WireOp::Claim(c.clone()).summary()),
+            )
             .collect();
-        let summaries: Vec<(u64, Op)> = parts.iter().map(|(id, op)| (*id, op.summary())).collect();
+        let ids: Vec<u64> = ops.iter().map(|_| shared.next_request_id()).collect();
+        let (t, local) = self.rt.times();
+        for (id, op) in ids.iter().zip(ops) {
+            shared.record(Record::Request {
+                t,
+                local,
+                host: self.rt.host().to_string(),
+                id: *id,
+                op,
+            });
+        }
+        let mut pending = Pending {
+            rt: &self.rt,
+            ids: ids.clone(),
+            done: false,
+        };
+        // Queued in the merger's order: the merger takes a prefix of its
+        // queue, and `send_merged` takes the same prefix of these.
+        lock(&self.queued).push_back((n_releases, ids.clone()));
+        let answer = self.merger.batch(req, |r| self.send_merged(r)).await;
+        pending.done = true;
+        let n = ids.len();
+        let replies: Vec<WireReply> = match &answer {
+            Ok(a) => a
+                .releases
+                .iter()
+                .map(|r| wire(r.clone(), WireReply::Release))
+                .chain(a.claims.iter().map(|c| wire(c.clone(), WireReply::Leases)))
+                .collect(),
+            Err(e) => vec![WireReply::Error(WireError::of(e)); n],
+        };
+        for (i, id) in ids.iter().enumerate() {
+            let reply = replies.get(i).map_or_else(
+                || Reply::Unavailable("no answer for this part".into()),
+                WireReply::summary,
+            );
+            self.record_answer(*id, reply);
+        }
+        answer
+    }
+}
+
+impl RemoteCall {
+    /// The request ids of the merged batch `req`: the oldest queued
+    /// callers' ids whose parts add up to its parts, releases first (in
+    /// caller order), then claims.
+    fn merged_ids(&self, req: &BatchRequest) -> Vec<u64> {
+        let (want_r, want_c) = (req.releases.len(), req.claims.len());
+        let mut q = lock(&self.queued);
+        let (mut releases, mut claims) = (Vec::new(), Vec::new());
+        // Each caller queued its release count with its ids (releases'
+        // first, then claims').
+        while releases.len() + claims.len() < want_r + want_c {
+            let Some((nr, ids)) = q.pop_front() else {
+                break;
+            };
+            releases.extend_from_slice(&ids[..nr]);
+            claims.extend_from_slice(&ids[nr..]);
+        }
+        debug_assert_eq!((releases.len(), claims.len()), (want_r, want_c));
+        releases.extend(claims);
+        releases
+    }
+    /// A merged batch as one message (see [`WireMessage::Batch`]), its
+    /// parts under the ids their callers recorded. Records nothing: each
+    /// caller records its own answers.
+    async fn send_merged(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        let (n_releases, n_claims) = (req.releases.len(), req.claims.len());
+        let ids = self.merged_ids(&req);
+        if ids.len() != n_releases + n_claims {
+            return Err(StoreError::Corrupt(format!(
+                "{} request ids for a merged batch of {}",
+                ids.len(),
+                n_releases + n_claims
+            )));
+        }
+        let parts: Vec<(u64, WireOp)> = ids
+            .into_iter()
+            .zip(
+                req.releases
+                    .into_iter()
+                    .map(WireOp::Release)
+                    .chain(req.claims.into_iter().map(WireOp::Claim)),
+            )
+            .collect();
+        let n = parts.len();
         let msg = WireMessage::Batch(WireBatch {
             host: self.rt.host().to_string(),
             parts,
         });
-        let result = self
-            .send::<Vec<WireReply>>(&summaries, msg)
+        let replies = self
+            .send::<Vec<WireReply>>(&[], msg)
             .await
             .and_then(|replies| {
-                if replies.len() == summaries.len() {
+                if replies.len() == n {
                     Ok(replies)
                 } else {
-                    Err(format!(
-                        "{} answers for a batch of {}",
-                        replies.len(),
-                        summaries.len()
-                    ))
+                    Err(format!("{} answers for a batch of {n}", replies.len()))
                 }
-            });
-        let replies = match result {
-            Ok(replies) => replies,
-            Err(e) => {
-                for (id, _) in &summaries {
-                    self.record_answer(*id, Reply::Unavailable(e.clone()));
-                }
-                return Err(StoreError::Unavailable(e));
-            }
-        };
-        for ((id, _), r) in summaries.iter().zip(&replies) {
-            self.record_answer(*id, r.summary());
-        }
+            })
+            .map_err(StoreError::Unavailable)?;
         let mut answer = BatchAnswer {
             releases: Vec::with_capacity(n_releases),
             claims: Vec::with_capacity(n_claims),

@@ -418,6 +418,7 @@ fn run_world<F: StoreFactory>(
         message_loss: swarm.message_loss,
         answer_loss: swarm.answer_loss,
         store_conflict: swarm.store_conflict,
+        wake_loss: swarm.wake_loss,
         timing_assumption_broken: broken,
     });
     for f in &schedule {

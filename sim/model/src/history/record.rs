@@ -396,6 +396,10 @@ pub enum Record {
         /// `Conflict` without applying it (inside the window; absent when 0).
         #[serde(default, skip_serializing_if = "is_zero")]
         store_conflict: f64,
+        /// Probability drawn for this seed that a wake-up is lost (inside
+        /// the window; absent when 0).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        wake_loss: f64,
         /// A drift beyond ρ or a store clock step: I3 is not asserted.
         timing_assumption_broken: bool,
     },

@@ -56,10 +56,11 @@
 //! answers there rather than fail the core or a store that follows the
 //! spec to the letter; every other repeat is judged exactly.
 //!
-//! **Conflicts.** A renew, release or cancel answered `Conflict` was not
-//! applied (the protocol's rule for that answer, which a store may give any
-//! write it could not serialize): the model applies nothing, and the row's
-//! image after it must equal the model's row as it was.
+//! **Conflicts.** A renew, release, cancel or claim answered `Conflict` was
+//! not applied (the protocol's rule for that answer, which a store may give
+//! any write it could not serialize, and gives every part of a batch whose
+//! transaction failed): the model applies nothing, and the image of each
+//! row it names after it must equal the model's row as it was.
 //!
 //! [`model_events`] gives the accepted transitions as store events, for
 //! stores without an audit log.
@@ -146,10 +147,10 @@ impl Served<'_> {
         )
     }
 
-    /// Whether the store answered this single-job write `Conflict`: not
-    /// applied.
+    /// Whether the store answered this write `Conflict`: not applied. A
+    /// claim may be answered so too (its batch's transaction failed).
     fn conflict(&self) -> bool {
-        self.job().is_some()
+        (self.job().is_some() || matches!(self.op, Op::Claim { .. }))
             && matches!(self.reply, Reply::Rejected(text) if variant_of(text) == "Conflict")
     }
 

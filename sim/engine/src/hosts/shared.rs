@@ -48,6 +48,7 @@ pub struct Shared {
     net_rng: Mutex<SimRng>,
     conflicts: Mutex<Conflicts>,
     wake_rng: Mutex<SimRng>,
+    interleave_rng: Mutex<SimRng>,
     tasks: Mutex<BTreeMap<String, HostTasks>>,
     incarnations: Mutex<BTreeMap<String, u32>>,
     panics: Mutex<Vec<String>>,
@@ -109,6 +110,7 @@ impl Shared {
                 last: BTreeSet::new(),
             }),
             wake_rng: Mutex::new(SimRng::derive(seed, "wake-loss", &[])),
+            interleave_rng: Mutex::new(SimRng::derive(seed, "store-interleave", &[])),
             tasks: Mutex::default(),
             incarnations: Mutex::default(),
             panics: Mutex::default(),
@@ -189,6 +191,12 @@ impl Shared {
     pub fn wake_lost(&self, in_window: bool) -> bool {
         let p = self.draw.wake_loss;
         in_window && p > 0.0 && lock(&self.wake_rng).chance(p)
+    }
+
+    /// Whether the store host defers one poll of a store call (a coin per
+    /// poll, from a generator of its own; see `hosts::store`).
+    pub fn defer_store_poll(&self) -> bool {
+        lock(&self.interleave_rng).chance(0.5)
     }
 
     /// Registers a task `host` spawned, in spawn order.

@@ -242,27 +242,25 @@ async fn serve<F: StoreFactory>(
         WireMessage::One(req) => {
             let conflict = conflict_target(&req.op)
                 .filter(|&job| shared.store_conflict(&req.host, job, in_window));
-            backend
-                .call(execute(store, req.op, conflict))
+            let call = backend.call(execute(store, req.op, conflict));
+            Interleaved::new(call, &shared)
                 .await
                 .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(Box::new(r))))
         }
         WireMessage::Batch(b) => {
             // The whole batch is one transaction: a conflict fails it all.
             let conflict = shared.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
-            backend
-                .call(async move {
-                    if conflict {
-                        conflict_batch(&*store, b).await
-                    } else {
-                        apply_batch(&*store, b).await
-                    }
-                })
-                .await
-                .map(|parts| {
-                    let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
-                    (parts, Answer::Batch(replies))
-                })
+            let call = backend.call(async move {
+                if conflict {
+                    conflict_batch(&*store, b).await
+                } else {
+                    apply_batch(&*store, b).await
+                }
+            });
+            Interleaved::new(call, &shared).await.map(|parts| {
+                let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
+                (parts, Answer::Batch(replies))
+            })
         }
     };
     let (parts, answer) = match done {
@@ -316,6 +314,48 @@ async fn serve<F: StoreFactory>(
             Answer::One(r) => write_frame(&mut s, r).await,
             Answer::Batch(rs) => write_frame(&mut s, rs).await,
         };
+    }
+}
+
+/// Most polls of one store call the seed defers.
+const MAX_DEFERRALS: u32 = 8;
+
+/// A store call, polled at the seed's pace: before each poll the seed may
+/// defer it once more (it wakes itself and yields), so the store host's
+/// other requests ready in the same instant run first. Requests are
+/// concurrent at the store host, one future per connection; for a store
+/// whose operations await between their reads and their writes (a user's
+/// store over a key-value service), this lets the seed choose the order in
+/// which concurrent requests interleave at those awaits, instead of
+/// always the order they arrived in. The built-in stores answer in one
+/// poll, so for them it only reorders requests that arrived in the same
+/// instant, identically on every store.
+struct Interleaved<'a, F> {
+    inner: Pin<Box<F>>,
+    shared: &'a Shared,
+    deferred: u32,
+}
+
+impl<'a, F: Future> Interleaved<'a, F> {
+    fn new(inner: F, shared: &'a Shared) -> Self {
+        Interleaved {
+            inner: Box::pin(inner),
+            shared,
+            deferred: 0,
+        }
+    }
+}
+
+impl<F: Future> Future for Interleaved<'_, F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        if self.deferred < MAX_DEFERRALS && self.shared.defer_store_poll() {
+            self.deferred += 1;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.inner.as_mut().poll(cx)
     }
 }
 

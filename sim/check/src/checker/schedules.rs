@@ -795,10 +795,34 @@ mod tests {
         let v = check(&h, &Facts::of(&h, &c), &c);
         assert!(v.iter().any(|x| x.message.contains("has no job")), "{v:?}");
         let h = with(
-            history(rows, 120_000),
+            history(rows.clone(), 120_000),
             remove(20, 50_000, Some(epoch + 50_000), true),
         );
         let v = check(&h, &Facts::of(&h, &c), &c);
+        assert!(v.is_empty(), "{v:?}");
+        // A schedule catching up each missed plan time, its scheduler
+        // paused from before plan time 30s until after the removal: no
+        // catch-up reaches back, so 30s and 40s are not demanded.
+        let mut c2 = c.clone();
+        c2.schedules[0].catch_up_max = Some(30);
+        let crash = ScriptedFault::Pause {
+            host: "scheduler-1".into(),
+            at: Dur::secs(25),
+            len: Dur::secs(30),
+        };
+        c2.events.push(crash.clone());
+        let mut h = with(
+            history(rows[..3].to_vec(), 120_000),
+            remove(20, 50_000, Some(epoch + 50_000), true),
+        );
+        h.records.insert(
+            0,
+            Record::Fault {
+                t: 25_000,
+                fault: crash,
+            },
+        );
+        let v = check(&h, &Facts::of(&h, &c2), &c2);
         assert!(v.is_empty(), "{v:?}");
     }
 }

@@ -1,7 +1,9 @@
 //! Schedules under the simulator: bad schedules in a scenario file are
 //! located errors; a scenario with schedulers replays byte for byte (I10)
-//! and its jobs are the plan times' jobs; and I12 fails a run whose store
-//! lost a plan time's job, with a report that names the plan time.
+//! and its jobs are the plan times' jobs; I12 fails a run whose store
+//! lost a plan time's job, with a report that names the plan time, a run
+//! whose scheduler caught up more missed plan times than its policy allows,
+//! and a run whose store made a job for a removed schedule.
 
 use leasehold_sim::config::InvariantId;
 use leasehold_sim::runner::run_seed;
@@ -42,6 +44,11 @@ time_zone = "Nowhere/City"
 name = "c"
 every = "1s"
 catch_up_max = 0
+
+[[schedules]]
+name = "d"
+every = "1s"
+remove_at = "2m"
 "#;
     let err = load_str(text, Path::new("s.toml"), "s")
         .unwrap_err()
@@ -52,6 +59,7 @@ catch_up_max = 0
         "s.toml:15:1: schedules[1].cron",
         "s.toml:20:1: schedules[2].time_zone",
         "s.toml:25:1: schedules[3].catch_up_max",
+        "s.toml:30:1: schedules[4].remove_at",
     ] {
         assert!(err.contains(want), "{want:?} missing from:\n{err}");
     }
@@ -105,6 +113,111 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
     assert!(
         v.iter()
             .any(|v| v.invariant == InvariantId::I12 && v.message.contains("has no job")),
+        "{v:?}"
+    );
+}
+
+/// The planted bug of a scheduler that ignores its catch-up bound: a real
+/// catch-up whose on-time fire is turned into a second missed plan time.
+#[test]
+fn a_catch_up_past_its_policy_fails_i12() {
+    use leasehold_sim::history::{Op, Record};
+    let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
+    let mut run = run_seed(&cfg, 0).expect("run");
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    let records = &mut run.history.records;
+    // The restarted scheduler's catch-up tick fires the latest-only
+    // schedule's one missed plan time, then its on-time one.
+    let fires: Vec<(usize, u64, i64)> = records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Record::Request {
+                t,
+                host,
+                op: Op::Fire { name, plan_time },
+                ..
+            } if *t >= 70_000 && host == "scheduler-1" && name == "latest-only" => {
+                Some((i, *t, plan_time.0))
+            }
+            _ => None,
+        })
+        .take(2)
+        .collect();
+    let [(_, t0, missed), (on_time, t1, _)] = fires[..] else {
+        panic!("the catch-up's fires: {fires:?}")
+    };
+    assert!(t1 - t0 < 1_000, "one tick: {fires:?}");
+    if let Record::Request {
+        op: Op::Fire { plan_time, .. },
+        ..
+    } = &mut records[on_time]
+    {
+        *plan_time = leasehold_core::StoreTime(missed - 4_000);
+    }
+    let v = leasehold_sim::checker::check(&run.history, &cfg);
+    assert!(
+        v.iter().any(|v| v.invariant == InvariantId::I12
+            && v.message
+                .contains("one catch-up of schedule \"latest-only\"")
+            && v.message.contains("2 missed plan times")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_removed_schedule_is_refused_and_a_store_that_fires_it_fails_i12() {
+    use leasehold_sim::history::{Op, Record, Reply};
+    let cfg = scenario(
+        "schedule_removed_while_schedulers_crash_and_are_cut_off_is_never_fired_again.toml",
+    );
+    let mut run = run_seed(&cfg, 0).expect("run");
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    let records = &mut run.history.records;
+    let ops: std::collections::BTreeMap<u64, Op> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Request { id, op, .. } => Some((*id, op.clone())),
+            _ => None,
+        })
+        .collect();
+    // The scheduler restarted after the removal no longer puts it.
+    assert!(!records.iter().any(|r| matches!(r,
+        Record::Request { t, op: Op::PutSchedule { name, .. }, .. }
+            if *t >= 50_000 && name == "removed-mid-run")));
+    // A fire from a listing made before the removal reached the store
+    // after it and was refused.
+    let refused = records
+        .iter()
+        .position(|r| {
+            matches!(r, Record::Served { id, reply: Some(Reply::Rejected(_)), .. }
+                if matches!(ops.get(id), Some(Op::Fire { name, .. }) if name == "removed-mid-run"))
+        })
+        .expect("a fire refused after the removal");
+    // A store that made a job instead (for a plan time after the removal)
+    // fails I12.
+    let Record::Served { id: fire, .. } = records[refused] else {
+        unreachable!()
+    };
+    if let Record::Served { reply, .. } = &mut records[refused] {
+        *reply = Some(Reply::Job(leasehold_core::JobId(1_000_000)));
+    }
+    for r in records.iter_mut() {
+        if let Record::Request {
+            id,
+            op: Op::Fire { plan_time, .. },
+            ..
+        } = r
+        {
+            if *id == fire {
+                *plan_time = leasehold_core::StoreTime(plan_time.0 + 20_000);
+            }
+        }
+    }
+    let v = leasehold_sim::checker::check(&run.history, &cfg);
+    assert!(
+        v.iter().any(|v| v.invariant == InvariantId::I12
+            && v.message.contains("after the schedule's removal")),
         "{v:?}"
     );
 }

@@ -10,10 +10,22 @@
 //! queue = "default"       # default: the first workload queue
 //! catch_up_max = 20       # fire each missed plan time, at most 20 (unset: the latest only)
 //! jitter = "500ms"
+//! remove_at = "40s"       # the operator removes it at this true time (unset: never)
 //! ```
 //!
 //! Every scheduler host puts every schedule when it starts (an identical
-//! put changes nothing), then fires their plan times. A problem is reported
+//! put changes nothing), then fires their plan times.
+//!
+//! `remove_at` is an operator's `remove_schedule(name)` while the
+//! schedulers run: the client host (the operator's seat, not a scheduler,
+//! so that the removal does not depend on any one scheduler being up) asks
+//! the store at that true time and retries an unknown outcome, within a
+//! bound. An operator removing a schedule also takes it out of the
+//! schedulers' configuration, so a scheduler process started at or after
+//! `remove_at` no longer puts it; a process started before still has it in
+//! its configuration and may put it back if its own put had not yet gone
+//! through (the checker judges by what the store committed, re-puts
+//! included). It must fall inside the run: after `0s`, before `duration`. A problem is reported
 //! under the field's path (`schedules[1].cron`), which the scenario loader
 //! turns into `FILE:LINE:COL`. The checks are the core's own (a schedule
 //! the store would refuse is refused here, naming the field), plus what the
@@ -61,6 +73,9 @@ pub struct ScheduleSpec {
     /// Jitter bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<Dur>,
+    /// True time at which the operator removes the schedule (unset: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove_at: Option<Dur>,
 }
 
 impl ScheduleSpec {
@@ -155,6 +170,17 @@ pub fn problems(cfg: &SimConfig) -> Vec<ConfigProblem> {
         if spec.time_zone.is_some() && spec.cron.is_none() {
             bad(at("time_zone"), "only a `cron` rule has a time zone".into());
         }
+        if let Some(r) = spec.remove_at {
+            if r.as_ms() == 0 || r >= cfg.duration {
+                bad(
+                    at("remove_at"),
+                    format!(
+                        "{r} must fall inside the run: after 0s and before its duration {}",
+                        cfg.duration
+                    ),
+                );
+            }
+        }
         if let Some(q) = &spec.queue {
             if !cfg.workload.queues.contains(q) {
                 bad(
@@ -216,6 +242,18 @@ catch_up_max = 0
 name = "d"
 every = "1s"
 catch_up_max = 1001
+[[schedules]]
+name = "e"
+every = "1s"
+remove_at = "0s"
+[[schedules]]
+name = "f"
+every = "1s"
+remove_at = "1h"
+[[schedules]]
+name = "g"
+every = "1s"
+remove_at = "10s"
 "#,
         );
         let want = [
@@ -225,6 +263,8 @@ catch_up_max = 1001
             "schedules[2].time_zone",
             "schedules[3].catch_up_max",
             "schedules[4].catch_up_max",
+            "schedules[5].remove_at",
+            "schedules[6].remove_at",
         ];
         for w in want {
             assert!(
@@ -232,5 +272,9 @@ catch_up_max = 1001
                 "{w} missing from {p:#?}"
             );
         }
+        assert!(
+            !p.iter().any(|x| x.starts_with("schedules[7]")),
+            "a removal inside the run is fine: {p:#?}"
+        );
     }
 }

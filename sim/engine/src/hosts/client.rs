@@ -4,6 +4,12 @@
 //! Enqueues carry an idempotency key (`job-<index>`), so a retry after an
 //! unknown outcome, or after a client crash and restart (which replays the
 //! schedule from the start), never creates a second job.
+//!
+//! The client is also the operator: it removes each schedule that has a
+//! `remove_at` at that true time (an operator's `remove_schedule` while the
+//! schedulers run), retrying an unknown outcome like every other client
+//! operation. A restarted client removes again any schedule whose time has
+//! passed: a second removal changes nothing.
 
 use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use super::shared::Shared;
@@ -95,6 +101,23 @@ async fn reader(rt: HostRuntime, store: Arc<RemoteStore>) {
     }
 }
 
+/// Removes the scenario's schedules that have a `remove_at`, each at its
+/// time, in time order (then name order).
+async fn operator(rt: HostRuntime, store: Arc<RemoteStore>) {
+    let cfg = rt.shared().cfg.clone();
+    let end = cfg.duration.as_ms();
+    let mut removals: Vec<(u64, String)> = cfg
+        .schedules
+        .iter()
+        .filter_map(|s| s.remove_at.map(|r| (r.as_ms(), s.name.clone())))
+        .collect();
+    removals.sort();
+    for (at, name) in removals {
+        sleep_until_true(at).await;
+        let _ = retry(&rt, end, || store.remove_schedule(name.clone())).await;
+    }
+}
+
 /// The client host's software: one incarnation.
 pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
     let rt = HostRuntime::new(shared.clone(), "client");
@@ -108,6 +131,11 @@ pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
     });
     let store = Arc::new(crate::net::remote_store(rt.clone(), false));
     rt.spawn(Box::pin(reader(rt.clone(), store.clone())));
+    // Spawned only when there is something to remove: a task more would
+    // change how existing scenarios' hosts are stepped, and their histories.
+    if shared.cfg.schedules.iter().any(|s| s.remove_at.is_some()) {
+        rt.spawn(Box::pin(operator(rt.clone(), store.clone())));
+    }
     let mut actions: Vec<(u64, Action)> = Vec::new();
     for j in &shared.workload.jobs {
         actions.push((j.enqueue_at, Action::Enqueue(j.index)));

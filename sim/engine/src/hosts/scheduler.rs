@@ -7,6 +7,11 @@
 //! it re-fires recent plan times: the store must answer them with the jobs
 //! they already have), and can be paused or cut off. Several run at once
 //! without any leader: that is the point (I12).
+//!
+//! A schedule with `remove_at` is removed by the operator (the client host)
+//! at that true time; an operator takes it out of the schedulers'
+//! configuration too, so an incarnation started at or after `remove_at`
+//! does not put it (else every restart would bring it back).
 
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
@@ -34,6 +39,9 @@ pub async fn run_scheduler(shared: Arc<Shared>, host: String) -> turmoil::Result
         .misfire_grace(p.misfire_grace.0)
         .request_timeout(p.request_timeout.0);
     for s in &cfg.schedules {
+        if s.remove_at.is_some_and(|r| t >= r.as_ms()) {
+            continue;
+        }
         b = b.ensure(s.to_core(cfg));
     }
     b = catalogue::configure_scheduler(b, shared.variant);

@@ -64,11 +64,15 @@ pub enum Variant {
     ///     notification (a LISTEN connection that never comes back,
     ///     pgqueuer's and pg-boss's missed wake-ups) leaves work unclaimed.
     WaitsOnlyForWakeUps,
+    /// 19. The worker counts its fence from when a claim's answer arrived
+    ///     instead of from when it sent the claim: an answer held in the
+    ///     network makes it believe past the store's expiry.
+    FenceFromAnswer,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 18] = [
+    pub const ALL: [Variant; 19] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -87,6 +91,7 @@ impl Variant {
         Variant::MergedAnswersMisrouted,
         Variant::QueueSlotFreedTwice,
         Variant::WaitsOnlyForWakeUps,
+        Variant::FenceFromAnswer,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -110,6 +115,7 @@ impl Variant {
             Variant::MergedAnswersMisrouted => "merged-answers-misrouted",
             Variant::QueueSlotFreedTwice => "queue-slot-freed-twice",
             Variant::WaitsOnlyForWakeUps => "waits-only-for-wake-ups",
+            Variant::FenceFromAnswer => "fence-from-answer",
         }
     }
 

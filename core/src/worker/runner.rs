@@ -122,6 +122,10 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
         let wake_only = cfg.variant == Some(crate::variants::Variant::WaitsOnlyForWakeUps);
         #[cfg(not(feature = "buggy-variants"))]
         let wake_only = false;
+        #[cfg(feature = "buggy-variants")]
+        let fence_from_answer = cfg.variant == Some(crate::variants::Variant::FenceFromAnswer);
+        #[cfg(not(feature = "buggy-variants"))]
+        let fence_from_answer = false;
         // Batches with claims sent so far; each carries its number.
         let mut claims_sent: u64 = 0;
         let release_budget = Millis(
@@ -200,6 +204,7 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                     let wake = std::mem::take(&mut sent.wake);
                     let sent_seq = sent.seq;
                     let claimed = answered(sent, &mut slots, &mut stats, |lease, t_send| {
+                        let t_send = if fence_from_answer { rt.now() } else { t_send };
                         let (ctx2, tx, sd, rel) = (
                             ctx.clone(),
                             done_tx.clone(),

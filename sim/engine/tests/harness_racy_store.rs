@@ -140,8 +140,13 @@ impl Store for KvStore {
     }
 }
 
-/// No audit log, nothing to close.
-impl SimStore for KvStore {}
+/// No audit log, nothing to close; its `batch` is the trait's default,
+/// one part after another, with other requests in between.
+impl SimStore for KvStore {
+    fn batch_is_atomic(&self) -> bool {
+        false
+    }
+}
 
 struct Factory {
     locked: bool,

@@ -238,14 +238,68 @@ async fn serve<F: StoreFactory>(
     }
     let store_time = rt.wall();
     backend.clock.set(store_time);
-    let done = match msg {
+    // Drawn before the store runs, so a batch applied part by part can
+    // record each part as it commits.
+    let answer_lost =
+        in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
+    let fate = if answer_lost {
+        Fate::AnswerLost
+    } else {
+        Fate::Answered
+    };
+    let served = |(id, reply, after): (u64, WireReply, Vec<ReadRow>)| {
+        for row in &after {
+            shared.anchor(row.job, row.version, t, id);
+        }
+        shared.record(Record::Served {
+            t,
+            store_time,
+            id,
+            host: host.clone(),
+            fate,
+            reply: Some(reply.summary()),
+            after,
+        });
+    };
+    let mut woken: BTreeSet<String> = BTreeSet::new();
+    let mut wakes = |after: &[ReadRow]| {
+        woken.extend(
+            after
+                .iter()
+                .filter(|r| wakes_workers(r, store_time, &shared))
+                .map(|r| r.queue.clone()),
+        )
+    };
+    let answer = match msg {
         WireMessage::One(req) => {
             let conflict = conflict_target(&req.op)
                 .filter(|&job| shared.store_conflict(&req.host, job, in_window));
             let call = backend.call(execute(store, req.op, conflict));
-            Interleaved::new(call, &shared)
-                .await
-                .map(|(r, a)| (vec![(req.id, r.clone(), a)], Answer::One(Box::new(r))))
+            let Some((reply, after)) = called(Interleaved::new(call, &shared).await, &shared)
+            else {
+                return;
+            };
+            wakes(&after);
+            served((req.id, reply.clone(), after));
+            Answer::One(Box::new(reply))
+        }
+        WireMessage::Batch(b) if !store.batch_is_atomic() => {
+            // The store's batch would apply the parts one by one, and
+            // other requests may run between them: each part is applied
+            // and recorded on its own, so the history has them in the
+            // order they ran.
+            let mut replies = Vec::with_capacity(b.parts.len());
+            for (id, op) in b.parts {
+                let call = backend.call(execute(store.clone(), op, None));
+                let Some((reply, after)) = called(Interleaved::new(call, &shared).await, &shared)
+                else {
+                    return;
+                };
+                wakes(&after);
+                replies.push(reply.clone());
+                served((id, reply, after));
+            }
+            Answer::Batch(replies)
         }
         WireMessage::Batch(b) => {
             // The whole batch is one transaction: a conflict fails it all.
@@ -257,55 +311,20 @@ async fn serve<F: StoreFactory>(
                     apply_batch(&*store, b).await
                 }
             });
-            Interleaved::new(call, &shared).await.map(|parts| {
-                let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
-                (parts, Answer::Batch(replies))
-            })
+            let Some(parts) = called(Interleaved::new(call, &shared).await, &shared) else {
+                return;
+            };
+            let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
+            for part in parts {
+                wakes(&part.2);
+                served(part);
+            }
+            Answer::Batch(replies)
         }
-    };
-    let (parts, answer) = match done {
-        Ok(done) => done,
-        Err(e) => {
-            shared.report_panic(format!("store call failed: {e}"));
-            return;
-        }
-    };
-    for (id, _, after) in &parts {
-        for row in after {
-            shared.anchor(row.job, row.version, t, *id);
-        }
-    }
-    let answer_lost =
-        in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
-    let fate = if answer_lost {
-        Fate::AnswerLost
-    } else {
-        Fate::Answered
     };
     // Committed, so announced, whether or not the answer gets back.
-    let limited = shared.cfg.protocol.parallelism.is_some();
-    let woken: BTreeSet<&str> = parts
-        .iter()
-        .flat_map(|(_, _, after)| after)
-        .filter(|r| {
-            (r.state == JobState::Pending && r.run_at <= store_time)
-                || (limited && r.state != JobState::Running)
-        })
-        .map(|r| r.queue.as_str())
-        .collect();
-    for q in woken {
+    for q in &woken {
         wake.send(q, |_| shared.wake_lost(in_window)).await;
-    }
-    for (id, reply, after) in parts {
-        shared.record(Record::Served {
-            t,
-            store_time,
-            id,
-            host: host.clone(),
-            fate,
-            reply: Some(reply.summary()),
-            after,
-        });
     }
     if answer_lost {
         hold_without_reply(s).await;
@@ -357,6 +376,27 @@ impl<F: Future> Future for Interleaved<'_, F> {
         }
         self.inner.as_mut().poll(cx)
     }
+}
+
+/// The outcome of a store call, or `None` after reporting a call that
+/// could not run (a harness error).
+fn called<T>(r: Result<T, crate::stores::SetupError>, shared: &Shared) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            shared.report_panic(format!("store call failed: {e}"));
+            None
+        }
+    }
+}
+
+/// Whether a row the store just wrote makes work claimable: pending and
+/// due now, or out of `running` in a queue with a parallelism limit (a
+/// slot opened). The store host then wakes the worker processes.
+fn wakes_workers(r: &ReadRow, store_time: leasehold_core::StoreTime, shared: &Shared) -> bool {
+    let limited = shared.cfg.protocol.parallelism.is_some();
+    (r.state == JobState::Pending && r.run_at <= store_time)
+        || (limited && r.state != JobState::Running)
 }
 
 /// What goes back on the connection: the shape the client waits for.

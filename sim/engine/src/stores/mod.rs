@@ -72,6 +72,17 @@ pub trait SimStore: Store {
         async {}
     }
 
+    /// Whether [`Store::batch`] applies the whole batch at one point, as
+    /// one transaction does (the default). A store whose `batch` is the
+    /// trait's default (each part on its own, in order) and whose requests
+    /// can interleave (it awaits between reads and writes) answers `false`:
+    /// the store host then applies a batch's parts one at a time itself and
+    /// records each where it ran, so the checker judges the order they
+    /// really ran in.
+    fn batch_is_atomic(&self) -> bool {
+        true
+    }
+
     /// A sweep that carries the sweeper's own wall clock (only the
     /// catalogue's `sweeper-own-clock` store looks at it; a correct store
     /// ignores it, which is the default).

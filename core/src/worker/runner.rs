@@ -197,6 +197,9 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                 Poll::Pending
             });
             let left = deadline.map_or(cfg.poll_interval, |d| d.saturating_sub(rt.now()));
+            // Idle workers poll as well as wait for wake-ups (a wake-up may
+            // be lost), unless the catalogue's `waits-only-for-wake-ups`.
+            let polls_when_idle = !wake_only || idle_wake.is_empty();
             tokio::select! {
                 biased;
                 _ = shutdown.wait(), if deadline.is_none() => {}
@@ -258,7 +261,7 @@ impl<S: Store, H: Handler, R: Runtime> Worker<S, H, R> {
                     idle_wake.clear();
                 }
                 _ = rt.sleep(left.max(Millis(1))),
-                    if (idle && !(wake_only && !idle_wake.is_empty())) || deadline.is_some() => idle = false,
+                    if (idle && polls_when_idle) || deadline.is_some() => idle = false,
             }
             // Collect every lease that already ended, so the next claim asks
             // for all free slots in one request instead of one at a time.

@@ -75,7 +75,7 @@ struct Pending<'a> {
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if !self.done && !self.rt.shared().is_crashing() {
+        if !self.done && !self.ids.is_empty() && !self.rt.shared().is_crashing() {
             let (t, local) = self.rt.times();
             for &id in &self.ids {
                 self.rt.shared().record(Record::Answer {

@@ -481,6 +481,11 @@ fn run_world<F: StoreFactory>(
         });
     }
 
+    // Declared after `sim`, so dropped before it on every way out (a run
+    // timeout, a panic, a turmoil error): tearing the world down drops
+    // every task, and their guards must not record (nor read true time
+    // outside a host).
+    let _teardown = SilentTeardown(&shared);
     let b = backend.clone();
     let mut world = World {
         shared: shared.clone(),
@@ -581,5 +586,14 @@ where
             Some(Ok(())) | None => Ok(()),
             Some(Err(e)) => Err(e.into()),
         }
+    }
+}
+
+/// Marks the run as tearing down when dropped (see its use in the run).
+struct SilentTeardown<'a>(&'a Shared);
+
+impl Drop for SilentTeardown<'_> {
+    fn drop(&mut self) {
+        self.0.set_crashing(true);
     }
 }

@@ -341,6 +341,8 @@ impl Scenario {
                 workers: self.workers,
                 sweepers: self.sweepers,
                 schedulers: 0,
+                // One worker per node, on the one queue.
+                ..Topology::default()
             },
             protocol: self.protocol.clone(),
             workload: Workload {

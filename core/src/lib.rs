@@ -54,6 +54,8 @@ pub mod schedule;
 mod store;
 mod time;
 pub mod transition;
+#[doc(hidden)]
+pub mod tx_faults;
 pub mod worker;
 
 #[cfg(feature = "buggy-variants")]

@@ -68,11 +68,17 @@ pub enum Variant {
     ///     instead of from when it sent the claim: an answer held in the
     ///     network makes it believe past the store's expiry.
     FenceFromAnswer,
+    /// 20. The heartbeat stops when the handler returns, while the release
+    ///     is still being retried: releases slowed by store errors (batches
+    ///     cancelled mid-transaction, answers lost) let the finished lease
+    ///     lapse, and the sweeper reports a live worker as crashed (found by
+    ///     the simulator once it cancelled batches).
+    HeartbeatStopsAtRelease,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 19] = [
+    pub const ALL: [Variant; 20] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -92,6 +98,7 @@ impl Variant {
         Variant::QueueSlotFreedTwice,
         Variant::WaitsOnlyForWakeUps,
         Variant::FenceFromAnswer,
+        Variant::HeartbeatStopsAtRelease,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -116,6 +123,7 @@ impl Variant {
             Variant::QueueSlotFreedTwice => "queue-slot-freed-twice",
             Variant::WaitsOnlyForWakeUps => "waits-only-for-wake-ups",
             Variant::FenceFromAnswer => "fence-from-answer",
+            Variant::HeartbeatStopsAtRelease => "heartbeat-stops-at-release",
         }
     }
 

@@ -83,6 +83,8 @@ pub use coalesce::{Coalescing, COALESCE_QUEUE_CAP, DEFAULT_COALESCE_BATCH, DEFAU
 pub use listener::WorkListener;
 
 use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
+pub(crate) use leasehold_core::tx_faults::AtCommit;
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
     FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
@@ -204,6 +206,7 @@ impl PgStoreBuilder {
             .await
             .map_err(error::map)?;
         Ok(PgStore {
+            tx_faults: TxFaults::default(),
             merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
             pool,
@@ -242,6 +245,8 @@ pub struct PgStore {
     wake: listener::PgWake,
     /// Merges the concurrent `Store::batch` calls of this process's workers.
     merger: BatchMerger,
+    /// Faults the simulator arms at commit points (never in production).
+    tx_faults: TxFaults,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
@@ -255,6 +260,15 @@ macro_rules! in_tx {
             let result = {
                 let $conn: &mut PgConnection = &mut tx;
                 $body
+            };
+            let result = match result {
+                Ok(v) => match $self.tx_faults.at_commit().await {
+                    $crate::AtCommit::Commit => Ok(v),
+                    $crate::AtCommit::Fail(code) => {
+                        Err($crate::raise_injected(&mut tx, code).await)
+                    }
+                },
+                Err(e) => Err(e),
             };
             match result {
                 Ok(v) => {
@@ -278,6 +292,22 @@ macro_rules! in_tx {
 
 mod batch;
 mod schedules;
+
+/// Makes PostgreSQL itself fail the open transaction with `sqlstate`
+/// (the simulator's injected serialization or deadlock failure), and
+/// answers the error the adapter maps it to.
+pub(crate) async fn raise_injected(conn: &mut PgConnection, sqlstate: &str) -> StoreError {
+    if sqlstate.len() != 5 || !sqlstate.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return StoreError::Unavailable(format!("bad injected SQLSTATE {sqlstate:?}"));
+    }
+    let sql = format!(
+        "DO $$ BEGIN RAISE EXCEPTION 'leasehold: injected failure' USING ERRCODE = '{sqlstate}'; END $$"
+    );
+    match sqlx::query(&sql).execute(conn).await {
+        Err(e) => error::map(e),
+        Ok(_) => StoreError::Unavailable("the injected failure was not raised".into()),
+    }
+}
 
 /// One answer (or input error) per release request.
 type ReleaseAnswers = Vec<Result<Release, StoreError>>;
@@ -347,6 +377,12 @@ impl PgStore {
     /// The policy this store applies.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The faults the simulator arms at this store's commit points.
+    #[doc(hidden)]
+    pub fn tx_faults(&self) -> &TxFaults {
+        &self.tx_faults
     }
 
     /// The connection pool.

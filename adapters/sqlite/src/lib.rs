@@ -69,6 +69,7 @@ mod set_sql;
 mod write_conn;
 
 use leasehold_core::transition::{self, Applied, EnqueuePlan, RenewPlan};
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
     FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
@@ -179,6 +180,7 @@ impl SqliteStoreBuilder {
             write_lock: tokio::sync::Mutex::new(()),
             wake: WorkSignal::new(),
             merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
+            tx_faults: TxFaults::default(),
         })
     }
 }
@@ -195,6 +197,8 @@ pub struct SqliteStore {
     /// Merges the concurrent `Store::batch` calls of this process's workers
     /// (writes serialize on the file's lock anyway; one commit for many).
     merger: BatchMerger,
+    /// Faults the simulator arms at commit points (never in production).
+    tx_faults: TxFaults,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and
@@ -214,6 +218,9 @@ macro_rules! in_write_tx {
             };
             match result {
                 Ok(v) => {
+                    // SQLite has no serialization failures to raise: only
+                    // an armed stall (the caller drops us here) applies.
+                    let _ = $self.tx_faults.at_commit().await;
                     tx.commit().await?;
                     answer = Some(v);
                     break;
@@ -274,6 +281,12 @@ impl SqliteStore {
     /// The connection pool (for inspection in tests and tools).
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// The faults the simulator arms at this store's commit points.
+    #[doc(hidden)]
+    pub fn tx_faults(&self) -> &TxFaults {
+        &self.tx_faults
     }
 
     /// Closes the pool, waiting for connections to finish.

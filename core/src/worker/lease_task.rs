@@ -16,8 +16,15 @@
 //! - a release is retried only while its outcome is unknown, with the same
 //!   outcome (so a repeat is idempotent), at most `release_tries` times;
 //! - releases go through the worker's release queue
-//!   ([`super::release_queue`]), answered per lease, and the renew loop has
-//!   ended before the release is sent (renews are never batched).
+//!   ([`super::release_queue`]), answered per lease (renews are never
+//!   batched);
+//! - the heartbeat goes on while the release is retried, until the release
+//!   has an answer or gives up: a release slowed by store errors (requests
+//!   cancelled, answers lost) must not let the lease lapse and be reported
+//!   as a crash (I5; a simulator finding with cancelled batches). Renews
+//!   sent then only keep the lease; they never extend the worker's belief
+//!   (it ended with the handler), stop at the fence deadline as the lease's
+//!   loop would, and are bounded by the same `MAX_RENEWS_PER_LEASE`.
 
 use super::config::{WorkerConfig, MAX_RENEWS_PER_LEASE};
 use super::fence::Fence;
@@ -81,6 +88,7 @@ struct Quirks {
     stop_on_loss: bool,
     wall_deadline: bool,
     retry_conflicts: bool,
+    renew_while_releasing: bool,
 }
 
 impl Quirks {
@@ -93,6 +101,7 @@ impl Quirks {
             stop_on_loss: true,
             wall_deadline: false,
             retry_conflicts: true,
+            renew_while_releasing: true,
         };
         #[cfg(feature = "buggy-variants")]
         {
@@ -112,6 +121,7 @@ impl Quirks {
                 }
                 Some(Variant::WorkerWallClockDeadline) => q.wall_deadline = true,
                 Some(Variant::ConflictAbandonsLease) => q.retry_conflicts = false,
+                Some(Variant::HeartbeatStopsAtRelease) => q.renew_while_releasing = false,
                 _ => {}
             }
         }
@@ -307,7 +317,6 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         }
     };
     drop(work);
-    drop(in_flight);
 
     let (outcome, why) = match finished {
         Ok(done) => done,
@@ -317,15 +326,35 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         }
     };
     end_belief(why);
-    let answer = release_with_retries(
+    let release = release_with_retries(
         &ctx,
         &releases,
         job,
         token,
         outcome.clone(),
         quirks.retry_conflicts,
-    )
-    .await;
+    );
+    let heartbeat = Heartbeat {
+        next_renew: if quirks.renew_while_releasing {
+            next_renew
+        } else {
+            Millis(u64::MAX)
+        },
+        in_flight: in_flight.filter(|_| quirks.renew_while_releasing),
+        renews,
+        fence,
+        survives_errors: quirks.heartbeat_survives_errors,
+        retry_conflicts: quirks.retry_conflicts,
+    }
+    .run(&ctx, job, token);
+    let mut release = std::pin::pin!(release);
+    let answer = tokio::select! {
+        biased;
+        answer = &mut release => answer,
+        // The heartbeat stopped (lost, rejected, bounded): the release
+        // goes on alone.
+        () = heartbeat => release.await,
+    };
     tracing::info!(%worker, %job, %token, outcome = outcome.kind(), ?answer, "released");
     observe(RuntimeEvent::Released {
         worker: worker.clone(),
@@ -336,6 +365,84 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         answer,
     });
     LeaseEnd::Released(answer)
+}
+
+/// The heartbeat of a lease whose handler is done, while its release is
+/// retried (see the module docs). It picks up where the lease's loop left
+/// off: its next renew time, the renew in flight, the renew count.
+struct Heartbeat {
+    next_renew: Millis,
+    in_flight: Option<(Millis, RenewFuture)>,
+    renews: u64,
+    fence: Fence,
+    survives_errors: bool,
+    retry_conflicts: bool,
+}
+
+impl Heartbeat {
+    /// Renews until a renew is answered `Lost` or rejected, an error stops
+    /// a heartbeat that does not survive errors, the fence deadline passes
+    /// with no renew through, or the renew bound is reached; the caller
+    /// drops it once the release is answered.
+    async fn run<S: Store, H, R: Runtime>(
+        mut self,
+        ctx: &LeaseCtx<S, H, R>,
+        job: crate::ids::JobId,
+        token: crate::ids::Token,
+    ) {
+        let (cfg, rt) = (&ctx.cfg, &ctx.rt);
+        // Bounded: every pass sends or awaits one renew, at most
+        // MAX_RENEWS_PER_LEASE in all.
+        loop {
+            let (sent, renew) = match self.in_flight.take() {
+                Some(r) => r,
+                None => {
+                    let now = rt.now();
+                    // Past the fence no renew got through in time: the
+                    // store may have let the lease go, as the lease's own
+                    // loop would have concluded.
+                    if self.next_renew == Millis(u64::MAX)
+                        || self.renews >= MAX_RENEWS_PER_LEASE
+                        || self.fence.is_expired(now)
+                    {
+                        return;
+                    }
+                    if now < self.next_renew {
+                        rt.sleep(self.next_renew.saturating_sub(now).min(MAX_NAP))
+                            .await;
+                        continue;
+                    }
+                    self.renews += 1;
+                    let store = ctx.store.clone();
+                    let req = RenewRequest {
+                        job,
+                        token,
+                        lease: cfg.lease,
+                    };
+                    let (rt2, limit) = (rt.clone(), cfg.request_timeout);
+                    let renew: RenewFuture =
+                        Box::pin(async move { with_timeout(&rt2, limit, store.renew(req)).await });
+                    (now, renew)
+                }
+            };
+            match renew.await {
+                Ok(Renewal::Renewed { .. }) => {
+                    self.fence.handle_renewed(sent);
+                    self.next_renew = sent.saturating_add(cfg.renew_interval);
+                    tracing::debug!(%job, %token, "renewed while releasing");
+                }
+                Err(e)
+                    if self.survives_errors
+                        && (e.is_unknown_outcome()
+                            || (e.is_transient() && self.retry_conflicts)) =>
+                {
+                    self.next_renew =
+                        renew_retry_at(rt.now(), self.fence.poll_deadline(), cfg.renew_interval);
+                }
+                Ok(Renewal::Lost) | Err(_) => return,
+            }
+        }
+    }
 }
 
 async fn release_with_retries<S: Store, H, R: Runtime>(

@@ -122,7 +122,7 @@ pub struct Shrunk {
     pub budget_exhausted: bool,
 }
 
-fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 11] {
+fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 12] {
     let f = &cfg.faults;
     [
         f.worker_crash_rate,
@@ -136,6 +136,7 @@ fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 11] {
         f.answer_loss,
         f.store_conflict,
         f.wake_loss,
+        f.store_cancel,
     ]
 }
 
@@ -392,7 +393,7 @@ fn shorter_fault_windows(c: &SimConfig) -> Vec<SimConfig> {
 fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
     let mut out = Vec::new();
     let zero = Range::exactly(0.0);
-    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 11] = [
+    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 12] = [
         |c| &mut c.faults.worker_crash_rate,
         |c| &mut c.faults.sweeper_crash_rate,
         |c| &mut c.faults.store_crash_rate,
@@ -404,6 +405,7 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
         |c| &mut c.faults.answer_loss,
         |c| &mut c.faults.store_conflict,
         |c| &mut c.faults.wake_loss,
+        |c| &mut c.faults.store_cancel,
     ];
     for field in fields {
         let mut d = c.clone();

@@ -350,6 +350,7 @@ fn run_record(heal: u64) -> Record {
         answer_loss: 0.0,
         store_conflict: 0.0,
         wake_loss: 0.0,
+        store_cancel: 0.0,
         timing_assumption_broken: false,
     }
 }

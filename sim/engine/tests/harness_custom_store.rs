@@ -3,13 +3,16 @@
 //! same store without the bug passes. One of the bugs lives only in the
 //! store's `batch` (the worker's releases and claims travel as one batch
 //! message and run the store's own `batch`), so it is caught only if the
-//! simulator runs that code and judges each of its answers.
+//! simulator runs that code and judges each of its answers. Another lets
+//! a batch its caller cancelled commit anyway: the simulator cancels worker
+//! batches at the store's commit point, and must see the rows change.
 
 // The factory's methods return `impl Future + Send` as the trait declares,
 // building owned futures (what a user's code looks like); `async fn` would
 // hide that shape from the example.
 #![allow(clippy::manual_async_fn)]
 
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
     JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Outcome, Release, ReleaseRequest,
@@ -29,6 +32,21 @@ struct ShortColumn {
     inner: MemoryStore,
     keep: Option<usize>,
     batch_says_lost: bool,
+    commit_point: CommitPoint,
+    faults: TxFaults,
+}
+
+/// Where the store's `batch` lets the simulator cancel it (its commit
+/// point, `SimStore::tx_faults`).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum CommitPoint {
+    /// It offers none: a cancelled batch is one it never started.
+    #[default]
+    None,
+    /// Before it writes anything, as a transaction commits at its end.
+    BeforeWriting,
+    /// After it wrote everything: a cancelled batch has committed (the bug).
+    AfterWriting,
 }
 
 impl Store for ShortColumn {
@@ -61,12 +79,18 @@ impl Store for ShortColumn {
         req: BatchRequest,
     ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
         async move {
+            if self.commit_point == CommitPoint::BeforeWriting {
+                self.faults.at_commit().await;
+            }
             let mut a = BatchAnswer::default();
             for r in req.releases {
                 a.releases.push(self.release(r).await);
             }
             for c in req.claims {
                 a.claims.push(self.claim(c).await);
+            }
+            if self.commit_point == CommitPoint::AfterWriting {
+                self.faults.at_commit().await;
             }
             if self.batch_says_lost {
                 for r in &mut a.releases {
@@ -113,13 +137,18 @@ impl Store for ShortColumn {
     }
 }
 
-/// No audit log, nothing to close: every `SimStore` method keeps its default.
-impl SimStore for ShortColumn {}
+/// No audit log, nothing to close; a commit point when it has one.
+impl SimStore for ShortColumn {
+    fn tx_faults(&self) -> Option<&TxFaults> {
+        (self.commit_point != CommitPoint::None).then_some(&self.faults)
+    }
+}
 
 #[derive(Default)]
 struct Factory {
     keep: Option<usize>,
     batch_says_lost: bool,
+    commit_point: CommitPoint,
 }
 
 impl StoreFactory for Factory {
@@ -148,12 +177,15 @@ impl StoreFactory for Factory {
         clock: SimStoreClock,
     ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
         let inner = MemoryStore::with_state(ctx.policy.clone(), clock, db.clone());
-        let (keep, batch_says_lost) = (self.keep, self.batch_says_lost);
+        let (keep, batch_says_lost, commit_point) =
+            (self.keep, self.batch_says_lost, self.commit_point);
         async move {
             Ok(ShortColumn {
                 inner,
                 keep,
                 batch_says_lost,
+                commit_point,
+                faults: TxFaults::default(),
             })
         }
     }
@@ -220,4 +252,42 @@ fn a_store_whose_batch_misanswers_a_release_is_caught() {
         "{}",
         failure.summary()
     );
+}
+
+fn cancelling() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    vec![root.join("cancelled_batches_commit_nothing_and_later_writers_get_through.toml")]
+}
+
+#[test]
+fn a_store_whose_cancelled_batch_commits_anyway_is_caught() {
+    let f = Factory {
+        commit_point: CommitPoint::AfterWriting,
+        ..Factory::default()
+    };
+    let report = check_store(f, &cancelling(), Some(3)).unwrap();
+    let failure = report
+        .failures()
+        .next()
+        .expect("the committed cancelled batch is caught");
+    assert!(
+        failure
+            .violations
+            .iter()
+            .any(|v| v.invariant.to_string() == "I11"),
+        "{}",
+        failure.summary()
+    );
+}
+
+#[test]
+fn a_store_cancelled_before_it_writes_passes() {
+    let f = Factory {
+        commit_point: CommitPoint::BeforeWriting,
+        ..Factory::default()
+    };
+    let report = check_store(f, &cancelling(), Some(3)).unwrap();
+    let failures: Vec<String> = report.failures().map(|f| f.summary()).collect();
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(report.runs.len(), 3);
 }

@@ -278,6 +278,7 @@ fn floats(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
         ("faults.answer_loss", &f.answer_loss),
         ("faults.store_conflict", &f.store_conflict),
         ("faults.wake_loss", &f.wake_loss),
+        ("faults.store_cancel", &f.store_cancel),
     ] {
         all.push((path, r.lo));
         all.push((path, r.hi));

@@ -309,6 +309,12 @@ pub struct Faults {
     /// work by polling.
     #[serde(skip_serializing_if = "is_never")]
     pub wake_loss: Range<f64>,
+    /// Probability a worker's batch is cancelled by its caller while the
+    /// store is inside its transaction, just before the commit (inside the
+    /// window). Nothing of it may commit, and later writers must get
+    /// through; the caller gets no answer.
+    #[serde(skip_serializing_if = "is_never")]
+    pub store_cancel: Range<f64>,
     /// Extra delay of held (late, reordered) messages, per host per minute.
     pub hold_rate: Range<f64>,
     /// How long messages are held.
@@ -342,6 +348,7 @@ impl Default for Faults {
             answer_loss: none,
             store_conflict: none,
             wake_loss: none,
+            store_cancel: none,
             hold_rate: none,
             hold_len: Range::new(Dur::ms(100), Dur::secs(5)),
             clock_offset: Range::exactly(SignedDur(0)),
@@ -932,6 +939,7 @@ impl SimConfig {
             ("faults.answer_loss", &f.answer_loss),
             ("faults.store_conflict", &f.store_conflict),
             ("faults.wake_loss", &f.wake_loss),
+            ("faults.store_cancel", &f.store_cancel),
         ] {
             check_range(&mut bad, path, r);
             if r.lo < 0.0 || r.hi > 1.0 {

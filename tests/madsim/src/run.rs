@@ -220,6 +220,7 @@ pub async fn simulate(scenario: Scenario) -> Outcome {
         answer_loss: 0.0,
         store_conflict: 0.0,
         wake_loss: 0.0,
+        store_cancel: 0.0,
         // One clock for every node: no drift, no step, ever.
         timing_assumption_broken: false,
     });

@@ -107,7 +107,10 @@ fn is_own_attempt(q: &ReqInfo, host: &str, job: JobId, token: Token) -> bool {
 
 /// Why a failed attempt failed, if the ground truth says.
 fn failure_explained(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bool {
-    if matches!(q.served, Some((_, Fate::RequestLost | Fate::AnswerLost, _))) {
+    if matches!(
+        q.served,
+        Some((_, Fate::RequestLost | Fate::AnswerLost | Fate::Cancelled, _))
+    ) {
         return true;
     }
     let (from, to) = (q.t.saturating_sub(lim.slack), q.t + lim.timeout + lim.slack);

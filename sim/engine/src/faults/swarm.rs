@@ -35,6 +35,9 @@ pub struct SwarmDraw {
     pub store_conflict: f64,
     /// Probability a wake-up is lost (inside the window).
     pub wake_loss: f64,
+    /// Probability a worker's batch is cancelled mid-transaction (inside
+    /// the window).
+    pub store_cancel: f64,
 }
 
 fn draw(rng: &mut SimRng, r: &Range<f64>) -> f64 {
@@ -60,6 +63,7 @@ pub fn draw_swarm(cfg: &SimConfig, seed: u64) -> SwarmDraw {
         // Drawn after it, so scenarios without store conflicts draw as before.
         store_conflict: draw(&mut rng, &f.store_conflict),
         wake_loss: draw(&mut rng, &f.wake_loss),
+        store_cancel: draw(&mut rng, &f.store_cancel),
     }
 }
 

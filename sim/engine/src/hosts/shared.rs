@@ -48,6 +48,8 @@ pub struct Shared {
     net_rng: Mutex<SimRng>,
     conflicts: Mutex<Conflicts>,
     wake_rng: Mutex<SimRng>,
+    cancel_rng: Mutex<SimRng>,
+    transient_rng: Mutex<SimRng>,
     interleave_rng: Mutex<SimRng>,
     tasks: Mutex<BTreeMap<String, HostTasks>>,
     incarnations: Mutex<BTreeMap<String, u32>>,
@@ -110,6 +112,8 @@ impl Shared {
                 last: BTreeSet::new(),
             }),
             wake_rng: Mutex::new(SimRng::derive(seed, "wake-loss", &[])),
+            cancel_rng: Mutex::new(SimRng::derive(seed, "store-cancel", &[])),
+            transient_rng: Mutex::new(SimRng::derive(seed, "store-transient", &[])),
             interleave_rng: Mutex::new(SimRng::derive(seed, "store-interleave", &[])),
             tasks: Mutex::default(),
             incarnations: Mutex::default(),
@@ -191,6 +195,24 @@ impl Shared {
     pub fn wake_lost(&self, in_window: bool) -> bool {
         let p = self.draw.wake_loss;
         in_window && p > 0.0 && lock(&self.wake_rng).chance(p)
+    }
+
+    /// Whether the caller of one worker batch drops it mid-transaction
+    /// (the seed's `store_cancel` rate, inside the window). Draws from a
+    /// generator of its own, and only when the rate is above zero.
+    pub fn store_cancelled(&self, in_window: bool) -> bool {
+        let p = self.draw.store_cancel;
+        in_window && p > 0.0 && lock(&self.cancel_rng).chance(p)
+    }
+
+    /// Whether a write the store did not answer `Conflict` still meets one
+    /// failure its adapter retries (the seed's `store_conflict` rate, from
+    /// a generator of its own, inside the window). Only a store that raises
+    /// injected failures itself (PostgreSQL) shows anything of it, and then
+    /// only by retrying: its answer is the same.
+    pub fn store_transient(&self, in_window: bool) -> bool {
+        let p = self.draw.store_conflict;
+        in_window && p > 0.0 && lock(&self.transient_rng).chance(p)
     }
 
     /// Whether the store host defers one poll of a store call (a coin per

@@ -21,6 +21,15 @@
 //! the `store_conflict` rate, as a serialization failure fails its one
 //! transaction.
 //!
+//! Store-side faults reach the real adapters where they can: PostgreSQL
+//! raises the drawn conflict itself (a serialization failure at the commit
+//! point, every try, so the adapter's own retries end in `Conflict`), and a
+//! write that drew no conflict may meet one deadlock the adapter retries
+//! (same answer). A worker batch may be cancelled by its caller
+//! (`store_cancel`): the real SQL adapter runs it up to its commit point
+//! and the call is dropped there; nothing may commit, the caller gets no
+//! answer, and later writers must get through.
+//!
 //! A worker's batch arrives as one message and is executed by the store's
 //! own `batch` (one transaction on the SQL stores), then recorded as its
 //! parts, each with its own answer; it is lost, or answered and its answer
@@ -33,6 +42,7 @@ use crate::net::WakeSender;
 use crate::net::{read_frame, write_frame, WireError, WireMessage, WireOp, WireReply, STORE_PORT};
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{JobId, JobState, Runtime, StoreError};
 use leasehold_model::wire_store::{apply, apply_batch, touched, wire};
 use std::collections::BTreeSet;
@@ -272,9 +282,17 @@ async fn serve<F: StoreFactory>(
     };
     let answer = match msg {
         WireMessage::One(req) => {
-            let conflict = conflict_target(&req.op)
-                .filter(|&job| shared.store_conflict(&req.host, job, in_window));
-            let call = backend.call(execute(store, req.op, conflict));
+            let target = conflict_target(&req.op);
+            let conflict =
+                target.is_some_and(|job| shared.store_conflict(&req.host, job, in_window));
+            let fault = if conflict {
+                Injected::Conflict
+            } else if target.is_some() && shared.store_transient(in_window) {
+                Injected::Transient
+            } else {
+                Injected::None
+            };
+            let call = backend.call(execute(store, req.op, fault));
             let Some((reply, after)) = called(Interleaved::new(call, &shared).await, &shared)
             else {
                 return;
@@ -290,7 +308,7 @@ async fn serve<F: StoreFactory>(
             // order they ran.
             let mut replies = Vec::with_capacity(b.parts.len());
             for (id, op) in b.parts {
-                let call = backend.call(execute(store.clone(), op, None));
+                let call = backend.call(execute(store.clone(), op, Injected::None));
                 let Some((reply, after)) = called(Interleaved::new(call, &shared).await, &shared)
                 else {
                     return;
@@ -304,11 +322,46 @@ async fn serve<F: StoreFactory>(
         WireMessage::Batch(b) => {
             // The whole batch is one transaction: a conflict fails it all.
             let conflict = shared.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
+            if !conflict && shared.store_cancelled(in_window) {
+                let call = backend.call(cancel_batch(store, b));
+                let Some(parts) = called(Interleaved::new(call, &shared).await, &shared) else {
+                    return;
+                };
+                match parts {
+                    Ok(parts) => {
+                        for (id, after) in parts {
+                            shared.record(Record::Served {
+                                t,
+                                store_time,
+                                id,
+                                host: host.clone(),
+                                fate: Fate::Cancelled,
+                                reply: None,
+                                after,
+                            });
+                        }
+                    }
+                    Err(e) => shared.report_panic(e),
+                }
+                // The caller is gone: no answer, as for a lost one.
+                hold_without_reply(s).await;
+                return;
+            }
+            let fault = if conflict {
+                Injected::Conflict
+            } else if shared.store_transient(in_window) {
+                Injected::Transient
+            } else {
+                Injected::None
+            };
             let call = backend.call(async move {
-                if conflict {
-                    conflict_batch(&*store, b).await
-                } else {
-                    apply_batch(&*store, b).await
+                match injected(&*store, fault) {
+                    None => conflict_batch(&*store, b).await,
+                    Some(armed) => {
+                        let parts = apply_batch(&*store, b).await;
+                        disarm(armed);
+                        parts
+                    }
                 }
             });
             let Some(parts) = called(Interleaved::new(call, &shared).await, &shared) else {
@@ -425,6 +478,84 @@ async fn conflict_batch<S: SimStore>(
     out
 }
 
+/// A store-side failure drawn for one write.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Injected {
+    /// None.
+    None,
+    /// Contention the adapter's retries cannot clear: answered `Conflict`,
+    /// nothing applied.
+    Conflict,
+    /// One failure the adapter retries; the answer is unchanged.
+    Transient,
+}
+
+/// SQLSTATE raised for an injected conflict (serialization failure).
+const SERIALIZATION_FAILURE: &str = "40001";
+/// SQLSTATE raised for an injected transient failure (deadlock detected).
+const DEADLOCK_DETECTED: &str = "40P01";
+
+/// Arms `fault` in a store that raises injected failures itself; `None`
+/// when the store host must answer the conflict in its place (a store that
+/// cannot raise one). `Some(armed)` otherwise: the faults to disarm after
+/// the call, if any were armed.
+fn injected<S: SimStore>(store: &S, fault: Injected) -> Option<Option<&TxFaults>> {
+    let raises = store
+        .tx_faults()
+        .filter(|_| store.raises_injected_failures());
+    match (fault, raises) {
+        (Injected::None, _) | (Injected::Transient, None) => Some(None),
+        (Injected::Conflict, None) => None,
+        (Injected::Conflict, Some(f)) => {
+            f.arm_failures(None, SERIALIZATION_FAILURE);
+            Some(Some(f))
+        }
+        (Injected::Transient, Some(f)) => {
+            f.arm_failures(Some(1), DEADLOCK_DETECTED);
+            Some(Some(f))
+        }
+    }
+}
+
+fn disarm(armed: Option<&TxFaults>) {
+    if let Some(f) = armed {
+        f.disarm();
+    }
+}
+
+/// A worker batch dropped by its caller mid-transaction: with the store's
+/// commit-point faults, the real `batch` runs until every statement is
+/// done and is dropped there, before its commit, as a request timeout
+/// drops it; a store without them never starts it. Either way the rows the
+/// releases name are read back (they must be unchanged), per part.
+async fn cancel_batch<S: SimStore>(
+    store: Arc<S>,
+    b: leasehold_model::wire::WireBatch,
+) -> Result<Vec<(u64, Vec<ReadRow>)>, String> {
+    if let Some(f) = store.tx_faults() {
+        let reached = f.arm_stall();
+        let finished = tokio::select! {
+            biased;
+            _ = reached => false,
+            _ = apply_batch(&*store, b.clone()) => true,
+        };
+        f.disarm();
+        store.settle().await?;
+        if finished {
+            return Err(format!(
+                "a batch of {} part(s) armed to be cancelled at its commit point ended without                  reaching it",
+                b.parts.len()
+            ));
+        }
+    }
+    let none = WireReply::Error(WireError::Unavailable("cancelled".into()));
+    let mut out = Vec::with_capacity(b.parts.len());
+    for (id, op) in &b.parts {
+        out.push((*id, touched(&*store, op, &none).await));
+    }
+    Ok(out)
+}
+
 /// The job of a write the store may answer `Conflict` (its version-checked
 /// row writes: renew, release, cancel).
 fn conflict_target(op: &WireOp) -> Option<JobId> {
@@ -436,20 +567,28 @@ fn conflict_target(op: &WireOp) -> Option<JobId> {
     }
 }
 
-/// Executes one request, or answers it `Conflict` on `conflict` without
-/// applying it, and reads back the rows it touched (unchanged, then).
+/// Executes one request under the drawn `fault` (a store that cannot
+/// raise a conflict itself has it answered here, unapplied), and reads
+/// back the rows it touched.
 async fn execute<S: SimStore>(
     store: Arc<S>,
     op: WireOp,
-    conflict: Option<JobId>,
+    fault: Injected,
 ) -> (WireReply, Vec<ReadRow>) {
-    let reply = match (conflict, op.clone()) {
-        (Some(job), _) => WireReply::Error(WireError::of(&StoreError::Conflict(job))),
+    let reply = match (injected(&*store, fault), op.clone()) {
+        // PostgreSQL does not say which row it could not serialize.
+        (None, _) => WireReply::Error(WireError::of(&StoreError::Conflict(JobId(0)))),
         // Only a simulated store can carry the `sweeper-own-clock` bug.
-        (None, WireOp::Sweep(req, wall)) => {
-            wire(store.sweep_with_wall(req, wall).await, WireReply::Swept)
+        (Some(armed), WireOp::Sweep(req, wall)) => {
+            let r = wire(store.sweep_with_wall(req, wall).await, WireReply::Swept);
+            disarm(armed);
+            r
         }
-        (None, op) => apply(&*store, op).await,
+        (Some(armed), op) => {
+            let r = apply(&*store, op).await;
+            disarm(armed);
+            r
+        }
     };
     let after = touched(&*store, &op, &reply).await;
     (reply, after)

@@ -419,6 +419,7 @@ fn run_world<F: StoreFactory>(
         answer_loss: swarm.answer_loss,
         store_conflict: swarm.store_conflict,
         wake_loss: swarm.wake_loss,
+        store_cancel: swarm.store_cancel,
         timing_assumption_broken: broken,
     });
     for f in &schedule {

@@ -50,6 +50,7 @@ pub use sqlite::SqliteFactory;
 
 use crate::catalogue::Variant;
 pub use crate::store_kind::StoreKind;
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     CrashReport, Event, Policy, Store, StoreClock, StoreError, StoreTime, SweepRequest,
 };
@@ -81,6 +82,40 @@ pub trait SimStore: Store {
     /// really ran in.
     fn batch_is_atomic(&self) -> bool {
         true
+    }
+
+    /// The faults the store injects at its transactions' commit points
+    /// when the store host arms them ([`TxFaults`]): the real SQL stores
+    /// have them, so a worker batch can be cancelled mid-transaction inside
+    /// the real adapter. Without them (the default) a cancelled batch is
+    /// one the store never started. The store host arms them only around
+    /// one call at a time, so a store that offers them must answer each
+    /// call without other calls running inside it (a driver, or one poll).
+    #[doc(hidden)]
+    fn tx_faults(&self) -> Option<&TxFaults> {
+        None
+    }
+
+    /// Waits until the work a dropped call left behind is done (for the SQL
+    /// stores: the rollback of its transaction, which `sqlx` finishes in
+    /// the background once the call's connection is back in the pool).
+    /// Store operations take no simulated time, and neither does the end
+    /// of a cancelled one: without this, whether the next request ran
+    /// before or after the rollback would depend on real time (on
+    /// PostgreSQL a `SKIP LOCKED` claim would skip rows the dead
+    /// transaction still locked, or not). An error when it does not end.
+    #[doc(hidden)]
+    fn settle(&self) -> impl Future<Output = Result<(), String>> + Send {
+        async { Ok(()) }
+    }
+
+    /// Whether armed failures are raised by the database itself inside the
+    /// transaction (PostgreSQL's serialization and deadlock failures, then
+    /// retried or answered `Conflict` by the adapter). Without (the
+    /// default), the store host answers a drawn conflict `Conflict` itself.
+    #[doc(hidden)]
+    fn raises_injected_failures(&self) -> bool {
+        false
     }
 
     /// A sweep that carries the sweeper's own wall clock (only the
@@ -185,5 +220,31 @@ impl SimStoreClock {
 impl StoreClock for SimStoreClock {
     fn now(&self) -> StoreTime {
         StoreTime(self.0.load(Ordering::Relaxed))
+    }
+}
+
+/// Most real time a dropped call's cleanup may take ([`SimStore::settle`]).
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Waits until every connection of a pool is idle again, as `sizes` (the
+/// pool's size and its idle count) tells, for at most [`SETTLE_LIMIT`].
+#[cfg(feature = "sql")]
+async fn pool_settled(sizes: impl Fn() -> (u32, usize)) -> Result<(), String> {
+    let start = std::time::Instant::now();
+    // Bounded by SETTLE_LIMIT.
+    loop {
+        let (size, idle) = sizes();
+        if idle >= size as usize {
+            return Ok(());
+        }
+        if start.elapsed() > SETTLE_LIMIT {
+            return Err(format!(
+                "{} of {size} connection(s) still busy {}s after a cancelled call: \
+                 its transaction never ended, later writers would wait on it",
+                size as usize - idle,
+                SETTLE_LIMIT.as_secs()
+            ));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
     }
 }

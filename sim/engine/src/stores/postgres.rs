@@ -12,6 +12,7 @@
 #![allow(clippy::manual_async_fn)]
 
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{Event, StoreError};
 use leasehold_postgres::PgStore;
 use std::future::Future;
@@ -112,6 +113,19 @@ impl SimStore for PgStore {
 
     fn close(&self) -> impl Future<Output = ()> + Send {
         PgStore::close(self)
+    }
+
+    fn tx_faults(&self) -> Option<&TxFaults> {
+        Some(PgStore::tx_faults(self))
+    }
+
+    fn settle(&self) -> impl Future<Output = Result<(), String>> + Send {
+        let pool = self.pool().clone();
+        async move { super::pool_settled(|| (pool.size(), pool.num_idle())).await }
+    }
+
+    fn raises_injected_failures(&self) -> bool {
+        true
     }
 }
 

@@ -11,6 +11,7 @@
 #![allow(clippy::manual_async_fn)]
 
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{Event, StoreError};
 use leasehold_sqlite::{Durability, SqliteStore};
 use std::future::Future;
@@ -56,6 +57,15 @@ impl SimStore for SqliteStore {
 
     fn close(&self) -> impl Future<Output = ()> + Send {
         SqliteStore::close(self)
+    }
+
+    fn tx_faults(&self) -> Option<&TxFaults> {
+        Some(SqliteStore::tx_faults(self))
+    }
+
+    fn settle(&self) -> impl Future<Output = Result<(), String>> + Send {
+        let pool = self.pool().clone();
+        async move { super::pool_settled(|| (pool.size(), pool.num_idle())).await }
     }
 }
 

@@ -306,6 +306,10 @@ pub enum Fate {
     RequestLost,
     /// Executed, then the answer was lost (ambiguous outcome).
     AnswerLost,
+    /// Dropped by its caller while the store was inside its transaction,
+    /// before the commit: nothing of it may have committed, and no answer
+    /// was sent (the caller sees an unknown outcome).
+    Cancelled,
 }
 
 /// A worker's belief or lease-task milestone (from its runtime observer).
@@ -400,6 +404,10 @@ pub enum Record {
         /// the window; absent when 0).
         #[serde(default, skip_serializing_if = "is_zero")]
         wake_loss: f64,
+        /// Probability drawn for this seed that a worker's batch is
+        /// cancelled mid-transaction (inside the window; absent when 0).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        store_cancel: f64,
         /// A drift beyond ρ or a store clock step: I3 is not asserted.
         timing_assumption_broken: bool,
     },

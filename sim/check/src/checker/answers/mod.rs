@@ -62,6 +62,13 @@
 //! transaction failed): the model applies nothing, and the image of each
 //! row it names after it must equal the model's row as it was.
 //!
+//! **Cancelled requests.** A worker batch whose caller dropped it while
+//! the store was inside its transaction (fate `cancelled`) got no answer
+//! and must have committed nothing: the model applies nothing and judges
+//! the images of the rows its releases name, as for a conflict. A claim in
+//! it that committed anyway shows up at the next claim or sweep of the
+//! rows it took, whose answers the model then disagrees with.
+//!
 //! [`model_events`] gives the accepted transitions as store events, for
 //! stores without an audit log.
 
@@ -211,7 +218,31 @@ impl Replay {
         };
         // Served records are in execution order (the store serializes
         // requests; records are stably sorted by true time).
+        let cancelled = Reply::Unavailable("cancelled by its caller mid-transaction".into());
         for r in &h.records {
+            if let Record::Served {
+                t,
+                store_time,
+                id,
+                host,
+                fate: Fate::Cancelled,
+                after,
+                ..
+            } = r
+            {
+                if let Some(op) = ops.get(id) {
+                    replay.unapplied(&Served {
+                        t: *t,
+                        store_time: *store_time,
+                        id: *id,
+                        host,
+                        op,
+                        reply: &cancelled,
+                        after,
+                    });
+                }
+                continue;
+            }
             let Record::Served {
                 t,
                 store_time,
@@ -244,10 +275,7 @@ impl Replay {
 
     fn serve(&mut self, s: &Served<'_>) {
         if s.conflict() {
-            // Nothing was applied: the rows must be as the model has them.
-            for img in s.after {
-                self.image(s, img, !self.blind);
-            }
+            self.unapplied(s);
             return;
         }
         let unknown = matches!(s.reply, Reply::Unavailable(_));
@@ -270,6 +298,15 @@ impl Replay {
         }
         if s.writes() {
             self.derive_events(s, &pre, plan.as_ref());
+        }
+    }
+
+    /// A request that applied nothing (answered `Conflict`, or cancelled
+    /// by its caller before its commit): the rows it names must be as the
+    /// model has them.
+    fn unapplied(&mut self, s: &Served<'_>) {
+        for img in s.after {
+            self.image(s, img, !self.blind);
         }
     }
 

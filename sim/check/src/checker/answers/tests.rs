@@ -672,3 +672,48 @@ fn a_conflict_applies_nothing_and_a_row_changed_under_it_is_reported() {
         v[0].message
     );
 }
+
+#[test]
+fn a_cancelled_release_applies_nothing_and_a_row_it_changed_is_reported() {
+    let (mut s, r) = claimed();
+    let release = Op::Release {
+        job: JobId(1),
+        token: Token(1),
+        outcome: Outcome::Succeeded(b"done".to_vec()),
+    };
+    // Cancelled mid-transaction, row unchanged: accepted; the release sent
+    // again after it commits as the model expects.
+    let id = s.serve_as(
+        20,
+        release.clone(),
+        Reply::Committed,
+        vec![r.clone()],
+        Fate::Cancelled,
+    );
+    strip_reply(&mut s, id);
+    assert!(s.check().is_empty(), "{:?}", s.check());
+    // Cancelled, but the row shows the release: it committed.
+    let mut done = r.clone();
+    done.state = JobState::Succeeded;
+    done.version += 1;
+    let id = s.serve_as(30, release, Reply::Committed, vec![done], Fate::Cancelled);
+    strip_reply(&mut s, id);
+    let v = s.check();
+    assert_eq!(only_i11(&v).len(), 1, "{v:?}");
+    assert!(
+        v[0].message.contains("the store's row job-1"),
+        "{}",
+        v[0].message
+    );
+}
+
+/// A cancelled request has no answer: its `Served` record carries none.
+fn strip_reply(s: &mut Script, id: u64) {
+    for r in &mut s.records {
+        if let Record::Served { id: i, reply, .. } = r {
+            if *i == id {
+                *reply = None;
+            }
+        }
+    }
+}

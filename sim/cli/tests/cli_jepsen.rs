@@ -161,3 +161,40 @@ fn an_exported_correct_run_checks_clean_and_a_catalogue_bug_shows() {
         out(&o)
     );
 }
+
+#[test]
+fn a_history_with_no_lease_operation_is_refused_not_passed() {
+    let d = scratch("register");
+    let f = d.join("register.edn");
+    let body = "{:type :invoke, :f :write, :value 1, :process 0, :index 0}\n\
+                {:type :ok, :f :write, :value 1, :process 0, :index 1}\n\
+                {:type :invoke, :f :cas, :value [1 2], :process 1, :index 2}\n\
+                {:type :fail, :f :cas, :value [1 2], :process 1, :index 3}\n";
+    std::fs::write(&f, body).unwrap();
+    let o = leasehold(&["check", "--format", "jepsen", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        out(&o).contains("none of its 4 operations is an acquire, renew, release or sweep call"),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn a_lock_history_without_values_gets_a_few_errors_a_count_and_a_hint() {
+    let d = scratch("mutex");
+    let f = d.join("mutex.edn");
+    let mut body = String::new();
+    // Eight acquires without values: one error each.
+    for p in 0..8 {
+        body.push_str(&format!("{{:type :invoke, :f :acquire, :process {p}}}\n"));
+        body.push_str(&format!("{{:type :ok, :f :acquire, :process {p}}}\n"));
+    }
+    std::fs::write(&f, body).unwrap();
+    let o = leasehold(&["check", "--format", "jepsen", f.to_str().unwrap()]);
+    let text = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert_eq!(text.matches("the value must be a map").count(), 5, "{text}");
+    assert!(text.contains("... and 3 more errors (8 in all)"), "{text}");
+    assert!(text.contains("needs a mutex model"), "{text}");
+}

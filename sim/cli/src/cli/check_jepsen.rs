@@ -31,12 +31,21 @@ pub fn run(args: &CheckArgs) -> ExitCode {
     let summary = match check::check(&ops, file) {
         Ok(s) => s,
         Err(errors) => {
-            for e in errors.iter().take(20) {
-                eprintln!("{e}");
-            }
+            report_errors(&errors);
             return ExitCode::Input;
         }
     };
+    if summary.calls.is_empty() {
+        // Nothing judged is not a pass (a register or set history, say).
+        eprintln!(
+            "{}: none of its {} operations is an acquire, renew, release or sweep call \
+             ({} other client calls): the lease checks (I1, I2) cannot judge this history",
+            file.display(),
+            summary.ops,
+            summary.skipped
+        );
+        return ExitCode::Input;
+    }
     for f in &summary.findings {
         println!("{}:{}: {}", file.display(), f.pos, f.message);
     }
@@ -57,5 +66,35 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         ExitCode::Ok
     } else {
         ExitCode::Violation
+    }
+}
+
+/// Most located errors printed; the rest are counted.
+const MAX_ERRORS_SHOWN: usize = 5;
+
+/// Prints the first few errors and a count of the rest, with a hint when
+/// no lease operation carries a value (a lock history from Jepsen's mutex
+/// tests: `:acquire` and `:release` with no `:value`).
+fn report_errors(errors: &[crate::jepsen::edn::ReadError]) {
+    for e in errors.iter().take(MAX_ERRORS_SHOWN) {
+        eprintln!("{e}");
+    }
+    if errors.len() > MAX_ERRORS_SHOWN {
+        eprintln!(
+            "... and {} more errors ({} in all)",
+            errors.len() - MAX_ERRORS_SHOWN,
+            errors.len()
+        );
+    }
+    if errors.len() > 1
+        && errors
+            .iter()
+            .all(|e| e.message.starts_with("the value must be a map"))
+    {
+        eprintln!(
+            "leasehold: no lease operation here carries a {{:job J, :token T}} value; a lock \
+             history without values (Jepsen's mutex tests) needs a mutex model, which \
+             `leasehold check` does not have yet"
+        );
     }
 }

@@ -16,7 +16,8 @@ use leasehold_core::{
     BatchRequest, ClaimRequest, JobId, JobRecord, JobState, ManualStoreClock, Millis, NewJob,
     Outcome, Policy, Release, ReleaseRequest, Store, StoreError, Token, WorkerId,
 };
-use leasehold_tests::{database_url, pg_store, sqlite_store, MANUAL_EPOCH};
+use leasehold_postgres::PgStore;
+use leasehold_tests::{database_url, pg_store, sqlite_store, Guarded, SchemaGuard, MANUAL_EPOCH};
 use std::time::Duration;
 
 /// Far longer than any healthy write here; a writer blocked by a leaked
@@ -108,6 +109,16 @@ async fn cancelled_batch_commits_nothing<S: Store>(store: &S, faults: &TxFaults)
     other.expect("a later enqueue failed");
 }
 
+/// A fresh PostgreSQL store on a manual clock.
+async fn pg_on_manual_clock(url: &str) -> Guarded<PgStore, SchemaGuard> {
+    pg_store(
+        url,
+        Policy::default(),
+        Some(ManualStoreClock::new(MANUAL_EPOCH)),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_batch_cancelled_mid_transaction_commits_nothing() {
     let store = sqlite_store(Policy::default(), ManualStoreClock::new(MANUAL_EPOCH)).await;
@@ -117,24 +128,14 @@ async fn sqlite_batch_cancelled_mid_transaction_commits_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_batch_cancelled_mid_transaction_commits_nothing() {
     let Some(url) = database_url() else { return };
-    let store = pg_store(
-        &url,
-        Policy::default(),
-        Some(ManualStoreClock::new(MANUAL_EPOCH)),
-    )
-    .await;
+    let store = pg_on_manual_clock(&url).await;
     cancelled_batch_commits_nothing(&store, store.inner().tx_faults()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_retries_a_deadlock_and_answers_conflict_after_serialization_failures() {
     let Some(url) = database_url() else { return };
-    let store = pg_store(
-        &url,
-        Policy::default(),
-        Some(ManualStoreClock::new(MANUAL_EPOCH)),
-    )
-    .await;
+    let store = pg_on_manual_clock(&url).await;
     let faults = store.inner().tx_faults();
     let (held, token, free) = setup(&store).await;
     let (before_held, before_free) = (row(&store, held).await, row(&store, free).await);

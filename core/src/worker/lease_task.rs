@@ -231,18 +231,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                 break Err(BeliefEnd::Fenced);
             }
             renews += 1;
-            let store = ctx.store.clone();
-            let rt2 = rt.clone();
-            let (limit, lease_len) = (cfg.request_timeout, cfg.lease);
-            let req = RenewRequest {
-                job,
-                token,
-                lease: lease_len,
-            };
-            in_flight = Some((
-                now,
-                Box::pin(async move { with_timeout(&rt2, limit, store.renew(req)).await }),
-            ));
+            in_flight = Some((now, send_renew(&ctx, job, token)));
         }
         let mut wake = fence.poll_deadline();
         if in_flight.is_none() {
@@ -292,7 +281,7 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                         tracing::warn!(%worker, %job, %token, "lease lost");
                         break Err(BeliefEnd::Lost);
                     }
-                    Err(e) if e.is_unknown_outcome() || (e.is_transient() && quirks.retry_conflicts) => {
+                    Err(e) if worth_retrying(&e, quirks.retry_conflicts) => {
                         // Unknown outcome, or a conflict (nothing applied):
                         // keep heartbeating; the fence decides.
                         tracing::debug!(%worker, %job, %token, error = %e, "renew not applied or outcome unknown");
@@ -367,6 +356,28 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
     LeaseEnd::Released(answer)
 }
 
+/// Sends one renew of the lease, bounded by the request timeout.
+fn send_renew<S: Store, H, R: Runtime>(
+    ctx: &LeaseCtx<S, H, R>,
+    job: crate::ids::JobId,
+    token: crate::ids::Token,
+) -> RenewFuture {
+    let (store, rt, limit) = (ctx.store.clone(), ctx.rt.clone(), ctx.cfg.request_timeout);
+    let req = RenewRequest {
+        job,
+        token,
+        lease: ctx.cfg.lease,
+    };
+    Box::pin(async move { with_timeout(&rt, limit, store.renew(req)).await })
+}
+
+/// Whether a renew or release that failed with `e` is sent again: its
+/// outcome is unknown, or it was a conflict (nothing applied) and
+/// conflicts are retried (all but one catalogue variant).
+fn worth_retrying(e: &StoreError, retry_conflicts: bool) -> bool {
+    e.is_unknown_outcome() || (e.is_transient() && retry_conflicts)
+}
+
 /// The heartbeat of a lease whose handler is done, while its release is
 /// retried (see the module docs). It picks up where the lease's loop left
 /// off: its next renew time, the renew in flight, the renew count.
@@ -413,16 +424,7 @@ impl Heartbeat {
                         continue;
                     }
                     self.renews += 1;
-                    let store = ctx.store.clone();
-                    let req = RenewRequest {
-                        job,
-                        token,
-                        lease: cfg.lease,
-                    };
-                    let (rt2, limit) = (rt.clone(), cfg.request_timeout);
-                    let renew: RenewFuture =
-                        Box::pin(async move { with_timeout(&rt2, limit, store.renew(req)).await });
-                    (now, renew)
+                    (now, send_renew(ctx, job, token))
                 }
             };
             match renew.await {
@@ -431,11 +433,7 @@ impl Heartbeat {
                     self.next_renew = sent.saturating_add(cfg.renew_interval);
                     tracing::debug!(%job, %token, "renewed while releasing");
                 }
-                Err(e)
-                    if self.survives_errors
-                        && (e.is_unknown_outcome()
-                            || (e.is_transient() && self.retry_conflicts)) =>
-                {
+                Err(e) if self.survives_errors && worth_retrying(&e, self.retry_conflicts) => {
                     self.next_renew =
                         renew_retry_at(rt.now(), self.fence.poll_deadline(), cfg.renew_interval);
                 }
@@ -472,7 +470,7 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
             Ok(answer) => return Some(answer),
             // A conflict applied nothing and an unknown outcome may have:
             // the release is idempotent, so both are sent again.
-            Err(e) if e.is_unknown_outcome() || (e.is_transient() && retry_conflicts) => {
+            Err(e) if worth_retrying(&e, retry_conflicts) => {
                 tracing::debug!(%job, %token, attempt, error = %e, "release not applied or outcome unknown; retrying");
             }
             Err(e) => {

@@ -575,17 +575,17 @@ async fn execute<S: SimStore>(
     op: WireOp,
     fault: Injected,
 ) -> (WireReply, Vec<ReadRow>) {
-    let reply = match (injected(&*store, fault), op.clone()) {
+    let reply = match injected(&*store, fault) {
         // PostgreSQL does not say which row it could not serialize.
-        (None, _) => WireReply::Error(WireError::of(&StoreError::Conflict(JobId(0)))),
-        // Only a simulated store can carry the `sweeper-own-clock` bug.
-        (Some(armed), WireOp::Sweep(req, wall)) => {
-            let r = wire(store.sweep_with_wall(req, wall).await, WireReply::Swept);
-            disarm(armed);
-            r
-        }
-        (Some(armed), op) => {
-            let r = apply(&*store, op).await;
+        None => WireReply::Error(WireError::of(&StoreError::Conflict(JobId(0)))),
+        Some(armed) => {
+            let r = match op.clone() {
+                // Only a simulated store can carry the `sweeper-own-clock` bug.
+                WireOp::Sweep(req, wall) => {
+                    wire(store.sweep_with_wall(req, wall).await, WireReply::Swept)
+                }
+                op => apply(&*store, op).await,
+            };
             disarm(armed);
             r
         }

@@ -160,6 +160,17 @@ fn lease(job: u64, token: u64) -> Value {
     Value::Map(vec![("job".into(), int(job)), ("token".into(), int(token))])
 }
 
+/// `v` (a map) with `:expires-ms`, an expiry on the store's clock.
+fn with_expiry(v: Value, expires_ms: i64) -> Value {
+    match v {
+        Value::Map(mut m) => {
+            m.push(("expires-ms".into(), Value::Int(expires_ms)));
+            Value::Map(m)
+        }
+        other => other,
+    }
+}
+
 fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -168,14 +179,27 @@ fn int(n: u64) -> Value {
 /// mapping covers.
 fn invocation(op: &Req) -> Option<(&'static str, Value)> {
     Some(match op {
-        Req::Claim { queue, max, .. } => (
+        Req::Claim {
+            queue, max, lease, ..
+        } => (
             "acquire",
             Value::Map(vec![
                 ("queue".into(), Value::Str(queue.clone())),
                 ("max".into(), int((*max).into())),
+                ("lease-ms".into(), int(lease.0)),
             ]),
         ),
-        Req::Renew { job, token, .. } => ("renew", lease(job.0, token.0)),
+        Req::Renew {
+            job,
+            token,
+            lease: length,
+        } => {
+            let Value::Map(mut m) = lease(job.0, token.0) else {
+                return None;
+            };
+            m.push(("lease-ms".into(), int(length.0)));
+            ("renew", Value::Map(m))
+        }
         Req::Release {
             job,
             token,
@@ -209,7 +233,10 @@ fn completion(f: &str, invoked: Value, reply: &Reply) -> (OpType, Value, Option<
         Reply::RenewLost | Reply::ReleaseLost => (OpType::Fail, invoked, Some("lost".into())),
         Reply::Leases(ls) if ls.is_empty() => (OpType::Fail, invoked, Some("empty".into())),
         Reply::Leases(ls) => {
-            let leases: Vec<Value> = ls.iter().map(|l| lease(l.job.0, l.token.0)).collect();
+            let leases: Vec<Value> = ls
+                .iter()
+                .map(|l| with_expiry(lease(l.job.0, l.token.0), l.expires_at.0))
+                .collect();
             let value = match <[Value; 1]>::try_from(leases) {
                 Ok([one]) => one,
                 Err(many) => Value::Vector(many),
@@ -230,7 +257,8 @@ fn completion(f: &str, invoked: Value, reply: &Reply) -> (OpType, Value, Option<
             m.push(("outcome".into(), Value::Key(outcome)));
             (OpType::Ok, Value::Map(m), None)
         }
-        Reply::Renewed { .. } | Reply::Committed => (OpType::Ok, invoked, None),
+        Reply::Renewed { expires_at, .. } => (OpType::Ok, with_expiry(invoked, expires_at.0), None),
+        Reply::Committed => (OpType::Ok, invoked, None),
         other => (
             OpType::Info,
             invoked,
@@ -314,7 +342,8 @@ mod tests {
                 (OpType::Fail, "acquire", &Process::Client(1)),
             ]
         );
-        assert_eq!(ops[1].value, lease(4, 2));
+        assert_eq!(ops[0].value.get("lease-ms"), Some(&Value::Int(10)));
+        assert_eq!(ops[1].value, with_expiry(lease(4, 2), 0));
         assert_eq!(
             ops[2].value.get("outcome"),
             Some(&Value::Key("returned".into()))

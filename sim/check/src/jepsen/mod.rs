@@ -1,6 +1,7 @@
-//! Jepsen-format lease histories: written from a simulator history
-//! (`leasehold export --format jepsen`), read and checked
-//! (`leasehold check --format jepsen`).
+//! Jepsen-format histories: lease histories written from a simulator
+//! history (`leasehold export --format jepsen`), and lease and lock
+//! histories read and checked (`leasehold check --format jepsen`),
+//! whoever wrote them.
 //!
 //! A Jepsen history is a sequence of operations, each an EDN map with
 //! `:type` (`:invoke`, `:ok`, `:fail`, `:info`), `:process`, `:f`,
@@ -12,15 +13,38 @@
 //! client; faults as `:nemesis` operations.
 //!
 //! - [`export`] turns a simulator [`crate::history::History`] into operations;
-//! - [`edn`] writes operations as EDN and reads them back, every error
-//!   located at `file:line:col`;
-//! - [`check`] checks what a history of client operations can show on its
-//!   own. It shares no code with the lease core, nor with the simulator's
-//!   checker: it knows only the operations' order in real time.
+//! - [`edn`] writes operations as EDN and reads them back, and [`json`]
+//!   reads elle-cli's JSON form; every error located at `file:line:col`;
+//! - [`calls`] pairs client invocations with their completions;
+//! - [`check`] checks what a history of lease calls shows on its own
+//!   (I1, I2), from real-time order alone;
+//! - [`linearize`] is a bounded linearizability search (Wing–Gong/Lowe),
+//!   generic over a [`linearize::Model`]; [`mutex`] checks lock histories
+//!   without values against Knossos's mutex, and [`lease`] lease histories
+//!   against a lease model with tokens and expiry on the store's clock.
+//!
+//! None of it shares code with the lease core or the simulator's checker.
 
+pub mod calls;
 pub mod check;
 pub mod edn;
 pub mod export;
+pub mod json;
+pub mod lease;
+pub mod linearize;
+pub mod mutex;
+
+use std::path::Path;
+
+/// Reads a history in EDN or in elle-cli's JSON, whichever `text` is (see
+/// [`json::looks_like_json`]).
+pub fn read_history(text: &str, file: &Path) -> Result<Vec<(Pos, Op)>, edn::ReadError> {
+    if json::looks_like_json(text) {
+        json::read_history(text, file)
+    } else {
+        edn::read_history(text, file)
+    }
+}
 
 /// What an operation record says: a call began, or how it ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,7 +20,8 @@ pub struct Cli {
 /// The exit codes, shown under every `--help`.
 pub const EXIT_CODES: &str = "Exit status: 0 every expectation held; 1 an invariant broke, or an \
 expected violation was not found; 2 bad input (arguments, scenario files, an unusable store) \
-or a harness error.";
+or a harness error; 3 no verdict (`check --format jepsen`: the linearizability search hit its \
+bound).";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -170,6 +171,31 @@ pub struct CheckArgs {
     /// What the history file holds.
     #[arg(long, value_enum, default_value_t = HistoryFormat::Events)]
     pub format: HistoryFormat,
+    /// With `--format jepsen`: the model to check against (`auto`: a
+    /// lease model when lease calls carry values, else a mutex).
+    #[arg(long, value_enum, default_value_t = JepsenModel::Auto)]
+    pub model: JepsenModel,
+    /// With `--format jepsen`: the linearizability search gives up (exit
+    /// 3, no verdict) after this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub search_timeout: u64,
+    /// With `--format jepsen`: the most search configurations remembered
+    /// (per job for leases; about 50-100 bytes each) before giving up.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000)]
+    pub max_configs: usize,
+}
+
+/// The models `check --format jepsen` checks against (docs/JEPSEN.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum JepsenModel {
+    /// Lease calls with `{:job J, :token T}` values: the lease model;
+    /// `:acquire`/`:release` without values: the mutex.
+    Auto,
+    /// Knossos's mutex: `:acquire` and `:release` of one lock, no values.
+    Mutex,
+    /// Leases with fencing tokens and expiry: `:acquire`, `:renew`,
+    /// `:release`, `:sweep` with `{:job J, :token T}` values.
+    Lease,
 }
 
 /// The formats `leasehold check` reads.
@@ -178,7 +204,8 @@ pub enum HistoryFormat {
     /// Store events, one JSON object per line (an audit log), or a
     /// `leasehold replay --trace` history (its store events).
     Events,
-    /// Jepsen operations (`:invoke`/`:ok`/`:fail`/`:info`) in EDN.
+    /// Jepsen operations (`:invoke`/`:ok`/`:fail`/`:info`) in EDN, or
+    /// elle-cli's JSON (an array of operation objects).
     Jepsen,
 }
 

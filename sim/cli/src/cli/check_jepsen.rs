@@ -1,9 +1,24 @@
-//! `leasehold check --format jepsen HISTORY.edn`: the checks of
-//! `crate::jepsen::check` on a Jepsen history of lease operations.
+//! `leasehold check --format jepsen HISTORY`: a Jepsen history (EDN, or
+//! elle-cli's JSON) checked against a model (docs/JEPSEN.md):
+//! - lease calls with `{:job J, :token T}` values: the checks of
+//!   `crate::jepsen::check` (I1, I2) and the lease model's linearizability
+//!   search (`crate::jepsen::lease`), expiry judged on the store's clock
+//!   when the history carries it;
+//! - `:acquire`/`:release` without values: Knossos's mutex
+//!   (`crate::jepsen::mutex`).
+//!
+//! Exit 0 valid, 1 a violation, 2 bad input or nothing the model can
+//! judge, 3 no verdict (the search hit its bound).
 
-use super::args::CheckArgs;
+use super::args::{CheckArgs, JepsenModel};
 use super::ExitCode;
-use crate::jepsen::{check, edn};
+use crate::jepsen::edn::ReadError;
+use crate::jepsen::lease::{self, LeaseVerdict};
+use crate::jepsen::linearize::Limits;
+use crate::jepsen::mutex::{self, MutexVerdict};
+use crate::jepsen::{check, Op, Pos, Process, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Runs the command.
 pub fn run(args: &CheckArgs) -> ExitCode {
@@ -21,14 +36,159 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         );
         return ExitCode::Input;
     }
-    let ops = match edn::read_history(&text, file) {
+    let ops = match crate::jepsen::read_history(&text, file) {
         Ok(ops) => ops,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::Input;
         }
     };
-    let summary = match check::check(&ops, file) {
+    let limits = Limits {
+        max_configs: args.max_configs,
+        max_steps: u64::MAX,
+        deadline: Some(Instant::now() + Duration::from_secs(args.search_timeout)),
+    };
+    let model = match args.model {
+        JepsenModel::Auto => match detect(&ops) {
+            Some(m) => m,
+            None => {
+                eprintln!(
+                    "{}: none of its {} operations is a client :acquire, :renew, :release or :sweep \
+                     call ({} other client calls): the lease model and the mutex cannot judge \
+                     this history",
+                    file.display(),
+                    ops.len(),
+                    client_calls(&ops)
+                );
+                return ExitCode::Input;
+            }
+        },
+        m => m,
+    };
+    if model == JepsenModel::Mutex {
+        run_mutex(&ops, file, &limits)
+    } else {
+        run_lease(&ops, file, &limits)
+    }
+}
+
+/// The model a history's shape asks for: leases when a lease call carries
+/// a value, the mutex when `:acquire`/`:release` calls carry none; `None`
+/// when there is no such call.
+fn detect(ops: &[(Pos, Op)]) -> Option<JepsenModel> {
+    let lease_fs = ["acquire", "renew", "release", "sweep"];
+    let calls: Vec<&Op> = ops
+        .iter()
+        .map(|(_, op)| op)
+        .filter(|op| matches!(op.process, Process::Client(_)) && lease_fs.contains(&op.f.as_str()))
+        .collect();
+    if calls.is_empty() {
+        None
+    } else if calls.iter().any(|op| op.value != Value::Nil) {
+        Some(JepsenModel::Lease)
+    } else {
+        Some(JepsenModel::Mutex)
+    }
+}
+
+/// Client invocations.
+fn client_calls(ops: &[(Pos, Op)]) -> usize {
+    ops.iter()
+        .filter(|(_, op)| {
+            matches!(op.process, Process::Client(_)) && op.kind == crate::jepsen::OpType::Invoke
+        })
+        .count()
+}
+
+fn run_mutex(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
+    let report = match mutex::check(ops, file, limits) {
+        Ok(r) => r,
+        Err(errors) => {
+            report_errors(&errors);
+            return ExitCode::Input;
+        }
+    };
+    let c = &report.counts;
+    let Some(verdict) = report.verdict else {
+        eprintln!(
+            "{}: no :acquire or :release call here took effect or may have ({} operations, {} \
+             acquire and {} release calls, all :fail; {} other client calls): the mutex model \
+             cannot judge this history",
+            file.display(),
+            c.ops,
+            c.acquire,
+            c.release,
+            c.skipped
+        );
+        return ExitCode::Input;
+    };
+    let summary = format!(
+        "checked {} Jepsen operations against a mutex (Knossos's model): {} acquire and {} release \
+         calls ({} :fail left out, {} unknown), {} other client calls left out; {} configurations \
+         searched",
+        c.ops, c.acquire, c.release, c.failed, c.unknown, c.skipped, report.effort.configs
+    );
+    match verdict {
+        MutexVerdict::Valid => {
+            println!("{summary}: linearizable");
+            ExitCode::Ok
+        }
+        MutexVerdict::Unknown(why) => {
+            println!(
+                "{summary}: unknown, no verdict: {why} (raise --search-timeout or --max-configs)"
+            );
+            ExitCode::Unknown
+        }
+        MutexVerdict::Invalid(v) => {
+            println!(
+                "{}:{}: not linearizable as a mutex: no order of the calls reaches the completion of {}{}",
+                file.display(),
+                v.pos,
+                v.call,
+                v.why.map(|w| format!(" ({w} in every order that gets there)")).unwrap_or_default()
+            );
+            let from = if v.from_any_state {
+                "whatever the lock's state before it"
+            } else {
+                "from a free lock at the start of the history"
+            };
+            println!(
+                "  the smallest window that cannot be linearized, {from}: :index {} to {}, {} calls:",
+                v.span.0,
+                v.span.1,
+                v.window.len()
+            );
+            for w in v.window.iter().take(WINDOW_SHOWN) {
+                println!("    {w}");
+            }
+            if v.window.len() > WINDOW_SHOWN {
+                println!("    ... and {} more", v.window.len() - WINDOW_SHOWN);
+            }
+            if !v.earlier_unknown.is_empty() {
+                let shown: Vec<String> = v
+                    .earlier_unknown
+                    .iter()
+                    .take(WINDOW_SHOWN)
+                    .map(i64::to_string)
+                    .collect();
+                println!(
+                    "    with {} calls invoked earlier and never completed, which may take effect in it (:index {}{})",
+                    v.earlier_unknown.len(),
+                    shown.join(", "),
+                    if v.earlier_unknown.len() > WINDOW_SHOWN { ", ..." } else { "" }
+                );
+            }
+            println!("{summary}: 1 violation");
+            ExitCode::Violation
+        }
+    }
+}
+
+/// Most calls of a window printed.
+const WINDOW_SHOWN: usize = 20;
+
+fn run_lease(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
+    let summary = match check::check(ops, file) {
         Ok(s) => s,
         Err(errors) => {
             report_errors(&errors);
@@ -46,8 +206,56 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         );
         return ExitCode::Input;
     }
+    let report = match lease::check(ops, file, limits) {
+        Ok(r) => r,
+        Err(errors) => {
+            report_errors(&errors);
+            return ExitCode::Input;
+        }
+    };
+    if report.calls == 0 && summary.findings.is_empty() {
+        eprintln!(
+            "{}: none of its {} lease calls took effect or may have (all :fail): the lease \
+             model cannot judge this history",
+            file.display(),
+            summary.calls.values().sum::<usize>()
+        );
+        return ExitCode::Input;
+    }
     for f in &summary.findings {
         println!("{}:{}: {}", file.display(), f.pos, f.message);
+    }
+    let mut violations = summary.findings.len();
+    let mut unknown = false;
+    match &report.verdict {
+        LeaseVerdict::Valid => {}
+        LeaseVerdict::Invalid(vs) => {
+            violations += vs.len();
+            for v in vs {
+                println!(
+                    "{}:{}: linearizability (lease model): job {}: no order of its calls reaches the completion of {}{}; the lease before it: {}",
+                    file.display(),
+                    v.pos,
+                    v.job,
+                    v.call,
+                    v.why.as_ref().map(|w| format!(" ({w})")).unwrap_or_default(),
+                    v.state
+                );
+                println!("  its window, the job's calls concurrent with it:");
+                for w in v.window.iter().take(WINDOW_SHOWN) {
+                    println!("    {w}");
+                }
+            }
+        }
+        LeaseVerdict::Unknown(jobs) => {
+            unknown = true;
+            for (job, why) in jobs.iter().take(5) {
+                println!("{}: job {job}: unknown, no verdict: {why}", file.display());
+            }
+            if jobs.len() > 5 {
+                println!("... and {} more jobs without a verdict", jobs.len() - 5);
+            }
+        }
     }
     let calls: Vec<String> = summary
         .calls
@@ -55,17 +263,23 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         .map(|(f, n)| format!("{n} {f}"))
         .collect();
     println!(
-        "checked {} Jepsen operations ({} calls: {}; {} other calls left out) for I1 single grant and I2 single winner: {} violations",
+        "checked {} Jepsen operations ({} calls: {}; {} other calls left out) for I1 single grant, I2 single winner \
+         and linearizability against the lease model ({} jobs; expiry on the store's clock {}): {} violations",
         summary.ops,
         summary.calls.values().sum::<usize>(),
-        if calls.is_empty() { "none".to_string() } else { calls.join(", ") },
+        calls.join(", "),
         summary.skipped,
-        summary.findings.len()
+        report.jobs,
+        if report.expiry_judged { "judged" } else { "not judged: the grants do not all carry :lease-ms and :expires-ms" },
+        violations
     );
-    if summary.findings.is_empty() {
-        ExitCode::Ok
-    } else {
+    if violations > 0 {
         ExitCode::Violation
+    } else if unknown {
+        println!("unknown: no verdict for some jobs (raise --search-timeout or --max-configs)");
+        ExitCode::Unknown
+    } else {
+        ExitCode::Ok
     }
 }
 
@@ -73,9 +287,8 @@ pub fn run(args: &CheckArgs) -> ExitCode {
 const MAX_ERRORS_SHOWN: usize = 5;
 
 /// Prints the first few errors and a count of the rest, with a hint when
-/// no lease operation carries a value (a lock history from Jepsen's mutex
-/// tests: `:acquire` and `:release` with no `:value`).
-fn report_errors(errors: &[crate::jepsen::edn::ReadError]) {
+/// no lease operation carries a value (a lock history read as leases).
+fn report_errors(errors: &[ReadError]) {
     for e in errors.iter().take(MAX_ERRORS_SHOWN) {
         eprintln!("{e}");
     }
@@ -93,8 +306,7 @@ fn report_errors(errors: &[crate::jepsen::edn::ReadError]) {
     {
         eprintln!(
             "leasehold: no lease operation here carries a {{:job J, :token T}} value; a lock \
-             history without values (Jepsen's mutex tests) needs a mutex model, which \
-             `leasehold check` does not have yet"
+             history without values (Jepsen's mutex tests) is checked with --model mutex"
         );
     }
 }

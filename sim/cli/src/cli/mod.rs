@@ -32,6 +32,9 @@ pub enum ExitCode {
     Violation = 1,
     /// Bad input (scenario file, arguments) or a harness error.
     Input = 2,
+    /// No verdict: a bounded search (`check --format jepsen`) hit its
+    /// bound before deciding.
+    Unknown = 3,
 }
 
 /// Parses the process arguments, runs the command and answers the process's

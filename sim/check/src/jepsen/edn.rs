@@ -135,6 +135,7 @@ pub fn read_history(text: &str, file: &Path) -> Result<Vec<(Pos, Op)>, ReadError
     };
     check_depth(text).map_err(|(at, m)| err(at, m))?;
     let mut ops = Vec::new();
+    let mut cursor = Cursor::default();
     let mut at = skip_blank(text, 0);
     // One vector around the whole history: read its elements one by one,
     // so each operation keeps its own position.
@@ -171,7 +172,7 @@ pub fn read_history(text: &str, file: &Path) -> Result<Vec<(Pos, Op)>, ReadError
             // No :index: its position in the history, as Jepsen reindexes.
             op.index = i64::try_from(ops.len()).unwrap_or(i64::MAX);
         }
-        ops.push((pos_at(text, at), op));
+        ops.push((cursor.pos(text, at), op));
         at = skip_blank(text, text.len() - rest.len());
     }
     Ok(ops)
@@ -236,6 +237,45 @@ fn check_depth(text: &str) -> Result<(), (usize, String)> {
         i += 1;
     }
     Ok(())
+}
+
+/// Positions of increasing offsets in one text, each found from the last
+/// (linear in the text overall, where [`pos_at`] for each would be
+/// quadratic).
+#[derive(Clone, Debug, Default)]
+pub struct Cursor {
+    /// Offset reached.
+    off: usize,
+    /// Its 0-based line.
+    line: usize,
+    /// Its 0-based column, in characters.
+    col: usize,
+}
+
+impl Cursor {
+    /// The position of byte `offset`, at or after the last one asked.
+    pub fn pos(&mut self, text: &str, offset: usize) -> Pos {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        if offset < self.off {
+            return pos_at(text, offset);
+        }
+        for c in text[self.off..offset].chars() {
+            if c == '\n' {
+                self.line += 1;
+                self.col = 0;
+            } else {
+                self.col += 1;
+            }
+        }
+        self.off = offset;
+        Pos {
+            line: self.line + 1,
+            col: self.col + 1,
+        }
+    }
 }
 
 /// The line and column (in characters) of byte `offset`.
@@ -420,6 +460,18 @@ mod tests {
             );
             assert!(shown.contains(needle), "{text:?}: {shown}");
         }
+    }
+
+    #[test]
+    fn the_cursor_agrees_with_pos_at() {
+        let text = "ab\nçd\n\n  [x]\né";
+        let mut c = Cursor::default();
+        for off in 0..=text.len() {
+            if text.is_char_boundary(off) {
+                assert_eq!(c.pos(text, off), pos_at(text, off), "{off}");
+            }
+        }
+        assert_eq!(c.pos(text, 1), pos_at(text, 1), "backwards");
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //!   [`super::edn::MAX_DEPTH`] is refused before parsing, and at most
 //!   [`super::edn::MAX_OPS`] operations are read.
 
-use super::edn::{pos_at, ReadError, MAX_DEPTH, MAX_OPS};
+use super::edn::{pos_at, Cursor, ReadError, MAX_DEPTH, MAX_OPS};
 use super::{Op, OpType, Pos, Process, Value};
 use std::path::Path;
 
@@ -43,6 +43,7 @@ pub fn read_history(text: &str, file: &Path) -> Result<Vec<(Pos, Op)>, ReadError
         at = skip_blank(text, at + 1);
     }
     let mut ops: Vec<(Pos, Op)> = Vec::new();
+    let mut cursor = Cursor::default();
     // Each pass reads one value and moves past it; there are finitely many.
     for _ in 0..=text.len() {
         if at >= text.len() {
@@ -89,7 +90,7 @@ pub fn read_history(text: &str, file: &Path) -> Result<Vec<(Pos, Op)>, ReadError
         if op.index < 0 {
             op.index = i64::try_from(ops.len()).unwrap_or(i64::MAX);
         }
-        ops.push((pos_at(text, at), op));
+        ops.push((cursor.pos(text, at), op));
         at = skip_blank(text, end);
         if in_array {
             if text[at..].starts_with(',') {

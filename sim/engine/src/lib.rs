@@ -2,8 +2,9 @@
 //!
 //! The simulation engine: it runs the real leasehold core, worker runtime
 //! and scheduler, over a real store (memory, SQLite, PostgreSQL or a user's
-//! own, [`stores`]), as simulated hosts ([`hosts`]) on turmoil's simulated
-//! network ([`net`]), under the seed's faults ([`faults`]), and hands the
+//! own, [`stores`]), as simulated hosts ([`hosts`]) on one executor of its
+//! own with event-driven time ([`exec`]) and a simulated network ([`net`]),
+//! under the seed's faults ([`faults`]), and hands the
 //! recorded history to the independent checker. Around that: the runner
 //! ([`runner`]), the public harness for a user's own store ([`harness`]),
 //! shrinking ([`shrink`]) and violation reports ([`report`]).
@@ -15,7 +16,8 @@
 //!
 //! ## Depends on
 //! `leasehold-model`, `leasehold-check` (without its Jepsen reader),
-//! `leasehold-core`, `leasehold-memory`, turmoil and tokio; the SQL adapters
+//! `leasehold-core`, `leasehold-memory` and tokio (its `sync` channels and
+//! `select!` only inside simulated code); the SQL adapters
 //! only with the `sql` feature. It must never depend on a command-line
 //! crate (clap, indicatif, quick-junit, annotate-snippets): those belong to
 //! `leasehold-cli`. And nothing in the model or the checker may depend on
@@ -23,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+pub mod exec;
 pub mod faults;
 pub mod harness;
 pub mod hosts;

@@ -2,7 +2,8 @@
 //! back up, and what a user compiles for one part is only that part:
 //! - the engine (`leasehold-sim` without default features) compiles none of
 //!   the command line's crates;
-//! - the checker builds without turmoil or the engine;
+//! - the checker builds without turmoil or the engine, and the engine
+//!   without turmoil (it has its own executor);
 //! - the model depends on the core alone;
 //! - chaos and the conformance suite stand apart from the engine;
 //! - depending on `leasehold-sim` (to simulate your own store) does not
@@ -66,6 +67,13 @@ fn the_engine_compiles_no_command_line_crate() {
     assert_none_of("leasehold-sim", &["--no-default-features"], &COMMAND_LINE);
     // With its SQL stores too.
     assert_none_of("leasehold-sim", &[], &COMMAND_LINE);
+}
+
+/// The engine runs every host on its own executor (`exec`): turmoil, which
+/// gave each host a runtime of its own, is gone from its tree.
+#[test]
+fn the_engine_runs_without_turmoil() {
+    assert_none_of("leasehold-sim", &[], &["turmoil"]);
 }
 
 #[test]

@@ -205,11 +205,12 @@ fn scripted_faults_beyond_their_bounds_are_located_at_the_sentence() {
 #[test]
 fn a_tick_longer_than_a_request_can_take_is_refused_at_load() {
     one_error_at("tick = \"3s\"\n", 1, 1, "protocol.request_timeout 2s");
-    // Three hops of a 700 ms tick (2.1 s) do not fit in 2 s; of 650 ms they do.
-    one_error_at("tick = \"700ms\"\n", 1, 1, "every request would time out");
-    assert!(load("tick = \"650ms\"\n").is_ok());
+    // Two hops (request, answer) of a 1 s delivery quantum do not fit in
+    // 2 s; of 990 ms they do.
+    one_error_at("tick = \"1s\"\n", 1, 1, "every request would time out");
+    assert!(load("tick = \"990ms\"\n").is_ok());
     one_error_at(
-        "[network]\nlatency = [\"700ms\", \"1s\"]\n",
+        "[network]\nlatency = [\"1s\", \"1500ms\"]\n",
         2,
         1,
         "minimum latency",

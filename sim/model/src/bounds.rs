@@ -26,8 +26,8 @@ pub const MAX_DURATION: Dur = Dur::secs(7 * 24 * 3600);
 /// Largest clock offset or step, either way (10 years): a host whose
 /// clock is a decade off is a test; larger only overflows store times.
 pub const MAX_CLOCK_OFFSET_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
-/// Most worker hosts (turmoil's cost per step grows with the square of
-/// the hosts, through their links).
+/// Most worker hosts (a bound on the world's size: hosts, links and
+/// per-host state grow with it).
 pub const MAX_WORKERS: u32 = 1000;
 /// Most workers in one simulated process (production's bench runs 16).
 pub const MAX_WORKERS_PER_PROCESS: u32 = 64;

@@ -9,7 +9,6 @@ pub fn calm() -> SimConfig {
     let mut c = SimConfig {
         name: "calm".into(),
         duration: Dur::secs(120),
-        tick: Dur::ms(10),
         ..SimConfig::default()
     };
     c.topology.workers = 3;
@@ -41,7 +40,6 @@ pub fn standard() -> SimConfig {
         name: "standard".into(),
         description: "8 workers, 2 sweepers, 200 jobs, swarm faults of every kind".into(),
         duration: Dur::secs(600),
-        tick: Dur::ms(10),
         ..SimConfig::default()
     };
     c.topology.workers = 8;

@@ -1,7 +1,7 @@
 //! Host clocks as pure functions of true (simulated) time.
 //!
-//! Every host has a monotonic clock and a wall clock. True time is turmoil's
-//! simulated elapsed time (`turmoil::sim_elapsed`), in milliseconds. A host's
+//! Every host has a monotonic clock and a wall clock. True time is the
+//! simulation's one clock (the engine's event-driven time), in milliseconds. A host's
 //! monotonic clock runs at `1 + drift` against true time, with the drift
 //! changing at scheduled instants (`drift HOST PPM at T`); the wall clock is
 //! `EPOCH + offset + monotonic + steps`, where the offset is the sum of the

@@ -15,11 +15,11 @@ use std::fmt;
 pub const DEFAULT_DURATION: Dur = Dur::secs(600);
 /// Default seeds per scenario for `leasehold run`.
 pub const DEFAULT_SEEDS: u64 = 20;
-/// Default simulation tick. turmoil polls every host once per tick and
-/// delivers messages between ticks, so a network hop takes at least one
-/// tick; 10 ms keeps a request round trip near 20–30 ms while a 10-minute
-/// run stays at 60,000 steps (1 ms would be 600,000).
-pub const DEFAULT_TICK: Dur = Dur::ms(10);
+/// Default delivery quantum (`tick`): 1 ms, the simulator's resolution, so
+/// every message arrives at the exact millisecond its latency says. Time
+/// is event-driven; a scenario that sets a coarser `tick` (files written
+/// for the stepped engine set 10 ms) has its arrivals rounded up to it.
+pub const DEFAULT_TICK: Dur = Dur::ms(1);
 /// Default lease.
 pub const DEFAULT_LEASE: Dur = Dur::secs(10);
 /// Default renew interval.
@@ -650,7 +650,8 @@ pub struct SimConfig {
     pub seeds: u64,
     /// Simulated time of one run.
     pub duration: Dur,
-    /// Simulation tick.
+    /// Delivery quantum: message arrivals are rounded up to a multiple of
+    /// it (default 1 ms: exact).
     pub tick: Dur,
     /// A deliberately buggy protocol variant (bug catalogue), by name.
     pub variant: Option<String>,

@@ -18,11 +18,11 @@ use crate::config::{ConfigProblem, SimConfig, DEFAULT_TICK};
 use crate::duration::Dur;
 use leasehold_core::{ConfigError, Millis, SweeperConfig};
 
-/// One-way network hops in a request's round trip: the connection's SYN,
-/// the request and its answer (turmoil answers a SYN without a hop of its
-/// own; each call opens a fresh connection, `net::remote`). Each hop takes
-/// at least one tick and at least the network's minimum latency.
-pub const REQUEST_HOPS: u64 = 3;
+/// One-way network hops a request takes: the request and its answer (one
+/// message each over the client's long-lived channel, `net::fabric`). Each
+/// hop takes at least the network's minimum latency, rounded up to the
+/// delivery quantum (`tick`).
+pub const REQUEST_HOPS: u64 = 2;
 
 /// Every setting of `cfg` the correct core cannot work under.
 pub fn problems(cfg: &SimConfig) -> Vec<ConfigProblem> {
@@ -49,7 +49,7 @@ fn problem(path: &str, message: String) -> ConfigProblem {
 fn round_trip(cfg: &SimConfig, out: &mut Vec<ConfigProblem>) {
     let tick = cfg.tick.as_ms().max(1);
     let latency = cfg.network.latency.lo.as_ms();
-    // turmoil delivers between steps: a hop is a whole number of ticks.
+    // Arrivals are rounded up to the delivery quantum.
     let hop = latency.div_ceil(tick).max(1) * tick;
     let trip = REQUEST_HOPS * hop;
     let timeout = cfg.protocol.request_timeout;
@@ -67,9 +67,9 @@ fn round_trip(cfg: &SimConfig, out: &mut Vec<ConfigProblem>) {
     out.push(problem(
         path,
         format!(
-            "a request needs at least {REQUEST_HOPS} one-way network hops (the connection, the \
-             request, the answer) of at least one tick ({}) and at least the minimum latency \
-             ({}) each: {}, not below protocol.request_timeout {timeout}, so every request \
+            "a request needs at least {REQUEST_HOPS} one-way network hops (the request, the \
+             answer) of at least one delivery quantum (tick {}) and at least the minimum \
+             latency ({}) each: {}, not below protocol.request_timeout {timeout}, so every request \
              would time out; make the tick or the latency shorter, or the timeout longer",
             cfg.tick,
             cfg.network.latency.lo,
@@ -177,16 +177,16 @@ mod tests {
 
     #[test]
     fn a_round_trip_that_cannot_fit_its_timeout_is_refused() {
-        // 3 hops of 650 ms fit in 2 s; of 700 ms they do not.
+        // 2 hops of 990 ms fit in 2 s; of 1 s they do not.
         let mut cfg = SimConfig {
-            tick: Dur::ms(650),
+            tick: Dur::ms(990),
             ..SimConfig::default()
         };
         assert_eq!(paths(&cfg), Vec::<String>::new());
-        cfg.tick = Dur::ms(700);
+        cfg.tick = Dur::ms(1000);
         assert_eq!(paths(&cfg), vec!["tick"]);
         cfg.tick = Dur::ms(10);
-        cfg.network.latency = crate::config::Range::exactly(Dur::ms(700));
+        cfg.network.latency = crate::config::Range::exactly(Dur::ms(1000));
         assert_eq!(paths(&cfg), vec!["network.latency"]);
     }
 

@@ -1,8 +1,8 @@
 //! The simulator's only source of randomness: SplitMix64 streams derived
 //! from the run's seed.
 //!
-//! Every consumer (fault schedule, workload, network drops, turmoil's own
-//! generator) gets its own stream from [`SimRng::derive`], keyed by a label,
+//! Every consumer (fault schedule, workload, network drops, message
+//! latency) gets its own stream from [`SimRng::derive`], keyed by a label,
 //! so adding draws in one place never shifts the draws of another. No
 //! `rand`, no OS entropy, no `std::time`.
 

@@ -1,8 +1,8 @@
 //! Wire types and framing.
 //!
 //! A frame is a 4-byte big-endian length and a bincode body (varint
-//! integers). The encoding is invisible to a simulation: turmoil carries
-//! each write as one segment whatever its size, and the read pacing of
+//! integers). The encoding is invisible to a simulation: the engine's
+//! network carries each body as one message whatever its size, and the read pacing of
 //! large rows (`hosts::client`) is planned from JSON sizes, an upper bound
 //! on bincode's, so `MAX_FRAME` holds for either.
 
@@ -334,6 +334,23 @@ impl WireReply {
 /// `MAX_FRAME`.
 fn codec() -> impl Options {
     bincode::DefaultOptions::new().with_limit(MAX_FRAME as u64)
+}
+
+/// One message's body, as a message on the simulated network carries it.
+pub fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>, String> {
+    let body = codec().serialize(v).map_err(|e| e.to_string())?;
+    if body.len() > MAX_FRAME {
+        return Err("frame too large".into());
+    }
+    Ok(body)
+}
+
+/// Reads a body [`encode`] wrote.
+pub fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
+    if body.len() > MAX_FRAME {
+        return Err("frame too large".into());
+    }
+    codec().deserialize(body).map_err(|e| e.to_string())
 }
 
 /// Writes one frame in a single write.

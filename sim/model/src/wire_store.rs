@@ -1,7 +1,7 @@
 //! The one table between the [`Store`] trait and the wire: a [`WireStore`]
 //! turns every store call into a [`WireOp`] sent through a [`WireCall`] and
 //! its [`WireReply`] back into the call's answer, and [`apply`] serves a
-//! `WireOp` on a real store. Both simulators (turmoil's engine and the
+//! `WireOp` on a real store. Both simulators (leasehold's engine and the
 //! madsim tests) carry requests their own way and share this table, so a
 //! store operation means the same thing, and records the same history, in
 //! both.

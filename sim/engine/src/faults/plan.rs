@@ -5,7 +5,7 @@ use crate::config::ScriptedFault;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-/// A process fault the runner applies through turmoil.
+/// A process fault the runner applies to the world.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProcessAction {
     /// Kill the host's software (`Sim::crash`).

@@ -119,7 +119,7 @@ async fn operator(rt: HostRuntime, store: Arc<RemoteStore>) {
 }
 
 /// The client host's software: one incarnation.
-pub async fn run(shared: Arc<Shared>) -> turmoil::Result {
+pub async fn run(shared: Arc<Shared>) -> Result<(), String> {
     let rt = HostRuntime::new(shared.clone(), "client");
     let incarnation = shared.next_incarnation("client");
     let (t, _) = rt.times();

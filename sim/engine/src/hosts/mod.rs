@@ -1,5 +1,5 @@
 //! The simulated hosts: store, workers, sweepers, schedulers and the client, each a
-//! turmoil host running real code on its own clock ([`runtime`]).
+//! simulated host running real code on its own clock ([`runtime`]).
 
 pub mod client;
 pub mod handler;

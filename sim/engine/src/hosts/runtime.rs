@@ -1,12 +1,11 @@
 //! The core's [`Runtime`] for one simulated host, and the pause gate.
 //!
 //! ## Time
-//! True time is `turmoil::sim_elapsed()` (never tokio's or std's `Instant`,
-//! never `std::time`). A host's monotonic and wall clocks are functions of
-//! true time ([`ClockModel`]). `sleep(d)` asks the model for the first true
-//! instant at which the local clock has advanced by `d`, and waits for it
-//! with a tokio timer on the host's runtime (turmoil drives that runtime's
-//! paused clock in lockstep with simulated time).
+//! True time is the seed's one simulated clock ([`crate::exec`]), never
+//! tokio's or std's `Instant`, never `std::time`. A host's monotonic and
+//! wall clocks are functions of true time ([`ClockModel`]). `sleep(d)` asks
+//! the model for the first true instant at which the local clock has
+//! advanced by `d`, and waits for it on the seed's event queue.
 //!
 //! ## Pauses (GC stalls)
 //! A paused host runs nothing: every task of the host (its main task and
@@ -16,82 +15,52 @@
 //! polling it. Timers and network I/O therefore complete late, all at once,
 //! when the host resumes with its stale beliefs; its clocks kept running.
 //! Pause windows are known in advance, so the gate is deterministic. The
-//! host's network stack (turmoil's, below the gate) still buffers arriving
-//! messages, as a kernel would.
+//! host's inbox (below the gate) still takes arriving messages, as a
+//! kernel would.
 //!
-//! ## Determinism (tokio_unstable)
-//! turmoil seeds each host's tokio runtime only under `--cfg
-//! tokio_unstable`. Without it, tokio's thread-local generator is seeded
-//! from process randomness; on the current-thread runtime turmoil uses, it
-//! is read only by unbiased `select!` and by `watch` channels (which of 8
-//! notifiers a waiter parks on). The core uses `biased;` in every `select!`
-//! and so does the simulator; the only `watch` channels are the core's
-//! stop signal (one waiter each) and shutdown (raised by a scripted
-//! `shutdown` fault, whose woken handlers then return in (job, token) order,
-//! see `hosts/handler.rs`). So no wake-up order depends on that generator, and the sim
-//! runs deterministically *without* `tokio_unstable`; the determinism tests
-//! check it, including across processes.
+//! ## Determinism
+//! Tasks run on the simulator's own executor, in the order they were woken
+//! ([`crate::exec`]). tokio's thread-local generator (seeded from process
+//! randomness) is read only by unbiased `select!` and by `watch` channels
+//! (which of 8 notifiers a waiter parks on). The core and the simulator use
+//! `biased;` in every `select!` (tests/determinism_rules.rs checks it); the
+//! only `watch` channels are the core's stop signal (one waiter each) and
+//! shutdown (raised by a scripted `shutdown` fault, whose woken handlers
+//! then return in (job, token) order, see `hosts/handler.rs`). So no
+//! wake-up order depends on that generator; the determinism tests check it,
+//! including across processes.
 //!
 //! ## Panics
-//! A panic in a spawned task would be swallowed by tokio; the gate catches
-//! it and reports it to the runner, which fails the run as a harness error.
+//! A panic in a spawned task would be lost; the gate catches it and reports
+//! it to the runner, which fails the run as a harness error.
 
-use super::shared::{Shared, TaskSlot};
+use super::shared::Shared;
 use crate::clock::ClockModel;
 use crate::faults::paused_until;
 use leasehold_core::{BoxFuture, Millis, Runtime, StoreTime};
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 /// True time now, from inside a simulated host, in whole milliseconds.
 pub fn true_now_ms() -> u64 {
-    true_now().as_millis() as u64
+    crate::exec::now_ms()
 }
 
-/// True time now, from inside a simulated host.
-pub fn true_now() -> Duration {
-    turmoil::sim_elapsed().expect("true time is only read inside a simulated host")
-}
-
-/// Waits until true time `t` (ms).
-///
-/// Every timer of a host's software goes through here, declared to turmoil
-/// (`turmoil::timer_hint`) for as long as it is pending: the runner lets
-/// turmoil skip a host's idle steps, which is exact only if turmoil knows
-/// each timer (see `runner` docs, Speed).
+/// Waits until true time `t` (ms): every timer of a host's software is one
+/// of these, on the seed's one event queue.
 pub fn sleep_until_true(t: u64) -> HostSleep {
-    HostSleep {
-        hint: turmoil::timer_hint(Duration::from_millis(t)),
-        sleep: Box::pin(tokio::time::sleep(
-            Duration::from_millis(t).saturating_sub(true_now()),
-        )),
-    }
+    crate::exec::sleep_until(t)
 }
 
-/// A tokio sleep declared to turmoil until it fires or is dropped.
-pub struct HostSleep {
-    sleep: Pin<Box<tokio::time::Sleep>>,
-    hint: Option<turmoil::TimerHint>,
-}
-
-impl Future for HostSleep {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let out = self.sleep.as_mut().poll(cx);
-        if out.is_ready() {
-            self.hint = None;
-        }
-        out
-    }
-}
+/// A timer on the simulated clock.
+pub type HostSleep = crate::exec::Sleep;
 
 struct HostCtx {
     name: String,
+    idx: crate::exec::HostIdx,
     shared: Arc<Shared>,
     clock: Arc<ClockModel>,
     pauses: Arc<Vec<(u64, u64)>>,
@@ -104,7 +73,11 @@ pub struct HostRuntime(Arc<HostCtx>);
 impl HostRuntime {
     /// The runtime of `host`.
     pub fn new(shared: Arc<Shared>, host: &str) -> Self {
+        let idx = crate::exec::context::with(|c| c.net.borrow().idx(host))
+            .flatten()
+            .unwrap_or_else(|| panic!("host {host} is not in the simulation"));
         HostRuntime(Arc::new(HostCtx {
+            idx,
             name: host.to_string(),
             clock: shared.clock(host),
             pauses: shared.plan.pauses_of(host),
@@ -115,6 +88,11 @@ impl HostRuntime {
     /// The host's name.
     pub fn host(&self) -> &str {
         &self.0.name
+    }
+
+    /// The host's number in the world.
+    pub fn idx(&self) -> crate::exec::HostIdx {
+        self.0.idx
     }
 
     /// The run's shared state.
@@ -163,38 +141,20 @@ impl Runtime for HostRuntime {
 
     fn spawn(&self, task: BoxFuture<()>) {
         let gated = self.gate(task);
-        let slot: Arc<TaskSlot> = Arc::new(Mutex::new(Some(Box::pin(async move {
-            gated.await;
-        }))));
-        self.0.shared.register_task(&self.0.name, &slot);
-        tokio::spawn(Slotted(slot));
+        let idx = self.0.idx;
+        crate::exec::context::with(|c| {
+            c.exec.borrow_mut().spawn(
+                idx,
+                Box::pin(async move {
+                    gated.await;
+                }),
+            )
+        })
+        .expect("tasks are only spawned inside a simulation");
     }
 
     fn wall(&self) -> StoreTime {
         self.0.clock.wall(true_now_ms())
-    }
-}
-
-/// A spawned task whose future lives in a [`TaskSlot`] its host's registry
-/// can empty: a crash drops the futures in spawn order
-/// ([`Shared::drop_host_tasks`]), and tokio later drops the empty shell.
-struct Slotted(Arc<TaskSlot>);
-
-impl Future for Slotted {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(f) = slot.as_mut() else {
-            return Poll::Ready(());
-        };
-        if f.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
-        }
-        let done = slot.take();
-        drop(slot);
-        drop(done);
-        Poll::Ready(())
     }
 }
 

@@ -22,7 +22,7 @@ use leasehold_core::{shutdown_channel, Scheduler, SchedulerConfig};
 use std::sync::Arc;
 
 /// The scheduler host's software: one incarnation.
-pub async fn run_scheduler(shared: Arc<Shared>, host: String) -> turmoil::Result {
+pub async fn run_scheduler(shared: Arc<Shared>, host: String) -> Result<(), String> {
     let rt = HostRuntime::new(shared.clone(), &host);
     let incarnation = shared.next_incarnation(&host);
     let (t, _) = rt.times();

@@ -1,7 +1,7 @@
 //! State shared by every host of one run and by the runner: the history
 //! being recorded, clocks, pauses and the network drop generator.
 //!
-//! Everything runs on one thread (turmoil steps hosts one after another), so
+//! Everything runs on one thread (the seed's executor), so
 //! the locks are never contended; they exist because the core's `Runtime`
 //! and `Store` must be `Send + Sync`.
 
@@ -14,10 +14,8 @@ use crate::hosts::workload::WorkloadPlan;
 use crate::rng::SimRng;
 use leasehold_core::JobId;
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Where a store-event's true time comes from: the first request after which
 /// the row had this version.
@@ -51,23 +49,11 @@ pub struct Shared {
     cancel_rng: Mutex<SimRng>,
     transient_rng: Mutex<SimRng>,
     interleave_rng: Mutex<SimRng>,
-    tasks: Mutex<BTreeMap<String, HostTasks>>,
     incarnations: Mutex<BTreeMap<String, u32>>,
     panics: Mutex<Vec<String>>,
     next_req: AtomicU64,
     crashing: AtomicBool,
     client_done: AtomicBool,
-}
-
-/// A spawned task's future, taken out (and dropped) when its host crashes.
-pub type TaskSlot = Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>;
-
-/// The tasks one host spawned, in spawn order (finished ones are pruned
-/// once the list doubles).
-#[derive(Default)]
-struct HostTasks {
-    slots: Vec<Weak<TaskSlot>>,
-    prune_at: usize,
 }
 
 /// The store's injected conflicts: their generator, and the (host, job)
@@ -115,7 +101,6 @@ impl Shared {
             cancel_rng: Mutex::new(SimRng::derive(seed, "store-cancel", &[])),
             transient_rng: Mutex::new(SimRng::derive(seed, "store-transient", &[])),
             interleave_rng: Mutex::new(SimRng::derive(seed, "store-interleave", &[])),
-            tasks: Mutex::default(),
             incarnations: Mutex::default(),
             panics: Mutex::default(),
             next_req: AtomicU64::new(1),
@@ -219,44 +204,6 @@ impl Shared {
     /// poll, from a generator of its own; see `hosts::store`).
     pub fn defer_store_poll(&self) -> bool {
         lock(&self.interleave_rng).chance(0.5)
-    }
-
-    /// Registers a task `host` spawned, in spawn order.
-    pub fn register_task(&self, host: &str, slot: &Arc<TaskSlot>) {
-        let mut all = lock(&self.tasks);
-        let tasks = all.entry(host.to_string()).or_default();
-        if tasks.slots.len() >= tasks.prune_at {
-            // A slot locked right now is being polled (this very call may
-            // come from inside it): alive.
-            tasks.slots.retain(|w| {
-                w.upgrade()
-                    .is_some_and(|s| s.try_lock().map_or(true, |f| f.is_some()))
-            });
-            tasks.prune_at = (2 * tasks.slots.len()).max(64);
-        }
-        tasks.slots.push(Arc::downgrade(slot));
-    }
-
-    /// Drops every task `host` spawned and that is still running, in the
-    /// order they were spawned: a crash's effects on the rest of the world
-    /// (connections reset, channels closed) then come in that order too.
-    /// Left to the runtime, tasks are dropped in the order of tokio's task
-    /// ids, which count the tasks of every run on every thread of the
-    /// process, so one seed's history depended on what ran beside it.
-    pub fn drop_host_tasks(&self, host: &str) {
-        let slots = lock(&self.tasks)
-            .remove(host)
-            .map(|t| t.slots)
-            .unwrap_or_default();
-        let futures: Vec<_> = slots
-            .iter()
-            .filter_map(|w| w.upgrade())
-            .map(|s| lock(&s).take())
-            .collect();
-        // Dropped outside the slots' locks, one after another.
-        for f in futures {
-            drop(f);
-        }
     }
 
     /// Draws from the network drop generator.

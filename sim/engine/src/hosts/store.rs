@@ -1,5 +1,7 @@
 //! The store host: the seed's store (memory, SQLite, PostgreSQL or a user's
-//! own, see [`crate::stores`]) served over simulated TCP.
+//! own, see [`crate::stores`]) served over the simulated network, each
+//! request in a task of its own (spawned in arrival order, so a crash drops
+//! them in that order).
 //!
 //! The database outlives the host, so a store crash keeps everything
 //! committed and loses only what was in flight. The lease clock is this
@@ -8,8 +10,8 @@
 //! Message loss and answer loss are decided here, per request, inside the
 //! fault window: a lost request is never executed; a lost answer is
 //! executed, committed, and then not sent (the ambiguous outcome). Either
-//! way the connection is held open without a reply until the caller gives
-//! up, as a lost packet would leave it. Inside the window the store may
+//! way the caller hears nothing and gives up on its own timeout, as a lost
+//! packet would leave it. Inside the window the store may
 //! also answer a renew, release or cancel `Conflict` without applying it
 //! (the seed's `store_conflict` rate; see [`Shared::store_conflict`]).
 //!
@@ -35,11 +37,13 @@
 //! parts, each with its own answer; it is lost, or answered and its answer
 //! lost, as a whole.
 
-use super::runtime::{sleep_until_true, HostRuntime};
+use super::runtime::HostRuntime;
 use super::shared::Shared;
 use crate::history::{Fate, ReadRow, Record};
+use crate::net::fabric::{self, Incoming};
+use crate::net::wire::{decode, encode};
 use crate::net::WakeSender;
-use crate::net::{read_frame, write_frame, WireError, WireMessage, WireOp, WireReply, STORE_PORT};
+use crate::net::{WireError, WireMessage, WireOp, WireReply};
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
@@ -48,23 +52,18 @@ use leasehold_model::wire_store::{apply, apply_batch, touched, wire};
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
-use tokio::io::AsyncReadExt;
-use turmoil::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
-/// Most connections one store incarnation accepts (a bound far above any
-/// scenario: one connection per request).
-const MAX_CONNECTIONS: u64 = 100_000_000;
-/// How long a connection whose reply was lost is held before it is dropped.
-const HOLD_LOST_MS: u64 = 30_000;
+/// Most requests one store incarnation serves (a bound far above any
+/// scenario's).
+const MAX_REQUESTS: u64 = 100_000_000;
 
 /// The store host's software: one incarnation, serving the seed's store.
 pub async fn run<F: StoreFactory>(
     shared: Arc<Shared>,
     backend: Arc<Backend<F>>,
-) -> turmoil::Result {
+) -> Result<(), String> {
     let rt = HostRuntime::new(shared.clone(), "store");
     let incarnation = shared.next_incarnation("store");
     let (t, _) = rt.times();
@@ -76,149 +75,35 @@ pub async fn run<F: StoreFactory>(
     });
     backend.clock.set(rt.wall());
     let store = backend.open().await.map_err(|e| e.to_string())?;
-    let listener = TcpListener::bind(("0.0.0.0", STORE_PORT)).await?;
     let workers = (1..=shared.cfg.topology.workers)
         .map(|i| format!("worker-{i}"))
         .collect();
-    let wake = Arc::new(WakeSender::bind(workers).await?);
-    // Connections live in this task, in accept order, rather than in tasks
-    // of their own: a crash drops them (and sends their resets) in that
-    // order. Spawned tasks would be dropped in the order of tokio's task
-    // ids, which count every task of the process, so a seed's history
-    // would depend on the seeds run before it in the same process (I10).
-    let mut open = Connections::default();
-    for _ in 0..MAX_CONNECTIONS {
-        tokio::select! {
-            biased;
-            accepted = listener.accept() => {
-                let (stream, _) = accepted?;
-                let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
-                open.push(Box::pin(serve(stream, store, backend, rt2, wake.clone())));
-            }
-            _ = &mut open => {}
-        }
+    let wake = Arc::new(WakeSender::new(&rt, workers));
+    let me = rt.idx();
+    fabric::listen(me);
+    for _ in 0..MAX_REQUESTS {
+        let incoming = fabric::accept(me).await;
+        let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
+        rt.spawn(Box::pin(serve(incoming, store, backend, rt2, wake.clone())));
     }
-    Err(format!("store served {MAX_CONNECTIONS} connections in one incarnation").into())
-}
-
-/// The store's open connections, in accept order; as a future it completes
-/// whenever at least one of them finished (and drops those).
-///
-/// Each connection has its own waker, and a poll polls only the connections
-/// woken since their last poll (a new one counts as woken), still in accept
-/// order. A connection that was not woken has nothing to do: polling it
-/// would only answer `Pending` again, so skipping it changes nothing in a
-/// history, and a busy store no longer polls every connection it holds
-/// (those waiting for a lost answer's caller to give up included) on each
-/// wake-up.
-#[derive(Default)]
-struct Connections {
-    conns: Vec<Conn>,
-    task: Arc<TaskWaker>,
-}
-
-/// One open connection and its waker.
-struct Conn {
-    fut: Pin<Box<dyn Future<Output = ()> + Send>>,
-    wake: Arc<ConnWake>,
-    waker: Waker,
-}
-
-/// The store task's current waker, shared by every connection's waker.
-#[derive(Default)]
-struct TaskWaker(Mutex<Option<Waker>>);
-
-impl TaskWaker {
-    fn register(&self, w: &Waker) {
-        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if !slot.as_ref().is_some_and(|old| old.will_wake(w)) {
-            *slot = Some(w.clone());
-        }
-    }
-
-    fn wake(&self) {
-        if let Some(w) = self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
-            w.wake_by_ref();
-        }
-    }
-}
-
-/// A connection's waker: marks it woken, then wakes the store task.
-struct ConnWake {
-    woken: AtomicBool,
-    task: Arc<TaskWaker>,
-}
-
-impl Wake for ConnWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::SeqCst);
-        self.task.wake();
-    }
-}
-
-impl Connections {
-    fn push(&mut self, fut: Pin<Box<dyn Future<Output = ()> + Send>>) {
-        let wake = Arc::new(ConnWake {
-            woken: AtomicBool::new(true),
-            task: self.task.clone(),
-        });
-        let waker = Waker::from(wake.clone());
-        self.conns.push(Conn { fut, wake, waker });
-    }
-}
-
-impl Future for &mut Connections {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let me = self.get_mut();
-        me.task.register(cx.waker());
-        let before = me.conns.len();
-        me.conns.retain_mut(|c| {
-            if !c.wake.woken.swap(false, Ordering::SeqCst) {
-                return true;
-            }
-            let mut own = Context::from_waker(&c.waker);
-            c.fut.as_mut().poll(&mut own).is_pending()
-        });
-        // Pending with no connections waits for the next accept.
-        if me.conns.len() < before {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
-async fn hold_without_reply(mut s: TcpStream) {
-    let give_up = super::runtime::true_now_ms() + HOLD_LOST_MS;
-    let mut buf = [0u8; 256];
-    tokio::select! {
-        biased;
-        _ = async { while let Ok(n) = s.read(&mut buf).await { if n == 0 { break; } } } => {}
-        _ = sleep_until_true(give_up) => {}
-    }
+    Err(format!(
+        "store served {MAX_REQUESTS} requests in one incarnation"
+    ))
 }
 
 async fn serve<F: StoreFactory>(
-    mut s: TcpStream,
+    mut incoming: Incoming,
     store: Arc<F::Store>,
     backend: Arc<Backend<F>>,
     rt: HostRuntime,
     wake: Arc<WakeSender>,
 ) {
-    let Ok(msg) = read_frame::<_, WireMessage>(&mut s).await else {
+    let replier = incoming.replier();
+    // An unreadable request resets its caller's wait (the replier drops).
+    let Ok(msg) = decode::<WireMessage>(&incoming.bytes) else {
         return;
     };
+    drop(incoming);
     let shared = rt.shared().clone();
     let (t, _) = rt.times();
     let (host, ids) = match &msg {
@@ -243,7 +128,7 @@ async fn serve<F: StoreFactory>(
                 after: Vec::new(),
             });
         }
-        hold_without_reply(s).await;
+        replier.forget();
         return;
     }
     let store_time = rt.wall();
@@ -344,7 +229,7 @@ async fn serve<F: StoreFactory>(
                     Err(e) => shared.report_panic(e),
                 }
                 // The caller is gone: no answer, as for a lost one.
-                hold_without_reply(s).await;
+                replier.forget();
                 return;
             }
             let fault = if conflict {
@@ -377,15 +262,19 @@ async fn serve<F: StoreFactory>(
     };
     // Committed, so announced, whether or not the answer gets back.
     for q in &woken {
-        wake.send(q, |_| shared.wake_lost(in_window)).await;
+        wake.send(q, |_| shared.wake_lost(in_window));
     }
     if answer_lost {
-        hold_without_reply(s).await;
-    } else {
-        let _ = match &answer {
-            Answer::One(r) => write_frame(&mut s, r).await,
-            Answer::Batch(rs) => write_frame(&mut s, rs).await,
-        };
+        replier.forget();
+        return;
+    }
+    let bytes = match &answer {
+        Answer::One(r) => encode(r),
+        Answer::Batch(rs) => encode(rs),
+    };
+    match bytes {
+        Ok(b) => replier.send(b),
+        Err(e) => shared.report_panic(format!("cannot encode an answer: {e}")),
     }
 }
 

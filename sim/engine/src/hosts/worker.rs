@@ -83,7 +83,7 @@ async fn join_in_order(mut all: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>
 /// [`RemoteStore`](crate::net::RemoteStore), whose batches merge as
 /// production's adapters merge them) and one wake-up listener. `index` is
 /// the host's number from 0.
-pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoil::Result {
+pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> Result<(), String> {
     let rt = HostRuntime::new(shared.clone(), &host);
     let incarnation = shared.next_incarnation(&host);
     let per = shared.cfg.topology.workers_per_process.max(1);
@@ -123,14 +123,8 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoi
             worker.run(sd).await;
         }));
     }
-    let listen = crate::net::listen_for_wake_ups(wake);
-    let run = async move {
-        tokio::select! {
-            biased;
-            _ = join_in_order(workers) => {}
-            _ = listen => {}
-        }
-    };
+    crate::net::listen_for_wake_ups(&rt, wake);
+    let run = join_in_order(workers);
     match shared.plan.shutdown_after(&host, t) {
         None => {
             let _keep = handle;
@@ -152,7 +146,7 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> turmoi
 }
 
 /// The sweeper host's software: one incarnation.
-pub async fn run_sweeper(shared: Arc<Shared>, host: String) -> turmoil::Result {
+pub async fn run_sweeper(shared: Arc<Shared>, host: String) -> Result<(), String> {
     let rt = HostRuntime::new(shared.clone(), &host);
     let incarnation = shared.next_incarnation(&host);
     let (t, _) = rt.times();

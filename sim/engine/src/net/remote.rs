@@ -1,6 +1,7 @@
 //! `RemoteStore`: the [`Store`](leasehold_core::Store) workers, sweepers and
 //! the client use, over the simulated network: the model's [`WireStore`]
-//! table on a [`RemoteCall`], which carries each request over turmoil TCP.
+//! table on a [`RemoteCall`], which carries each request as one message on
+//! the [`fabric`](super::fabric) and waits for the message that answers it.
 //!
 //! A worker's batch ([`Store::batch`](leasehold_core::Store::batch)) travels
 //! as one message and is recorded as its parts, each a request and an
@@ -12,18 +13,19 @@
 //! own timeout; the remote store adds a safety bound of its own so no call
 //! can wait forever.
 //!
-//! The connection itself outlives a caller that gave up (for at most
-//! [`DETACHED_MAX_MS`]): a request held by the network, or queued at a
-//! paused store, is still delivered and executed late, which is how stale
-//! releases and late renewals reach a store in production.
+//! A request outlives a caller that gave up: one held by the network, or
+//! queued at a paused store, is still delivered and executed late, which
+//! is how stale releases and late renewals reach a store in production.
+//! Its answer then finds nobody waiting and is dropped.
 
+use super::fabric;
 use super::wire::{
-    read_frame, write_frame, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
-    STORE_PORT,
+    decode, encode, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
 };
 use crate::catalogue::{self, Variant};
+use crate::exec::HostIdx;
 use crate::history::{Op, Record, Reply};
-use crate::hosts::runtime::{sleep_until_true, true_now_ms, HostRuntime};
+use crate::hosts::runtime::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, Millis, Runtime, StoreError, StoreTime,
@@ -33,15 +35,11 @@ use leasehold_model::wire_store::{wire, WireCall, WireStore};
 use serde::de::DeserializeOwned;
 use std::collections::VecDeque;
 use std::future::Future;
-use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
-use turmoil::net::TcpStream;
 
 /// Longest any remote call may take before it counts as unknown, on the
 /// caller's clock (the core's own timeouts are shorter).
 pub const SAFETY_TIMEOUT: Millis = Millis(20_000);
-/// Longest a request's connection lives on after its caller gave up.
-pub const DETACHED_MAX_MS: u64 = 60_000;
 
 /// A store reached over the simulated network.
 pub type RemoteStore = WireStore<RemoteCall>;
@@ -50,6 +48,8 @@ pub type RemoteStore = WireStore<RemoteCall>;
 /// records each request and its answer.
 pub struct RemoteCall {
     rt: HostRuntime,
+    /// The store host.
+    store: HostIdx,
     send_wall_on_sweep: bool,
     /// Merges the concurrent batches of the process's workers, as the SQL
     /// adapters' own merger does in production.
@@ -90,18 +90,16 @@ impl Drop for Pending<'_> {
     }
 }
 
-async fn exchange<T: DeserializeOwned>(msg: &WireMessage) -> io::Result<T> {
-    let mut s = TcpStream::connect(("store", STORE_PORT)).await?;
-    write_frame(&mut s, msg).await?;
-    read_frame(&mut s).await
-}
-
 impl RemoteCall {
     /// The carrier of the host of `rt`; `send_wall_on_sweep` makes sweeps
     /// carry this host's wall clock (the `sweeper-own-clock` bug).
     pub fn new(rt: HostRuntime, send_wall_on_sweep: bool) -> Self {
+        let store = crate::exec::context::with(|c| c.net.borrow().idx("store"))
+            .flatten()
+            .expect("the world has a store host");
         RemoteCall {
             rt,
+            store,
             send_wall_on_sweep,
             merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
             wake: None,
@@ -109,8 +107,7 @@ impl RemoteCall {
         }
     }
 
-    /// Records a request per part, sends `msg` on a connection of its own
-    /// and waits (at most [`SAFETY_TIMEOUT`]) for its answer. The caller
+    /// Records a request per part, sends `msg` as one message and waits (at most [`SAFETY_TIMEOUT`]) for its answer. The caller
     /// records the answers; if it is dropped first, each part is recorded
     /// as given up.
     async fn send<T: DeserializeOwned + Send + 'static>(
@@ -133,23 +130,18 @@ impl RemoteCall {
             ids: parts.iter().map(|(id, _)| *id).collect(),
             done: false,
         };
-        // The exchange runs on its own, like bytes already handed to the
-        // kernel: if the caller gives up, a held or queued request may
-        // still reach the store late (and be executed there).
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let give_up = true_now_ms() + DETACHED_MAX_MS;
-        self.rt.spawn(Box::pin(async move {
-            let r = tokio::select! {
-                biased;
-                r = exchange::<T>(&msg) => r.map_err(|e| e.to_string()),
-                _ = sleep_until_true(give_up) => Err("connection abandoned".to_string()),
-            };
-            let _ = tx.send(r);
-        }));
-        let result = tokio::select! {
-            biased;
-            r = rx => r.unwrap_or_else(|_| Err("exchange ended without an answer".into())),
-            _ = self.rt.sleep(SAFETY_TIMEOUT) => Err(format!("no answer within {SAFETY_TIMEOUT}")),
+        // The request travels on its own once sent: dropping this wait
+        // (the caller gave up) leaves it to arrive, and be executed, late.
+        let result = match encode(&msg) {
+            Err(e) => Err(e),
+            Ok(bytes) => {
+                let call = fabric::call(self.rt.idx(), self.store, bytes);
+                tokio::select! {
+                    biased;
+                    r = call => r.and_then(|b| decode::<T>(&b)),
+                    _ = self.rt.sleep(SAFETY_TIMEOUT) => Err(format!("no answer within {SAFETY_TIMEOUT}")),
+                }
+            }
         };
         pending.done = true;
         result

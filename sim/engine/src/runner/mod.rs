@@ -1,108 +1,28 @@
-//! Runs one seed of a scenario: builds the world, steps turmoil while
-//! applying the fault schedule, collects the history and checks it.
+//! Runs one seed of a scenario: builds the world, runs every host on the
+//! seed's one executor while applying the fault schedule at its exact
+//! instants, collects the history and checks it.
 //!
-//! ## Time resolution
-//! turmoil advances every host by a fixed tick per step and delivers
-//! messages only between steps, so one network hop takes at least one tick
-//! (plus the scenario's latency, rounded up to ticks); clocks, timers and
-//! pauses inside a host are exact to the millisecond. Crashes, restarts and
-//! link changes are applied at the first tick boundary at or after their
-//! scheduled time, and the history records when they were applied. The
-//! cost of a run is dominated by the number of steps (every host with
-//! something to do is polled each tick), so the tick is the
-//! speed/resolution trade-off: 10 ms keeps a request/answer round trip
-//! near 20–30 ms. Message latency is turmoil's own (an exponential draw
-//! within `network.latency`), also rounded up to ticks.
+//! ## Time
+//! Time is event-driven ([`crate::exec`]): once no task is ready, true
+//! time jumps to the earliest of the next timer of any host, the next
+//! message arrival, the next fault and the next quiet-end check. Message
+//! latency is drawn exactly, in milliseconds, within `network.latency`
+//! (turmoil's exponential shape); a scenario's `tick`, if it sets one, is
+//! only a delivery quantum (arrivals rounded up to it). Clocks, timers,
+//! pauses, crashes and link changes are exact to the millisecond.
+//!
+//! ## Order within an instant
+//! At each instant the runner applies the faults due, runs the quiet-end
+//! check if due, fires the due events in (time, insertion) order, then
+//! polls ready tasks first in, first out until none is left (tasks may
+//! queue more events at the same instant, which fire next).
 //!
 //! ## Speed
-//! Nearly all the time of a run is turmoil's per-step cost: stock turmoil
-//! polls every host's tokio runtime in every step and scans every link
-//! (about 1.8 µs per host per step, quadratic in hosts through the links),
-//! whether or not anything happens. The simulator's own work (requests, store, history,
-//! checks) is a small share. Measured with `examples/sim_speed` on the
-//! standard scenario (13 runtimes; quiet end after about 5.2 simulated
-//! minutes), 2 threads on this 2-core machine:
-//!
-//! | tick | steps/seed | seeds/s | simulated/wall |
-//! |---|---|---|---|
-//! | 10 ms (default), stock turmoil | 31,000 | 2.9 | 920x |
-//! | 10 ms (default), vendored turmoil (below) | 31,000 | 4.6 | 1,424x |
-//! | 10 ms (default), vendored turmoil, idle hosts skipped (below) | 31,000 | see below | see below |
-//! | 20 ms, stock turmoil | 15,600 | 5.2 | 1,640x |
-//! | 50 ms, stock turmoil | 6,300 | 10 | 3,120x |
-//! | 100 ms, stock turmoil | 3,100 | 15 | 4,720x |
-//!
-//! A coarser tick only coarsens network delivery (a hop takes one to two
-//! ticks); leases, renewals, fencing and pauses stay exact.
-//!
-//! Where the instructions go (callgrind, standard scenario, seed 1, 31,001
-//! steps, 5.36 G instructions): turmoil's `Sim::step` 98%, of which
-//! `Topology::deliver_messages` 39% (for every host it walks all 66 links
-//! and, on each of its 11, does a SipHash `IndexMap::entry` and collects a
-//! `Vec` even when nothing is queued), the per-host tokio `block_on` 40%,
-//! `Topology::tick_by` 12% (it ticks the topology's own runtime and calls
-//! `Rt::now` once per link). The simulator's own code is small: every host's
-//! software together (core worker loops, store, wire, history) about 6%,
-//! and apply-faults, quiet-end checks, collection and the checker about 1%.
-//! Three behaviour-preserving changes inside turmoil 0.7.2 (skip links with
-//! nothing deliverable, a fast hasher for its `IndexMap`s, one `Rt::now` per
-//! `tick_by`) cut a seed to 2.76 G instructions with identical history
-//! hashes; the workspace uses them through a vendored, patched turmoil
-//! (`vendor/turmoil/LEASEHOLD_PATCH.md`).
-//!
-//! Skipping idle hosts ([`Stepping`], the default): a host with no task
-//! woken, nothing delivered and no timer due in a step is not polled, and
-//! its runtime is caught up exactly before it next runs (identical history
-//! hashes on all 809 runs of the library on memory and on 108 runs on
-//! SQLite, and `tests/engine_stepping.rs`). On the standard scenario about
-//! two thirds of the host-steps are skipped: 2.12 G instructions per seed
-//! (seed 1, callgrind), of which polling the hosts that do run is 1.15 G
-//! (tokio's fixed cost per poll, about 7,000 instructions, is most of it),
-//! catching up 0.20 G, the delivery checks 0.12 G and every host's software
-//! 0.36 G. Over the whole library (`leasehold run scenarios/`, 809 runs,
-//! 2 threads, machine shared, load average 2-5): 655-676x simulated/wall
-//! before, 1,024-1,363x after. The standard scenario with `sim_speed`, 20
-//! seeds, 2 threads, runs alternated at load average 4 (the table's rows
-//! above were measured on a quieter machine): 1.78-1.89 seeds/s (557-591x)
-//! before, 2.66-2.67 seeds/s (832-836x) after. The store host polls only the connections
-//! woken since their last poll (it polled every open one on each wake):
-//! 3.07 -> 3.31 seeds/s on the standard scenario (10 seeds, 1 thread),
-//! identical hashes on the 809 runs on memory and 108 on SQLite. What
-//! remains: the hosts that are busy in a step still pay tokio's full cost
-//! per poll (a `block_on`, its park, and two wall-clock reads of tokio's
-//! busy-time metrics, about 7% of a seed), and the store host is woken by
-//! almost every step of a busy run. Jumping time over idle steps would
-//! gain little: on the standard scenario only 4.5% of the steps have
-//! every host idle (13,369 of 300,000 steps, seeds 1-10).
-//!
-//! Later, with identical history hashes on the 809 library runs: frames in
-//! bincode instead of JSON (the size-limit scenario's seed 1: 9.59 G ->
-//! 3.42 G instructions), the network walking only a host's own links and
-//! the links with messages in flight, with a per-host count of deliverable
-//! messages (the 54-host fifty-workers seed 1: 5.88 G -> 2.87 G), and a
-//! fat-LTO release build: the library 2,393-2,402x -> 3,008-3,058x
-//! simulated/wall, the standard scenario 6.7-6.8 seeds/s on 2 threads.
-//! Where a library run's time goes now (perf, 1 thread): turmoil's
-//! `Rt::tick` 49% (nearly all of it tokio's `block_on`: entering the
-//! runtime, the `LocalSet` tick, parking the time driver, the busy-time
-//! metrics' two wall-clock reads per scheduler loop), `Rt::catch_up` 18%,
-//! the topology 8%, every host's software, the checker and the history
-//! hash most of the rest. Replacing the catch-up's yields by queued no-op
-//! tasks (the same scheduler ticks without parking) measured no gain.
-//! Finding hosts by index instead of hashing their address in every step,
-//! and a catch-up in one `block_on` instead of two (identical hashes on the
-//! 809 library runs and 108 on SQLite): the library 2,975-3,025x ->
-//! 3,145-3,223x, the standard scenario 6.6-6.7 -> 7.1 seeds/s (2 threads);
-//! keeping each runtime's metrics handle and borrowing the tick's waker
-//! instead of cloning it added 0.6-5% (the library 3,063-3,250x, the
-//! standard scenario 6.9-7.3 seeds/s).
-//! A single-threaded perf profile after that: `Sim::step` 80% of the run,
-//! of which the hosts' `block_on`s 48% and catch-up 19%; inside them
-//! tokio's time driver and parking 17%, the `LocalSet` tick 13% (the
-//! hosts' software about 10% of the run), reading the paused and wall
-//! clocks 13%; the history hash 4% and the checker 3%. No single part is
-//! large enough for a tenfold gain while each host keeps its own tokio
-//! runtime, and that runtime's task order is what the history hashes pin.
+//! A run costs one poll per task wake-up and one step of the loop per
+//! distinct instant with something to do; an idle host costs nothing.
+//! `examples/sim_speed.rs` and `docs/PERFORMANCE.md` give the figures
+//! (against the previous engine, which stepped every host's own tokio
+//! runtime by a fixed tick under turmoil).
 //!
 //! ## Quiet end
 //! Once every fault has healed, the client has finished its schedule and
@@ -113,22 +33,24 @@
 
 pub use leasehold_model::builtin;
 mod collect;
-mod stepping;
 mod world;
 
 pub use crate::stores::Backend;
 use collect::collect;
-pub use stepping::Stepping;
-use world::World;
+use world::{Starter, World};
 
 use crate::catalogue::{self, Variant};
 use crate::checker::{self, Violation};
-use crate::clock::{ClockModel, EPOCH_MS};
+use crate::clock::ClockModel;
 use crate::config::{ScriptedFault, SimConfig};
+use crate::exec::context::SimCore;
+use crate::exec::executor::{run_ready, Executor, TaskFuture};
+use crate::exec::timers::Event as SimEvent;
 use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
 use crate::hosts::{client, store, worker, Shared};
+use crate::net::fabric::{self, Fabric};
 use crate::stores::{MemoryFactory, SeedContext, StoreFactory};
 use leasehold_core::{list_all, Event, JobRecord};
 use std::collections::BTreeMap;
@@ -139,9 +61,12 @@ use std::time::Duration;
 pub const QUIET_GRACE_MS: u64 = 10_000;
 /// How often the runner checks for the quiet end.
 const QUIET_CHECK_EVERY_MS: u64 = 1_000;
-/// SYN backlog and socket buffers of every simulated host (a paused store
-/// accumulates connection attempts; turmoil panics when the backlog is full).
-const TCP_CAPACITY: usize = 1 << 14;
+/// Most rounds of the loop at one instant (each fires events and polls
+/// what they woke) before the run is declared live-locked.
+const MAX_ROUNDS_PER_INSTANT: u64 = 1_000_000;
+/// How many rounds pass between two reads of the wall clock for the run
+/// timeout.
+const DEADLINE_EVERY: u64 = 256;
 
 /// The result of one seed.
 #[derive(Clone, Debug)]
@@ -166,7 +91,7 @@ pub struct RunOutcome {
     pub swarm: SwarmDraw,
     /// The run stopped early because nothing could change any more.
     pub quiet_end: bool,
-    /// turmoil steps taken.
+    /// Distinct instants the simulated clock stopped at.
     pub steps: u64,
 }
 
@@ -233,10 +158,6 @@ pub fn variant_of(cfg: &SimConfig) -> Result<Option<Variant>, HarnessError> {
     }
 }
 
-fn ms(d: Duration) -> u64 {
-    d.as_millis() as u64
-}
-
 /// Whether every planned job exists and is terminal (read through the
 /// open store; `false` while the store is down).
 fn all_terminal<F: StoreFactory>(backend: &Backend<F>, shared: &Shared) -> bool {
@@ -273,8 +194,7 @@ pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> 
 
 /// One seed of a scenario, to run and check: on the memory store unless
 /// [`SeedRun::on`] names another, with no wall-clock limit unless
-/// [`SeedRun::within`] sets one, stepped as [`Stepping::default`] unless
-/// [`SeedRun::stepping`] says otherwise.
+/// [`SeedRun::within`] sets one.
 ///
 /// ```no_run
 /// use leasehold_sim::runner::{builtin, SeedRun};
@@ -292,7 +212,7 @@ pub struct SeedRun<'a, F: StoreFactory = MemoryFactory> {
     seed: u64,
     factory: Arc<F>,
     limit: Option<Duration>,
-    stepping: Stepping,
+    explore: bool,
 }
 
 impl<'a> SeedRun<'a, MemoryFactory> {
@@ -303,7 +223,7 @@ impl<'a> SeedRun<'a, MemoryFactory> {
             seed,
             factory: Arc::new(MemoryFactory),
             limit: None,
-            stepping: Stepping::default(),
+            explore: false,
         }
     }
 }
@@ -316,7 +236,7 @@ impl<'a, F: StoreFactory> SeedRun<'a, F> {
             seed: self.seed,
             factory: factory.clone(),
             limit: self.limit,
-            stepping: self.stepping,
+            explore: self.explore,
         }
     }
 
@@ -329,22 +249,18 @@ impl<'a, F: StoreFactory> SeedRun<'a, F> {
         self
     }
 
-    /// With turmoil stepping the hosts as `stepping` says (speed only:
-    /// every stepping gives the same history, see [`Stepping`]).
-    pub fn stepping(mut self, stepping: Stepping) -> Self {
-        self.stepping = stepping;
+    /// With `explore`, ready tasks run in an order drawn from the seed
+    /// instead of first in, first out: other interleavings of the same
+    /// faults, still one history per seed (off by default; the recorded
+    /// hashes and the catalogue's seeds are FIFO's).
+    pub fn explore_task_order(mut self, explore: bool) -> Self {
+        self.explore = explore;
         self
     }
 
     /// Runs the seed and checks every invariant.
     pub fn run(self) -> Result<RunOutcome, HarnessError> {
-        run_seed_with(
-            self.cfg,
-            self.seed,
-            &self.factory,
-            self.limit,
-            self.stepping,
-        )
+        run_seed_with(self.cfg, self.seed, &self.factory, self.limit, self.explore)
     }
 }
 
@@ -353,7 +269,7 @@ fn run_seed_with<F: StoreFactory>(
     seed: u64,
     factory: &Arc<F>,
     limit: Option<Duration>,
-    stepping: Stepping,
+    explore: bool,
 ) -> Result<RunOutcome, HarnessError> {
     let deadline = limit.map(|l| (std::time::Instant::now() + l, l));
     cfg.validate().map_err(HarnessError::Config)?;
@@ -375,7 +291,7 @@ fn run_seed_with<F: StoreFactory>(
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
     );
-    let out = run_world(cfg, seed, variant, &backend, deadline, stepping);
+    let out = run_world(cfg, seed, variant, &backend, deadline, explore);
     backend.destroy();
     out
 }
@@ -386,7 +302,7 @@ fn run_world<F: StoreFactory>(
     variant: Option<Variant>,
     backend: &Arc<Backend<F>>,
     deadline: Option<(std::time::Instant, Duration)>,
-    stepping: Stepping,
+    explore: bool,
 ) -> Result<RunOutcome, HarnessError> {
     let schedule = fault_schedule(cfg, seed);
     let plan = FaultPlan::new(&schedule);
@@ -429,130 +345,139 @@ fn run_world<F: StoreFactory>(
         });
     }
 
+    // Registration order: the order hosts start in, and their numbers.
+    let mut names = vec!["store".to_string()];
+    names.extend((1..=cfg.topology.workers).map(|i| format!("worker-{i}")));
+    names.extend((1..=cfg.topology.sweepers).map(|i| format!("sweeper-{i}")));
+    names.extend((1..=cfg.topology.schedulers).map(|i| format!("scheduler-{i}")));
+    names.push("client".to_string());
     let lat = &cfg.network.latency;
-    let mut sim = turmoil::Builder::new()
-        .rng_seed(crate::rng::SimRng::derive(seed, "turmoil", &[]).next_u64())
-        .epoch(std::time::UNIX_EPOCH + Duration::from_millis(EPOCH_MS as u64))
-        .tick_duration(Duration::from_millis(cfg.tick.as_ms()))
-        .simulation_duration(Duration::from_millis(cfg.duration.as_ms() + 1))
-        .min_message_latency(Duration::from_millis(lat.lo.as_ms()))
-        .max_message_latency(Duration::from_millis(lat.hi.as_ms()))
-        .tcp_capacity(TCP_CAPACITY)
-        // Speed only (see `Stepping`).
-        .skip_idle_hosts(stepping.skips_idle_hosts())
-        .build();
-
-    // Registration order is also the order hosts run in each step.
-    {
-        let (s, b) = (shared.clone(), backend.clone());
-        sim.host("store", move || {
-            gated(s.clone(), "store", store::run(s.clone(), b.clone()))
-        });
+    let fabric = Fabric::new(
+        names.clone(),
+        crate::rng::SimRng::derive(seed, "latency", &[]),
+        lat.lo.as_ms(),
+        lat.hi.as_ms(),
+        cfg.tick.as_ms(),
+    );
+    let mut exec = Executor::new(names.len());
+    if explore {
+        exec = exec.with_seeded_order(crate::rng::SimRng::derive(seed, "task-order", &[]));
     }
-    for i in 1..=cfg.topology.workers {
-        let (s, h) = (shared.clone(), format!("worker-{i}"));
-        sim.host(h.clone(), move || {
-            gated(
-                s.clone(),
-                &h,
-                worker::run_worker(s.clone(), h.clone(), i - 1),
-            )
-        });
-    }
-    for i in 1..=cfg.topology.sweepers {
-        let (s, h) = (shared.clone(), format!("sweeper-{i}"));
-        sim.host(h.clone(), move || {
-            gated(s.clone(), &h, worker::run_sweeper(s.clone(), h.clone()))
-        });
-    }
-    for i in 1..=cfg.topology.schedulers {
-        let (s, h) = (shared.clone(), format!("scheduler-{i}"));
-        sim.host(h.clone(), move || {
-            gated(
-                s.clone(),
-                &h,
-                crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()),
-            )
-        });
-    }
-    {
-        let s = shared.clone();
-        sim.host("client", move || {
-            gated(s.clone(), "client", client::run(s.clone()))
-        });
-    }
-
-    // Declared after `sim`, so dropped before it on every way out (a run
-    // timeout, a panic, a turmoil error): tearing the world down drops
-    // every task, and their guards must not record (nor read true time
-    // outside a host).
-    let _teardown = SilentTeardown(&shared);
+    let core = SimCore::new(exec, fabric);
+    let _entered = core.enter();
+    let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let hosts: Vec<(String, Starter)> = names
+        .iter()
+        .map(|h| {
+            let (s, b, h2, errs) = (shared.clone(), backend.clone(), h.clone(), errors.clone());
+            let starter: Starter = Box::new(move |running| software(&s, &b, &h2, &errs, running));
+            (h.clone(), starter)
+        })
+        .collect();
+    // Dropped before `world` on every way out (a run timeout, a panic, a
+    // harness error): tearing the world down drops every task, and their
+    // guards must not record.
     let b = backend.clone();
     let mut world = World {
+        core: core.clone(),
         shared: shared.clone(),
         plan,
+        running: hosts.iter().map(|_| Arc::default()).collect(),
+        hosts,
         next_process: 0,
         next_link_time: 0,
         links: BTreeMap::new(),
         on_store_down: Box::new(move || b.close()),
     };
+    let _teardown = SilentTeardown(&shared);
+    world.start_all();
     let end = cfg.duration.as_ms();
-    let max_steps = end / cfg.tick.as_ms().max(1) + 2;
     let mut steps = 0u64;
+    let mut rounds = 0u64;
+    let mut same_instant = 0u64;
     let mut quiet_since: Option<u64> = None;
     let mut next_quiet_check = 0u64;
     let mut quiet_end = false;
-    let mut now = 0;
-    while steps < max_steps {
-        now = ms(sim.elapsed());
-        if now >= end {
-            break;
-        }
-        world.apply_due(&mut sim, now);
-        sim.step().map_err(|e| HarnessError::Sim(e.to_string()))?;
-        steps += 1;
+    let outcome = loop {
+        run_ready(&core.exec).map_err(HarnessError::Sim)?;
         if let Some(p) = shared.panics().first() {
-            return Err(HarnessError::Panic(p.clone()));
+            break Err(HarnessError::Panic(p.clone()));
         }
-        // Between steps, so the overshoot is at most one step (or one
-        // store call, which the SQL driver bounds).
+        if let Some(e) = errors.lock().unwrap_or_else(|p| p.into_inner()).first() {
+            break Err(HarnessError::Sim(e.clone()));
+        }
+        rounds += 1;
         if let Some((at, limit)) = deadline {
-            if std::time::Instant::now() >= at {
-                return Err(HarnessError::Timeout {
+            if rounds % DEADLINE_EVERY == 0 && std::time::Instant::now() >= at {
+                break Err(HarnessError::Timeout {
                     limit,
-                    sim_ms: ms(sim.elapsed()),
+                    sim_ms: core.now(),
                     duration_ms: end,
                     steps,
                 });
             }
         }
-        if now >= next_quiet_check {
-            next_quiet_check = now + QUIET_CHECK_EVERY_MS;
+        let now = core.now();
+        let next = [
+            core.events.borrow().next_time(),
+            world.next_fault(),
+            Some(next_quiet_check),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(end)
+        .max(now);
+        if next >= end {
+            core.advance_to(end.max(now));
+            break Ok(());
+        }
+        if next == now {
+            same_instant += 1;
+            if same_instant > MAX_ROUNDS_PER_INSTANT {
+                break Err(HarnessError::Sim(format!(
+                    "{MAX_ROUNDS_PER_INSTANT} rounds at {now} ms without time moving: a live-lock"
+                )));
+            }
+        } else {
+            same_instant = 0;
+            steps += 1;
+            core.advance_to(next);
+        }
+        world.apply_due(next);
+        if next >= next_quiet_check {
+            next_quiet_check = next + QUIET_CHECK_EVERY_MS;
             // Schedulers never run out of work, and I12 judges the plan
             // times up to the end: a world with schedulers runs its length.
             let quiet = cfg.topology.schedulers == 0
-                && now >= heal
+                && next >= heal
                 && world.faults_done()
                 && shared.client_done()
                 && all_terminal(backend, &shared);
             match (quiet, quiet_since) {
                 (false, _) => quiet_since = None,
-                (true, None) => quiet_since = Some(now),
-                (true, Some(since)) if now >= since + QUIET_GRACE_MS => {
+                (true, None) => quiet_since = Some(next),
+                (true, Some(since)) if next >= since + QUIET_GRACE_MS => {
                     quiet_end = true;
-                    now = ms(sim.elapsed());
-                    break;
+                    break Ok(());
                 }
                 _ => {}
             }
         }
-    }
-    if !quiet_end {
-        now = ms(sim.elapsed()).min(end);
-    }
+        // One event at a time: the queue is not borrowed while it fires.
+        loop {
+            let ev = core.events.borrow_mut().pop_due(next);
+            match ev {
+                None => break,
+                Some(SimEvent::Wake(w)) => w.wake(),
+                Some(SimEvent::Deliver(m)) => fabric::deliver(&core, m),
+            }
+        }
+    };
+    let now = core.now().min(end);
     // Tearing the world down drops every task; their guards must not record.
-    shared.set_crashing(true);
-    drop(sim);
+    world.tear_down();
+    outcome?;
     let (rows, events) = read_final(backend)?;
     let history = collect(&shared, cfg, now, quiet_end, rows, events);
     let violations = checker::check(&history, cfg);
@@ -571,21 +496,59 @@ fn run_world<F: StoreFactory>(
     })
 }
 
+/// A fresh incarnation of `host`'s software, gated; a host that fails
+/// (its configuration rejected, its store not opened) reports to `errors`.
+fn software<F: StoreFactory>(
+    shared: &Arc<Shared>,
+    backend: &Arc<Backend<F>>,
+    host: &str,
+    errors: &Arc<std::sync::Mutex<Vec<String>>>,
+    running: Arc<std::sync::atomic::AtomicBool>,
+) -> TaskFuture {
+    let s = shared.clone();
+    let h = host.to_string();
+    let fut: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> =
+        if host == "store" {
+            Box::pin(store::run(s.clone(), backend.clone()))
+        } else if host == "client" {
+            Box::pin(client::run(s.clone()))
+        } else if let Some(n) = host.strip_prefix("worker-") {
+            let i: u32 = n.parse().unwrap_or(1);
+            Box::pin(worker::run_worker(s.clone(), h.clone(), i - 1))
+        } else if host.starts_with("sweeper-") {
+            Box::pin(worker::run_sweeper(s.clone(), h.clone()))
+        } else {
+            Box::pin(crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()))
+        };
+    let g = gated(s, &h, fut);
+    let errors = errors.clone();
+    Box::pin(async move {
+        let out = g.await;
+        running.store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Err(e) = out {
+            errors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("{h}: {e}"));
+        }
+    })
+}
+
 /// A host's software wrapped in its pause gate.
 fn gated<F>(
     shared: Arc<Shared>,
     host: &str,
     fut: F,
-) -> impl std::future::Future<Output = turmoil::Result> + 'static
+) -> impl std::future::Future<Output = Result<(), String>> + Send + 'static
 where
-    F: std::future::Future<Output = turmoil::Result> + Send + 'static,
+    F: std::future::Future<Output = Result<(), String>> + Send + 'static,
 {
     let rt = crate::hosts::HostRuntime::new(shared, host);
-    let g = rt.gate(async move { fut.await.map_err(|e| e.to_string()) });
+    let g = rt.gate(fut);
     async move {
         match g.await {
             Some(Ok(())) | None => Ok(()),
-            Some(Err(e)) => Err(e.into()),
+            Some(Err(e)) => Err(e),
         }
     }
 }

@@ -168,6 +168,7 @@ pub const CASES: &[&str] = &[
     "nul_in_an_error_is_replaced_and_in_a_key_is_refused",
     "schedules_are_put_listed_replaced_and_removed_keeping_their_jobs",
     "fire_makes_one_job_per_plan_time",
+    "refused_fires_burn_no_job_id",
     "schedule_bad_input_is_refused_naming_the_field_and_changes_nothing",
     "concurrent_firers_of_one_plan_time_make_one_job",
     "two_schedulers_fire_each_plan_time_once",
@@ -215,6 +216,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, batch::a_slot_freed_in_a_batch_is_claimable_by_its_claims);
         $crate::conformance_tests!(@case $harness, schedules::schedules_are_put_listed_replaced_and_removed_keeping_their_jobs);
         $crate::conformance_tests!(@case $harness, schedules::fire_makes_one_job_per_plan_time);
+        $crate::conformance_tests!(@case $harness, schedules::refused_fires_burn_no_job_id);
         $crate::conformance_tests!(@case $harness, schedules::schedule_bad_input_is_refused_naming_the_field_and_changes_nothing);
         $crate::conformance_tests!(@case $harness, schedules::concurrent_firers_of_one_plan_time_make_one_job);
         $crate::conformance_tests!(@case $harness, schedules::two_schedulers_fire_each_plan_time_once);

@@ -130,6 +130,37 @@ pub async fn fire_makes_one_job_per_plan_time<H: Harness>(h: &H) {
     assert_eq!(rows(s).await.len(), 2, "{name}: two jobs in all");
 }
 
+/// A refused fire (a removed schedule, a time off the rule, a time after
+/// the store's now) takes no job id: the next job gets the next id, as on
+/// every store (the simulator compares stores' answers, ids included).
+/// PostgreSQL once drew an id from its sequence before the refusal.
+pub async fn refused_fires_burn_no_job_id<H: Harness>(h: &H) {
+    let f = h.fresh(suite_policy()).await;
+    let s = &*f.store;
+    let name = h.name();
+    put(s, every("tick")).await;
+    put(s, every("gone")).await;
+    f.time.advance(Millis(3 * EVERY.0)).await;
+    let p = last_plan_time(s).await;
+    let a = fire(s, "tick", p).await.expect("fire");
+    assert!(s.remove_schedule("gone".into()).await.expect("remove"));
+    assert!(fire(s, "gone", p).await.is_err(), "{name}: removed");
+    assert!(
+        fire(s, "tick", StoreTime(p.0 + 1)).await.is_err(),
+        "{name}: off the rule"
+    );
+    assert!(
+        fire(s, "tick", StoreTime(p.0 + 10 * EVERY.0 as i64))
+            .await
+            .is_err(),
+        "{name}: after the store's now"
+    );
+    let b = fire(s, "tick", StoreTime(p.0 - EVERY.0 as i64))
+        .await
+        .expect("fire");
+    assert_eq!(b, JobId(a.0 + 1), "{name}: the refusals took no id");
+}
+
 /// The guards: an unknown schedule, a plan time after the store's now or
 /// off the rule, a bad name; a user key in the schedules' namespace; bad
 /// schedules name their field. Nothing changes.

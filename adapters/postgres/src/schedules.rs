@@ -170,9 +170,19 @@ impl PgStore {
             .map(decode)
             .transpose()?;
         let now = self.clock_now(conn).await?;
-        // An id only when the plan time has no job yet (answers burn none).
+        // An id only when the fire will insert a job: an answer from an
+        // existing job, or a refusal (a removed schedule, a time that is no
+        // plan time), burns none, so ids stay those of the other stores
+        // (a refused fire used to burn one; found by the simulator's
+        // PostgreSQL-against-memory run). The transition is pure, so it is
+        // first asked without an id.
+        let inserts = matches!(
+            transition::fire(schedule.as_ref(), req, JobId(0), existing.as_ref(), now)?,
+            FirePlan::Insert(_)
+        );
         let id = match &existing {
             Some(job) => job.id,
+            None if !inserts => JobId(0),
             None => {
                 let next: i64 = sqlx::query_scalar("SELECT nextval('leasehold_job_ids')")
                     .fetch_one(&mut *conn)

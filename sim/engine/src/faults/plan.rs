@@ -1,5 +1,5 @@
-//! The resolved schedule as the runner applies it: process actions at tick
-//! boundaries, link states, and each host's pause windows.
+//! The resolved schedule as the runner applies it: process actions at their
+//! exact instants, link states, and each host's pause windows.
 
 use crate::config::ScriptedFault;
 use std::collections::{BTreeMap, BTreeSet};

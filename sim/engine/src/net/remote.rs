@@ -44,7 +44,7 @@ pub const SAFETY_TIMEOUT: Millis = Millis(20_000);
 /// A store reached over the simulated network.
 pub type RemoteStore = WireStore<RemoteCall>;
 
-/// Carries a host's requests to the store host over simulated TCP, and
+/// Carries a host's requests to the store host over the simulated network, and
 /// records each request and its answer.
 pub struct RemoteCall {
     rt: HostRuntime,

@@ -10,7 +10,7 @@
 //! ## Determinism with drivers that run on their own threads
 //! The memory store answers inside the store host's poll. SQL drivers do
 //! their I/O on threads of their own, and an answer that arrived whenever
-//! the OS delivered it would land on a nondeterministic simulated tick. So a
+//! the OS delivered it would land at a nondeterministic simulated instant. So a
 //! factory that [uses a driver](StoreFactory::uses_driver) gets a
 //! [`Driver`](driver::Driver): one private tokio runtime per seed on which
 //! the store is opened and every operation runs, while the simulation

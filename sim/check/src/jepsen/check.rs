@@ -27,8 +27,9 @@
 //! token) are bad input, reported with their position; nothing here calls
 //! the lease core.
 
+use super::calls::{pair, Call};
 use super::edn::ReadError;
-use super::{Op, OpType, Pos, Process, Value};
+use super::{Op, OpType, Pos, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -56,31 +57,25 @@ pub struct Summary {
     pub findings: Vec<Finding>,
 }
 
-/// One call: its invocation and completion (if any).
-struct Call<'a> {
-    f: &'a str,
-    /// Position in the history of the invocation and completion; a call
-    /// never completed is `usize::MAX`, so it precedes nothing.
-    invoked: usize,
-    done: usize,
-    /// `:info` when it never completed.
-    kind: OpType,
-    inv: &'a Op,
-    end: Option<&'a Op>,
-    pos: Pos,
+/// What the checks ask of a call, beyond [`Call`]'s own fields.
+trait Timing {
+    /// Whether this call completed before `other` was invoked (a call never
+    /// completed precedes nothing).
+    fn precedes(&self, other: &Call<'_>) -> bool;
+    /// `:index` and position, for messages.
+    fn named(&self) -> String;
+    /// Whether it took effect or may have.
+    fn maybe_took_effect(&self) -> bool;
 }
 
-impl Call<'_> {
-    /// Whether this call completed before `other` was invoked.
+impl Timing for Call<'_> {
     fn precedes(&self, other: &Call<'_>) -> bool {
-        self.done < other.invoked
+        self.done.is_some_and(|d| d < other.invoked)
     }
-    /// `:index` and position, for messages.
     fn named(&self) -> String {
         let op = self.end.unwrap_or(self.inv);
-        format!("op {} at {}", op.index, self.pos)
+        format!("op {} at {}", op.index, self.pos())
     }
-    /// Whether it took effect or may have.
     fn maybe_took_effect(&self) -> bool {
         matches!(self.kind, OpType::Ok | OpType::Info)
     }
@@ -96,11 +91,12 @@ pub fn check(ops: &[(Pos, Op)], file: &Path) -> Result<Summary, Vec<ReadError>> 
         pos,
         message,
     };
-    let (calls, mut errors, skipped) = pair(ops, &bad);
+    let (calls, skipped) = pair(ops, &READ, file)?;
+    let mut errors = Vec::new();
     let mut facts = Facts::default();
     for (k, c) in calls.iter().enumerate() {
         if let Err(m) = facts.add(k, c) {
-            errors.push(bad(c.pos, m));
+            errors.push(bad(c.pos(), m));
         }
     }
     if !errors.is_empty() {
@@ -125,88 +121,6 @@ pub fn check(ops: &[(Pos, Op)], file: &Path) -> Result<Summary, Vec<ReadError>> 
 
 /// The functions the checks read.
 const READ: [&str; 4] = ["acquire", "renew", "release", "sweep"];
-
-/// Pairs invocations with completions per process.
-fn pair<'a>(
-    ops: &'a [(Pos, Op)],
-    bad: &impl Fn(Pos, String) -> ReadError,
-) -> (Vec<Call<'a>>, Vec<ReadError>, usize) {
-    let mut open: BTreeMap<&Process, usize> = BTreeMap::new();
-    let mut crashed: BTreeMap<&Process, Pos> = BTreeMap::new();
-    let mut calls: Vec<Call<'a>> = Vec::new();
-    let mut errors = Vec::new();
-    let mut skipped = 0;
-    for (i, (pos, op)) in ops.iter().enumerate() {
-        if matches!(op.process, Process::Named(_)) {
-            continue; // the nemesis and other non-client processes
-        }
-        if !READ.contains(&op.f.as_str()) {
-            skipped += usize::from(op.kind == OpType::Invoke);
-            continue;
-        }
-        let p = &op.process;
-        if op.kind == OpType::Invoke {
-            if let Some(&k) = open.get(p) {
-                errors.push(bad(
-                    *pos,
-                    format!(
-                        "process {p:?} invokes while its {} is still open",
-                        calls[k].named()
-                    ),
-                ));
-                continue;
-            }
-            if let Some(at) = crashed.get(p) {
-                errors.push(bad(*pos, format!(
-                    "process {p:?} invokes after its :info at {at}; a crashed process never invokes again (use a new process number)"
-                )));
-                continue;
-            }
-            open.insert(p, calls.len());
-            calls.push(Call {
-                f: &op.f,
-                invoked: i,
-                done: usize::MAX,
-                kind: OpType::Info,
-                inv: op,
-                end: None,
-                pos: *pos,
-            });
-            continue;
-        }
-        let Some(k) = open.remove(p) else {
-            errors.push(bad(
-                *pos,
-                format!(
-                    "a :{} completion of process {p:?} with no invocation open",
-                    op.kind.name()
-                ),
-            ));
-            continue;
-        };
-        let c = &mut calls[k];
-        if c.f != op.f {
-            errors.push(bad(
-                *pos,
-                format!(
-                    "completes :{} but process {p:?} invoked :{} ({})",
-                    op.f,
-                    c.f,
-                    c.named()
-                ),
-            ));
-            continue;
-        }
-        c.done = i;
-        c.kind = op.kind;
-        c.end = Some(op);
-        c.pos = *pos;
-        if op.kind == OpType::Info {
-            crashed.insert(p, *pos);
-        }
-    }
-    (calls, errors, skipped)
-}
 
 fn lease_of(v: &Value) -> Result<Lease, String> {
     let field = |name: &str| {
@@ -283,7 +197,7 @@ impl Facts {
                 if let Some(&(e, _)) = grants[..n].iter().find(|g| g.1 == token) {
                     out.push(Finding {
                         invariant: "I1",
-                        pos: c.pos,
+                        pos: c.pos(),
                         message: format!(
                             "I1 single grant: job {job} token {token} granted twice: by {} and by {}",
                             calls[e].named(),
@@ -299,7 +213,7 @@ impl Facts {
                 if let Some(&(e, t)) = older {
                     out.push(Finding {
                         invariant: "I1",
-                        pos: c.pos,
+                        pos: c.pos(),
                         message: format!(
                             "I1 single grant: job {job} granted with token {token} by {}, after token {t} had been granted ({}): tokens must increase",
                             c.named(),
@@ -333,7 +247,7 @@ impl Facts {
                 if let Some(why) = stale(calls, c, token, grants, swept, repeat, true) {
                     out.push(Finding {
                         invariant: "I2",
-                        pos: c.pos,
+                        pos: c.pos(),
                         message: format!(
                             "I2 single winner: release of job {job} with token {token} answered :ok by {}, but {why}: a stale token must be refused",
                             c.named()
@@ -348,7 +262,7 @@ impl Facts {
             if let Some(second) = wins.iter().find(|r| r.1 != wins[0].1) {
                 out.push(Finding {
                     invariant: "I2",
-                    pos: calls[second.0].pos,
+                    pos: calls[second.0].pos(),
                     message: format!(
                         "I2 single winner: job {job} succeeded twice: token {} ({}) and token {} ({})",
                         wins[0].1,
@@ -371,7 +285,7 @@ impl Facts {
                 }) {
                     out.push(Finding {
                         invariant: "I2",
-                        pos: calls[k].pos,
+                        pos: calls[k].pos(),
                         message: format!(
                             "I2 single winner: job {job} ended with token {token} ({}), but token {t} was granted too ({}): whichever came first, one of them is wrong",
                             calls[k].named(),
@@ -385,7 +299,7 @@ impl Facts {
                     if calls[win.0].precedes(&calls[g]) {
                         out.push(Finding {
                             invariant: "I2",
-                            pos: calls[g].pos,
+                            pos: calls[g].pos(),
                             message: format!(
                                 "I2 single winner: job {job} granted again with token {token} ({}) after it succeeded ({})",
                                 calls[g].named(),
@@ -425,7 +339,7 @@ impl Facts {
                 if let Some(why) = why {
                     out.push(Finding {
                         invariant: "I2",
-                        pos: c.pos,
+                        pos: c.pos(),
                         message: format!(
                             "I2 single winner: renew of job {job} with token {token} answered :ok by {}, but {why}: a stale token must be refused",
                             c.named()

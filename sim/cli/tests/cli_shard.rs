@@ -14,6 +14,7 @@ fn inputs() -> Vec<PlanInput> {
         .iter()
         .map(|s| PlanInput {
             seeds: s.config.seeds,
+            first_seed: s.config.first_seed,
             expects_violation: s.config.expect.violation.is_some(),
         })
         .collect()

@@ -648,6 +648,10 @@ pub struct SimConfig {
     pub description: String,
     /// Default number of seeds for `leasehold run`.
     pub seeds: u64,
+    /// The first of those seeds: `leasehold run` runs
+    /// `first_seed..first_seed+seeds` (default 0). A regression case that
+    /// `leasehold explore` wrote pins its failing seed here.
+    pub first_seed: u64,
     /// Simulated time of one run.
     pub duration: Dur,
     /// Delivery quantum: message arrivals are rounded up to a multiple of
@@ -682,6 +686,7 @@ impl Default for SimConfig {
             name: String::new(),
             description: String::new(),
             seeds: DEFAULT_SEEDS,
+            first_seed: 0,
             duration: DEFAULT_DURATION,
             tick: DEFAULT_TICK,
             variant: None,

@@ -32,6 +32,14 @@ pub enum Command {
     /// Rerun one scenario and seed exactly.
     #[command(after_help = EXIT_CODES)]
     Replay(ReplayArgs),
+    /// The verdict of one run from its shards' `run --json` outputs: fails
+    /// when a shard is missing, duplicated or from another run.
+    #[command(after_help = EXIT_CODES)]
+    Merge(MergeArgs),
+    /// Run random seeds (and fault mixes) until a time limit or Ctrl-C;
+    /// shrink every failure into a regression scenario in a corpus folder.
+    #[command(after_help = EXIT_CODES)]
+    Explore(ExploreArgs),
     /// Reduce a failing scenario and seed to a minimal scenario file.
     #[command(after_help = EXIT_CODES)]
     Shrink(ShrinkArgs),
@@ -102,13 +110,75 @@ pub struct RunArgs {
     /// Also write JUnit XML to FILE.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Run only shard I of N (1-based), for CI fan-out.
+    /// Run only shard I of N (1-based), for CI fan-out (env
+    /// LEASEHOLD_SHARD=I/N, or Kubernetes' JOB_COMPLETION_INDEX, 0-based,
+    /// with LEASEHOLD_SHARDS=N; the flag wins). Merge the shards' `--json`
+    /// outputs with `leasehold merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
     /// Differential mode: also run every seed on this store and fail on the
     /// first answer in which the two stores differ.
     #[arg(long, value_enum, value_name = "STORE")]
     pub against: Option<StoreKind>,
+    /// The store to run on.
+    #[command(flatten)]
+    pub stores: StoreArgs,
+}
+
+/// `leasehold merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' `leasehold run --json` outputs, one file per shard.
+    #[arg(required = true, value_name = "SHARD.jsonl")]
+    pub files: Vec<PathBuf>,
+    /// Machine output: the merged `summary` line on stdout (human lines
+    /// go to stderr).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the merged JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+/// `leasehold explore`.
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// Scenario files or directories (walked for *.toml, sorted).
+    #[arg(default_value = "scenarios/")]
+    pub paths: Vec<PathBuf>,
+    /// Stop after this long (`90s`, `10m`, `1h`; default: until Ctrl-C or
+    /// SIGTERM).
+    #[arg(long = "for", value_name = "DURATION")]
+    pub for_: Option<crate::duration::Dur>,
+    /// Stop after this many seeds.
+    #[arg(long, value_name = "N")]
+    pub max_seeds: Option<u64>,
+    /// Stop after this many distinct failures (scenario and invariant).
+    #[arg(long, value_name = "N")]
+    pub max_failures: Option<usize>,
+    /// Where shrunk failures are written as scenario files.
+    #[arg(long, default_value = "corpus")]
+    pub corpus: PathBuf,
+    /// First seed (default: drawn at random, and printed).
+    #[arg(long, value_name = "N")]
+    pub seed_base: Option<u64>,
+    /// Run every scenario as written; by default half the seeds of a
+    /// scenario with swarm faults switch some fault kinds off (a swarm mix).
+    #[arg(long)]
+    pub no_swarm_mix: bool,
+    /// Also explore catalogue scenarios, whose planted bug then counts as a
+    /// failure (to try the explorer on a known bug).
+    #[arg(long)]
+    pub include_catalogue: bool,
+    /// Most wall seconds to spend shrinking one failure.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub shrink_secs: u64,
+    /// Seconds between progress lines.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub progress_secs: u64,
+    /// Threads (default: the number of cores).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
     /// The store to run on.
     #[command(flatten)]
     pub stores: StoreArgs,

@@ -3,10 +3,15 @@
 //! Every line is one JSON object with a `type`:
 //!
 //! - `start`: what the run will do (`runs`, `scenarios`, `seed_base`,
-//!   `jobs`), written before the first seed starts;
+//!   `jobs`), written before the first seed starts, with the shard
+//!   (`shard`, `"I/N"`, `"1/1"` unsharded) and the whole plan it belongs to
+//!   (`plan`: `id`, a fingerprint of every scenario and seed that every
+//!   shard of one run shares; `runs`, the unsharded run count; `scenarios`,
+//!   every scenario's `name` and `path` in load order), which `leasehold
+//!   merge` checks;
 //! - `run`: one seed, written as soon as it finishes (`scenario`, `path`,
-//!   `seed`, `store`, `status`, `violations`, `hash`, `sim_ms`, `wall_s`,
-//!   `replayed`, `replay`). `status` is `passed`, `failed` or `error` for a
+//!   `seed`, `store`, `expect`, `status`, `violations`, `hash`, `sim_ms`,
+//!   `wall_s`, `replayed`, `replay`). `status` is `passed`, `failed` or `error` for a
 //!   correct-core scenario; a catalogue scenario's seed says `caught` (this
 //!   seed showed the expected violation), `not_caught`, or `error`, and
 //!   its verdict comes with its `scenario` line;
@@ -22,7 +27,7 @@
 //! Human lines go to stderr while `--json` is on, so stdout is pure JSON.
 
 use super::engine::{self, SeedRun};
-use super::plan::Task;
+use super::plan::{Shard, Task};
 use super::verdict::{judge, seed_status, Detection, Verdict};
 use crate::scenario::Scenario;
 use crate::stores::StoreKind;
@@ -38,6 +43,16 @@ pub struct JsonLines<'a> {
     left: Vec<usize>,
     /// Per task: its result and wall seconds, once finished.
     finished: Vec<Option<(Result<SeedRun, String>, f64)>>,
+}
+
+/// The plan a run (or one shard of it) belongs to, for the `start` line.
+pub struct PlanInfo {
+    /// The fingerprint every shard of one plan shares.
+    pub id: String,
+    /// Runs in the whole, unsharded plan.
+    pub runs: usize,
+    /// This shard ([`Shard::ALL`] unsharded).
+    pub shard: Shard,
 }
 
 /// The totals for the closing `summary` line.
@@ -85,7 +100,7 @@ impl<'a> JsonLines<'a> {
     }
 
     /// The `start` line.
-    pub fn start(&self, seed_base: Option<u64>, jobs: usize) {
+    pub fn start(&self, seed_base: Option<u64>, jobs: usize, plan: &PlanInfo) {
         let names: Vec<&str> = self
             .scenarios
             .iter()
@@ -93,9 +108,16 @@ impl<'a> JsonLines<'a> {
             .filter(|(i, _)| self.left[*i] > 0)
             .map(|(_, s)| s.config.name.as_str())
             .collect();
+        let all: Vec<Value> = self
+            .scenarios
+            .iter()
+            .map(|s| json!({"name": s.config.name, "path": s.path.to_string_lossy()}))
+            .collect();
         self.emit(&json!({
             "type": "start", "runs": self.tasks.len(), "scenarios": names,
-            "seed_base": seed_base, "jobs": jobs,
+            "seed_base": seed_base, "jobs": jobs, "shard": plan.shard.to_string(),
+            "plan": {"id": plan.id, "runs": plan.runs, "scenarios": all},
+            "version": env!("CARGO_PKG_VERSION"),
         }));
     }
 
@@ -187,7 +209,9 @@ fn run_line(s: &Scenario, seed: u64, result: &Result<SeedRun, String>, wall_s: f
     let ok = result.as_ref().ok();
     json!({
         "type": "run", "scenario": s.config.name, "path": path, "seed": seed,
-        "store": store_of(s).name(), "status": seed_status(&s.config, result),
+        "store": store_of(s).name(),
+        "expect": s.config.expect.violation.map(|i| i.to_string()),
+        "status": seed_status(&s.config, result),
         "error": result.as_ref().err(), "violations": violations,
         "hash": ok.map(|r| format!("{:016x}", r.hash)), "sim_ms": ok.map(|r| r.sim_ms),
         "wall_s": wall_s, "replayed": ok.is_some_and(|r| r.replayed),

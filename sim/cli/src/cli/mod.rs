@@ -1,5 +1,5 @@
-//! The `leasehold` command line: `run`, `replay`, `shrink`, `check`,
-//! `export`, and `chaos` (handed whole to `leasehold-chaos`).
+//! The `leasehold` command line: `run`, `merge` (shards), `explore`,
+//! `replay`, `shrink`, `check`, `export`, and `chaos` (handed whole to `leasehold-chaos`).
 //!
 //! Exit codes: 0 when every expectation held, 1 when an invariant broke or
 //! an expected violation was not found, 2 on bad input or a harness error.
@@ -9,15 +9,19 @@ pub mod check;
 pub mod check_input;
 pub mod check_jepsen;
 pub mod engine;
+pub mod explore;
 pub mod export;
 pub mod jsonl;
+pub mod merge;
 pub mod parallel;
 pub mod plan;
 pub mod progress;
 pub mod replay;
 pub mod run;
+pub mod shard;
 pub mod shrink;
 pub mod stores;
+pub mod swarm_mix;
 pub mod timeout;
 pub mod verdict;
 
@@ -46,6 +50,8 @@ pub fn main() -> i32 {
         args::Command::Check(a) => check::run(a),
         args::Command::Replay(a) => replay::run(a),
         args::Command::Shrink(a) => shrink::run(a),
+        args::Command::Merge(a) => merge::run(a),
+        args::Command::Explore(a) => explore::run(a),
         args::Command::Export(a) => export::run(a),
         args::Command::Chaos(a) => {
             let argv = std::iter::once("leasehold chaos".into()).chain(a.args.iter().cloned());

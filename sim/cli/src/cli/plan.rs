@@ -13,49 +13,7 @@
 //! scenarios, and the shards' sizes differ by at most one run unless the
 //! whole-scenario units alone are already uneven.
 
-use std::fmt;
-use std::str::FromStr;
-
-/// `--shard I/N`: this machine is shard I (1-based) of N.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shard {
-    /// This shard, from 1.
-    pub index: u64,
-    /// How many shards.
-    pub count: u64,
-}
-
-impl Shard {
-    /// The whole run on one machine.
-    pub const ALL: Shard = Shard { index: 1, count: 1 };
-}
-
-impl FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let (i, n) = s
-            .split_once('/')
-            .ok_or_else(|| format!("shard {s:?} must look like I/N, for example 2/4"))?;
-        let index: u64 = i
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard index {i:?} is not a number"))?;
-        let count: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard count {n:?} is not a number"))?;
-        if count == 0 || index == 0 || index > count {
-            return Err(format!("shard {s:?}: need 1 <= I <= N"));
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl fmt::Display for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
+pub use super::shard::Shard;
 
 /// Which seeds to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +40,8 @@ pub struct Task {
 pub struct PlanInput {
     /// The scenario's own default seed count.
     pub seeds: u64,
+    /// The scenario's first seed (`first_seed`): its seeds start there.
+    pub first_seed: u64,
     /// Whether it expects a violation (its seeds stay together).
     pub expects_violation: bool,
 }
@@ -91,14 +51,18 @@ pub fn plan(scenarios: &[PlanInput], seeds: Seeds, shard: Shard) -> Vec<Task> {
     plan_from(scenarios, seeds, 0, shard)
 }
 
-/// [`plan`] with seeds counted from `base` (`base..base+N`); a single
-/// `--seed` is not moved.
+/// [`plan`] with seeds counted from `base` (`first_seed+base..` for each
+/// scenario); a single `--seed` is not moved.
 pub fn plan_from(scenarios: &[PlanInput], seeds: Seeds, base: u64, shard: Shard) -> Vec<Task> {
     let lists: Vec<Vec<u64>> = scenarios
         .iter()
         .map(|s| match seeds {
-            Seeds::PerScenario => (0..s.seeds).map(|k| base.wrapping_add(k)).collect(),
-            Seeds::Count(n) => (0..n).map(|k| base.wrapping_add(k)).collect(),
+            Seeds::PerScenario => (0..s.seeds)
+                .map(|k| s.first_seed.wrapping_add(base).wrapping_add(k))
+                .collect(),
+            Seeds::Count(n) => (0..n)
+                .map(|k| s.first_seed.wrapping_add(base).wrapping_add(k))
+                .collect(),
             Seeds::One(seed) => vec![seed],
         })
         .collect();
@@ -145,22 +109,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_and_rejects_shards() {
-        assert_eq!("2/4".parse(), Ok(Shard { index: 2, count: 4 }));
-        for bad in ["0/4", "5/4", "1/0", "x/2", "3"] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
-        }
-    }
-
-    #[test]
     fn expected_violation_scenarios_are_never_split() {
         let input = [
             PlanInput {
                 seeds: 3,
+                first_seed: 0,
                 expects_violation: false,
             },
             PlanInput {
                 seeds: 5,
+                first_seed: 0,
                 expects_violation: true,
             },
         ];
@@ -182,6 +140,7 @@ mod tests {
             .iter()
             .map(|&(seeds, expects_violation)| PlanInput {
                 seeds,
+                first_seed: 0,
                 expects_violation,
             })
             .collect();

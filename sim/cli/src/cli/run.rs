@@ -8,6 +8,7 @@ use super::jsonl::{JsonLines, Totals};
 use super::parallel::run_parallel;
 use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
 use super::progress::Progress;
+use super::shard;
 use super::stores::Stores;
 use super::verdict::{judge, Detection, Verdict};
 use super::ExitCode;
@@ -47,7 +48,7 @@ struct Done {
 
 /// Whether the scenario's catalogue bug lives in the memory store, which
 /// the other stores do not carry.
-fn memory_only(s: &Scenario) -> bool {
+pub(super) fn memory_only(s: &Scenario) -> bool {
     s.config
         .variant
         .as_deref()
@@ -129,7 +130,7 @@ fn seed_settings(args: &RunArgs) -> Result<(Option<u64>, Option<u64>), String> {
 
 /// A base seed for an exploration run, from the OS (outside any
 /// simulation: the seeds themselves then drive everything).
-fn random_base() -> u64 {
+pub(super) fn random_base() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(std::process::id().into());
@@ -224,6 +225,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .iter()
         .map(|s| PlanInput {
             seeds: s.config.seeds,
+            first_seed: s.config.first_seed,
             expects_violation: s.config.expect.violation.is_some(),
         })
         .collect();
@@ -241,11 +243,42 @@ pub fn run(args: &RunArgs) -> ExitCode {
         );
         return ExitCode::Input;
     }
-    let tasks = plan_from(&inputs, seeds, base, args.shard.unwrap_or(Shard::ALL));
-    if tasks.is_empty() {
-        eprintln!("leasehold: this run would execute no seed (check --seeds and --shard)");
+    let resolved = match shard::from_process(args.shard) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("leasehold: {e}");
+            return ExitCode::Input;
+        }
+    };
+    let this_shard = resolved.as_ref().map_or(Shard::ALL, |r| r.shard);
+    if this_shard.count > 1 && args.seed_base == Some(SeedBase::Random) {
+        eprintln!(
+            "leasehold: --seed-base random draws a different base on every shard, so the \
+             shards would not split one run; pass the same number to every shard"
+        );
         return ExitCode::Input;
     }
+    let whole = plan_from(&inputs, seeds, base, Shard::ALL);
+    let tasks = plan_from(&inputs, seeds, base, this_shard);
+    if let Some(r) = &resolved {
+        sink.human(&format!(
+            "shard {} (from {}): {} of the plan's {} runs",
+            r.shard,
+            r.source,
+            tasks.len(),
+            whole.len()
+        ));
+    }
+    if tasks.is_empty() {
+        eprintln!(
+            "leasehold: shard {this_shard} has no run: the plan has {} runs, split over {} \
+             shards (catalogue scenarios keep their seeds on one shard); use fewer shards",
+            whole.len(),
+            this_shard.count
+        );
+        return ExitCode::Input;
+    }
+    let plan_id = super::merge::plan_id(&scenarios, &whole);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let jobs = args.jobs.unwrap_or(cores * threads_per_core(&kinds));
     let started = Instant::now();
@@ -266,7 +299,15 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .map(|t| (t.scenario, t.seed))
         .collect();
     let mut stream = JsonLines::new(args.json, &scenarios, &tasks);
-    stream.start(args.seed_base.is_some().then_some(base), jobs);
+    stream.start(
+        args.seed_base.is_some().then_some(base),
+        jobs,
+        &super::jsonl::PlanInfo {
+            id: plan_id,
+            runs: whole.len(),
+            shard: this_shard,
+        },
+    );
     let done = run_parallel(
         &tasks,
         jobs,

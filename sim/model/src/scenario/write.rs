@@ -15,7 +15,10 @@ pub fn to_toml(cfg: &SimConfig, header: &str) -> Result<String, String> {
     let mut value = as_table(cfg)?;
     let defaults = as_table(&SimConfig::default())?;
     prune(&mut value, &defaults, 0);
-    for key in ["name", "description", "seeds"] {
+    for key in ["name", "description", "seeds", "first_seed"] {
+        if key == "first_seed" && cfg.first_seed == 0 {
+            continue;
+        }
         if let Some(v) = as_table(cfg)?.remove(key) {
             value.insert(key.to_string(), v);
         }

@@ -1,0 +1,197 @@
+//! `leasehold explore`: finds a planted bug within its time limit and
+//! leaves a shrunk scenario file that pins the failing seed, which
+//! `leasehold run` and `leasehold replay` reproduce; stops cleanly on
+//! SIGTERM with a summary; honours `--max-seeds`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const PLANTED: &str = "scenarios/catalogue/claim_without_cas_grants_one_lease_twice.toml";
+const CORRECT: &str = "scenarios/cancel_racing_completion_never_overwrites_success.toml";
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_leasehold"));
+    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .args(args);
+    c
+}
+
+fn leasehold(args: &[&str]) -> Output {
+    command(args).output().expect("the binary runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn explore_finds_a_planted_bug_and_leaves_a_shrunk_replayable_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let o = leasehold(&[
+        "explore",
+        PLANTED,
+        "--include-catalogue",
+        "--for",
+        "3m",
+        "--max-failures",
+        "1",
+        "--seed-base",
+        "5",
+        "--shrink-secs",
+        "60",
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "-j",
+        "2",
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "a failure exits 1: {out}{err}");
+    assert!(err.contains("stopped at --max-failures"), "{err}");
+    assert!(out.contains("regression cases: leasehold run"), "{out}");
+    let files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    // Seeds already running when the limit was reached are still recorded
+    // (nothing found is lost), so another invariant may add a file.
+    let file = files
+        .iter()
+        .find(|f| {
+            f.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("I1-claim_without_cas_grants_one_lease_twice-seed-")
+        })
+        .unwrap_or_else(|| panic!("a file named for I1 and the scenario: {files:?}"));
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    let case = std::fs::read_to_string(file).unwrap();
+    assert!(case.contains("Shrunk in"), "{case}");
+    assert!(case.contains("Replay:"), "{case}");
+    assert!(
+        !case.contains("[expect]"),
+        "a regression case expects nothing to break"
+    );
+    let seed: u64 = name
+        .split("-seed-")
+        .nth(1)
+        .and_then(|r| r.split('-').next())
+        .and_then(|s| s.parse().ok())
+        .expect("the seed is in the name");
+    assert!(case.contains(&format!("first_seed = {seed}")), "{case}");
+    // The shrunk case is smaller than the scenario it came from.
+    let jobs = |t: &str| -> u64 {
+        t.lines()
+            .find_map(|l| l.trim().strip_prefix("jobs = "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    let original = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(PLANTED),
+    )
+    .unwrap();
+    assert!(jobs(&case) < jobs(&original), "shrunk: {case}");
+
+    // `leasehold run` replays it as a regression case: it fails on
+    // its pinned seed with the same invariant while the bug is there.
+    let r = leasehold(&["run", file.to_str().unwrap(), "--json"]);
+    let (rout, rerr) = text(&r);
+    assert_eq!(r.status.code(), Some(1), "{rout}{rerr}");
+    let run: serde_json::Value = rout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "run")
+        .expect("one run line");
+    assert_eq!(run["seed"], seed);
+    assert_eq!(run["violations"][0]["invariant"], "I1");
+    let p = leasehold(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--seed",
+        &seed.to_string(),
+    ]);
+    let (pout, perr) = text(&p);
+    assert_eq!(p.status.code(), Some(1), "{pout}{perr}");
+    assert!(format!("{pout}{perr}").contains("I1"));
+}
+
+#[test]
+fn sigterm_stops_the_explorer_cleanly_with_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c");
+    let child = command(&[
+        "explore",
+        CORRECT,
+        "--for",
+        "10m",
+        "--progress-secs",
+        "1",
+        "--corpus",
+        corpus.to_str().unwrap(),
+        "-j",
+        "2",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let t0 = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(60), "stopped promptly");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "no failure: exit 0: {out}{err}");
+    assert!(err.contains("stopped by a signal"), "{err}");
+    assert!(err.contains("seeds/s"), "progress lines: {err}");
+    let n: u64 = out
+        .split("explored ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .expect("a summary line");
+    assert!(n > 0, "{out}");
+    assert_eq!(std::fs::read_dir(&corpus).unwrap().count(), 0);
+}
+
+#[test]
+fn max_seeds_bounds_the_exploration_and_a_clean_core_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c");
+    let o = leasehold(&[
+        "explore",
+        CORRECT,
+        "--max-seeds",
+        "12",
+        "--corpus",
+        corpus.to_str().unwrap(),
+    ]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.starts_with("explored 12 seeds"), "{out}");
+    assert!(err.contains("stopped at --max-seeds"), "{err}");
+}
+
+#[test]
+fn catalogue_scenarios_are_left_out_unless_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = leasehold(&[
+        "explore",
+        PLANTED,
+        "--max-seeds",
+        "1",
+        "--corpus",
+        dir.path().to_str().unwrap(),
+    ]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--include-catalogue"), "{err}");
+}

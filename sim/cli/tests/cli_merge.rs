@@ -226,7 +226,8 @@ fn missing_duplicated_unfinished_and_foreign_shards_are_refused() {
 
 #[test]
 fn bad_shard_settings_are_errors_never_an_empty_pass() {
-    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
         (
             &[],
             &[("JOB_COMPLETION_INDEX", "3"), ("LEASEHOLD_SHARDS", "3")],

@@ -91,7 +91,7 @@ fn located(file: &Path, line: usize, what: impl std::fmt::Display) -> String {
 
 fn read_shard(file: &Path) -> Result<ShardFile, String> {
     let f = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let mut start: Option<(u64, u64, String, usize, Vec<(String, String)>)> = None;
+    let mut start: Option<Start> = None;
     let mut runs = Vec::new();
     let mut wall = None;
     let mut reader = std::io::BufReader::new(f);

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # The false-alarm sweep (docs/SCALE-OUT.md): the correct core over the
 # library's correct-core scenarios (scenarios/*.toml, the catalogue left
-# out), SEEDS seeds each from BASE, as SHARDS shards run one after another
-# on this machine (each on every core), then `leasehold merge` over the
+# out), each over FACTOR times its own seed count from BASE (the library's
+# seed mix, FACTOR times deeper), as SHARDS shards run one after another on
+# this machine (each on every core), then `leasehold merge` over the
 # shards' JSON Lines: the same commands a CI matrix runs, one shard per job.
 #
-#   scripts/false-alarm-sweep.sh                 # 38 x 5,264 = 200,032 seeds
-#   SEEDS=100 SHARDS=2 scripts/false-alarm-sweep.sh   # a quick try
+#   scripts/false-alarm-sweep.sh                   # 919 x 218 = 200,342 seeds
+#   FACTOR=2 SHARDS=2 scripts/false-alarm-sweep.sh # a quick try
 #
-# Env: SEEDS (default 5264), BASE (default 1000000, away from CI's 0..N),
+# Env: FACTOR (default 218), BASE (default 1000000, away from CI's 0..N),
 # SHARDS (default 4), OUT (default target/sweep), LEASEHOLD (the binary;
 # default target/release/leasehold, built if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seeds=${SEEDS:-5264}
+factor=${FACTOR:-218}
 base=${BASE:-1000000}
 shards=${SHARDS:-4}
 out=${OUT:-target/sweep}
@@ -25,7 +26,7 @@ for i in $(seq 1 "$shards"); do
     echo "== shard $i/$shards ($(( SECONDS - start ))s)"
     # A shard that finds a failure exits 1; the merge still needs its file.
     LEASEHOLD_SHARD="$i/$shards" "$bin" run scenarios/*.toml \
-        --seeds "$seeds" --seed-base "$base" --json \
+        --seed-factor "$factor" --seed-base "$base" --json \
         >"$out/shard-$i.jsonl" 2>"$out/shard-$i.log" || true
     tail -n 2 "$out/shard-$i.log"
 done

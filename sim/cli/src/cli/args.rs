@@ -94,6 +94,10 @@ pub struct RunArgs {
     /// Run exactly this seed of every scenario (env LEASEHOLD_SEED).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Each scenario's own `seeds` times K: the library's seed mix, K
+    /// times deeper (heavy scenarios keep their small share).
+    #[arg(long, value_name = "K", conflicts_with_all = ["seed", "seeds"])]
+    pub seed_factor: Option<u64>,
     /// First seed: a number, or `random` to explore new seeds (the base is
     /// printed first and every replay command names its seed).
     #[arg(long, value_name = "N|random", conflicts_with = "seed")]

@@ -22,6 +22,8 @@ pub enum Seeds {
     PerScenario,
     /// `0..n` for every scenario.
     Count(u64),
+    /// `0..seeds×k`: each scenario's own count, k times.
+    Factor(u64),
     /// Exactly this seed.
     One(u64),
 }
@@ -61,6 +63,9 @@ pub fn plan_from(scenarios: &[PlanInput], seeds: Seeds, base: u64, shard: Shard)
                 .map(|k| s.first_seed.wrapping_add(base).wrapping_add(k))
                 .collect(),
             Seeds::Count(n) => (0..n)
+                .map(|k| s.first_seed.wrapping_add(base).wrapping_add(k))
+                .collect(),
+            Seeds::Factor(f) => (0..s.seeds.saturating_mul(f))
                 .map(|k| s.first_seed.wrapping_add(base).wrapping_add(k))
                 .collect(),
             Seeds::One(seed) => vec![seed],
@@ -107,6 +112,24 @@ pub fn plan_from(scenarios: &[PlanInput], seeds: Seeds, base: u64, shard: Shard)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_seed_factor_deepens_each_scenario_by_its_own_count() {
+        let input = [(3, 0), (5, 100)].map(|(seeds, first_seed)| PlanInput {
+            seeds,
+            first_seed,
+            expects_violation: false,
+        });
+        let all = plan_from(&input, Seeds::Factor(4), 10, Shard::ALL);
+        let of = |i: usize| -> Vec<u64> {
+            all.iter()
+                .filter(|t| t.scenario == i)
+                .map(|t| t.seed)
+                .collect()
+        };
+        assert_eq!(of(0), (10..22).collect::<Vec<_>>());
+        assert_eq!(of(1), (110..130).collect::<Vec<_>>());
+    }
 
     #[test]
     fn expected_violation_scenarios_are_never_split() {

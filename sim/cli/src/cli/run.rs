@@ -206,10 +206,15 @@ pub fn run(args: &RunArgs) -> ExitCode {
             return ExitCode::Input;
         }
     };
-    let seeds = match (seed, count) {
-        (Some(s), _) => Seeds::One(s),
-        (None, Some(n)) => Seeds::Count(n),
-        (None, None) => Seeds::PerScenario,
+    let seeds = match (seed, count, args.seed_factor) {
+        (_, _, Some(0)) => {
+            eprintln!("leasehold: --seed-factor 0 runs no seed");
+            return ExitCode::Input;
+        }
+        (_, _, Some(k)) => Seeds::Factor(k),
+        (Some(s), _, _) => Seeds::One(s),
+        (None, Some(n), _) => Seeds::Count(n),
+        (None, None, None) => Seeds::PerScenario,
     };
     let base = match args.seed_base {
         None => 0,
@@ -233,6 +238,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         n.saturating_add(match seeds {
             Seeds::PerScenario => i.seeds,
             Seeds::Count(c) => c,
+            Seeds::Factor(k) => i.seeds.saturating_mul(k),
             Seeds::One(_) => 1,
         })
     });

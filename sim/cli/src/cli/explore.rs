@@ -300,15 +300,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         eprintln!("leasehold: no scenario to explore under the given paths");
         return ExitCode::Input;
     }
-    for s in &mut scenarios {
-        s.config.store = Some(stores.kind_for(&s.config));
-    }
-    let mut kinds: Vec<StoreKind> = scenarios
-        .iter()
-        .map(|s| stores.kind_for(&s.config))
-        .collect();
-    kinds.dedup();
-    for k in &kinds {
+    for k in &super::run::pin_stores(&mut scenarios, &stores) {
         if let Err(e) = stores.check(*k) {
             eprintln!("leasehold: {e}");
             return ExitCode::Input;

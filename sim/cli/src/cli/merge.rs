@@ -488,11 +488,5 @@ pub fn run(args: &MergeArgs) -> ExitCode {
             return ExitCode::Input;
         }
     }
-    if errors > 0 {
-        ExitCode::Input
-    } else if failed > 0 {
-        ExitCode::Violation
-    } else {
-        ExitCode::Ok
-    }
+    ExitCode::of_runs(errors, failed)
 }

@@ -41,6 +41,20 @@ pub enum ExitCode {
     Unknown = 3,
 }
 
+impl ExitCode {
+    /// A run's exit: any harness error is bad input, else any failed run
+    /// is a violation.
+    pub fn of_runs(errors: usize, failed: usize) -> ExitCode {
+        if errors > 0 {
+            ExitCode::Input
+        } else if failed > 0 {
+            ExitCode::Violation
+        } else {
+            ExitCode::Ok
+        }
+    }
+}
+
 /// Parses the process arguments, runs the command and answers the process's
 /// exit status (the simulator's [`ExitCode`], or the chaos runner's own).
 pub fn main() -> i32 {

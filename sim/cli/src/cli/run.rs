@@ -78,6 +78,21 @@ fn run_task(
     Ok(a)
 }
 
+/// Pins each scenario to the store it runs on (so reports name it);
+/// answers the stores used, sorted and once each.
+pub(super) fn pin_stores(scenarios: &mut [Scenario], stores: &Stores) -> Vec<StoreKind> {
+    for s in scenarios.iter_mut() {
+        s.config.store = Some(stores.kind_for(&s.config));
+    }
+    let mut kinds: Vec<StoreKind> = scenarios
+        .iter()
+        .map(|s| stores.kind_for(&s.config))
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds
+}
+
 /// Threads per core by default: a seed on a SQL store spends most of its
 /// wall time waiting for the database (the simulation blocks on each
 /// operation), so more seeds in flight keep the cores busy.
@@ -179,13 +194,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         eprintln!("leasehold: nothing to run on this store");
         return ExitCode::Input;
     }
-    for s in &mut scenarios {
-        s.config.store = Some(stores.kind_for(&s.config));
-    }
-    let mut kinds: Vec<StoreKind> = scenarios
-        .iter()
-        .map(|s| stores.kind_for(&s.config))
-        .collect();
+    let mut kinds = pin_stores(&mut scenarios, &stores);
     kinds.extend(against.as_ref().map(|(_, k)| *k));
     kinds.sort();
     kinds.dedup();
@@ -392,13 +401,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         tasks.len()
     ));
     sink.human(&format!("{passed} passed, {failed} failed"));
-    if errors > 0 {
-        ExitCode::Input
-    } else if failed > 0 {
-        ExitCode::Violation
-    } else {
-        ExitCode::Ok
-    }
+    ExitCode::of_runs(errors, failed)
 }
 
 /// I10: runs a seed a second time and fails it when the second history's

@@ -16,8 +16,11 @@
 //! - every loop is bounded: seeds by `--max-seeds` or `--for` or a signal,
 //!   shrinks by `--shrink-secs`, names by [`MAX_NAME_TRIES`].
 //!
-//! Seed k of an exploration runs scenario `k mod S` at seed
-//! `base + k div S`: every scenario advances through its own seeds.
+//! Exploration keeps the library's seed mix: a wheel holds each scenario
+//! as many times as its own `seeds` (a heavy scenario of 10 seeds keeps
+//! its small share), and seed k of the exploration is turn `k mod W` of
+//! the wheel, so each scenario advances through its own seeds `base`,
+//! `base+1`, … without gaps or repeats.
 
 use super::args::ExploreArgs;
 use super::engine::{self, SeedRun};
@@ -118,6 +121,41 @@ pub fn write_new(dir: &Path, stem: &str, text: &str) -> Result<PathBuf, String> 
         "{}: {MAX_NAME_TRIES} files named {stem}* already",
         dir.display()
     ))
+}
+
+/// The library's seed mix as a cycle: each scenario once per seed of its
+/// own `seeds`.
+struct Wheel {
+    /// (scenario, its occurrence on the wheel, its seeds per turn).
+    slots: Vec<(usize, u64, u64)>,
+}
+
+impl Wheel {
+    fn new(scenarios: &[Scenario]) -> Wheel {
+        let mut slots = Vec::new();
+        // Interleaved, so every scenario appears early in each turn.
+        let most = scenarios
+            .iter()
+            .map(|s| s.config.seeds.max(1))
+            .max()
+            .unwrap_or(1);
+        for occ in 0..most {
+            for (i, s) in scenarios.iter().enumerate() {
+                let per = s.config.seeds.max(1);
+                if occ < per {
+                    slots.push((i, occ, per));
+                }
+            }
+        }
+        Wheel { slots }
+    }
+
+    /// Exploration seed k: the scenario and its seed offset from the base.
+    fn turn(&self, k: u64) -> (usize, u64) {
+        let w = self.slots.len() as u64;
+        let (i, occ, per) = self.slots[(k % w) as usize];
+        (i, (k / w).wrapping_mul(per).wrapping_add(occ))
+    }
 }
 
 /// One seed's result, sent from a worker thread.
@@ -341,7 +379,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     let started = Instant::now();
     let next = AtomicU64::new(0);
     let enough = AtomicBool::new(false);
-    let count = scenarios.len() as u64;
+    let wheel = Wheel::new(&scenarios);
     let mut done: u64 = 0;
     let mut failures: u64 = 0;
     let mut write_error = None;
@@ -349,7 +387,8 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         let (tx, rx) = mpsc::sync_channel::<Outcome>(CHANNEL_DEPTH);
         for _ in 0..jobs {
             let tx = tx.clone();
-            let (next, enough, scenarios, stores) = (&next, &enough, &scenarios, &stores);
+            let (next, enough, scenarios, stores, wheel) =
+                (&next, &enough, &scenarios, &stores, &wheel);
             scope.spawn(move || loop {
                 let over_time = limit.is_some_and(|l| started.elapsed() >= l);
                 if STOP.load(Ordering::SeqCst) || enough.load(Ordering::SeqCst) || over_time {
@@ -359,8 +398,8 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
                 if k >= max_seeds {
                     break;
                 }
-                let i = (k % count) as usize;
-                let seed = base.wrapping_add(k / count);
+                let (i, n) = wheel.turn(k);
+                let seed = base.wrapping_add(n);
                 let s = &scenarios[i];
                 let (config, off) = if args.no_swarm_mix {
                     (s.config.clone(), Vec::new())
@@ -472,6 +511,33 @@ fn progress(done: u64, started: Instant, failures: u64, corpus: &Corpus<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wheel_keeps_each_scenarios_share_and_never_repeats_a_seed() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, seeds) in [("a", 3), ("b", 1), ("c", 5)] {
+            std::fs::write(
+                dir.path().join(format!("{name}.toml")),
+                format!("seeds = {seeds}\n"),
+            )
+            .unwrap();
+        }
+        let scenarios = load_paths(&[dir.path().to_path_buf()]).unwrap();
+        let wheel = Wheel::new(&scenarios);
+        assert_eq!(wheel.slots.len(), 9);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut per = [0u64; 3];
+        for k in 0..90 {
+            let (i, n) = wheel.turn(k);
+            assert!(seen.insert((i, n)), "seed {n} of scenario {i} twice");
+            per[i] += 1;
+        }
+        assert_eq!(per, [30, 10, 50], "each scenario's own share");
+        // Every scenario's seeds are 0..count, without gaps.
+        for (i, &n) in per.iter().enumerate() {
+            assert!((0..n).all(|s| seen.contains(&(i, s))));
+        }
+    }
 
     #[test]
     fn names_differ_between_explorers_and_never_overwrite() {

@@ -1,8 +1,10 @@
 //! # leasehold-cli
 //!
 //! The `leasehold` command-line tool as a library (the binary is a thin
-//! `main`): `run`, `replay`, `shrink`, `check` (leasehold and Jepsen
-//! histories), `export`, and `chaos` (real processes, from
+//! `main`): `run` (sharded over machines too), `merge` (the shards'
+//! verdict), `explore` (continuous exploration into a corpus), `replay`,
+//! `shrink`, `check` (leasehold and Jepsen histories), `export`, and
+//! `chaos` (real processes, from
 //! `leasehold-chaos`), with everything that exists only for people and CI
 //! systems: argument parsing (clap), progress bars (indicatif), JUnit XML
 //! ([`junit`]), the HTML timeline ([`timeline`]) and annotated scenario

@@ -181,6 +181,17 @@ fn max_seeds_bounds_the_exploration_and_a_clean_core_writes_nothing() {
 }
 
 #[test]
+fn zero_limits_are_refused() {
+    for flag in ["--for", "--max-seeds", "--max-failures", "--progress-secs"] {
+        let value = if flag == "--for" { "0s" } else { "0" };
+        let o = leasehold(&["explore", CORRECT, flag, value]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(flag), "{flag}: {err}");
+    }
+}
+
+#[test]
 fn catalogue_scenarios_are_left_out_unless_asked_for() {
     let dir = tempfile::tempdir().unwrap();
     let o = leasehold(&[

@@ -313,6 +313,16 @@ impl Corpus<'_> {
 
 /// Runs the command.
 pub fn run(args: &ExploreArgs) -> ExitCode {
+    let zero = [
+        ("--for", args.for_.map(|d| d.0 .0)),
+        ("--max-seeds", args.max_seeds),
+        ("--max-failures", args.max_failures.map(|n| n as u64)),
+        ("--progress-secs", Some(args.progress_secs)),
+    ];
+    if let Some((flag, _)) = zero.iter().find(|(_, v)| *v == Some(0)) {
+        eprintln!("leasehold: {flag} 0 would explore nothing; give a positive value");
+        return ExitCode::Input;
+    }
     let stores = Stores::new(&args.stores);
     let loaded = match load_paths(&args.paths) {
         Ok(s) => s,
@@ -425,7 +435,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
             });
         }
         drop(tx);
-        let every = Duration::from_secs(args.progress_secs.max(1));
+        let every = Duration::from_secs(args.progress_secs);
         let mut last = Instant::now();
         // Ends when every thread has stopped and the channel is drained.
         loop {

@@ -12,8 +12,9 @@
 //! So a write connection's own busy timeout is one short slice
 //! ([`BUSY_SLICE`]) and `BEGIN IMMEDIATE` is retried from async code until
 //! the store's busy timeout: a write whose caller is gone stops within one
-//! slice, and a write that waits polls the lock at the busy handler's
-//! finest steps (1–10 ms) instead of its coarsest (100 ms).
+//! slice, and a write that waits polls the lock every few milliseconds
+//! (the busy handler's first steps: 1, 2, 5 ms) instead of every 100 ms
+//! (its last ones).
 
 use crate::error;
 use leasehold_core::StoreError;

@@ -36,6 +36,13 @@
 //! Claims are race-free across tasks and processes: the parallelism count,
 //! the candidate scan and the writes happen under one exclusive write lock.
 //!
+//! ## A full disk
+//! A write the file system refuses (`ENOSPC`, a file-size limit, a failing
+//! disk) answers [`StoreError::Unavailable`] naming the cause ("disk full
+//! (SQLITE_FULL)" or "disk I/O error"), commits nothing, and is retried
+//! like any unknown outcome: once space is freed, the store heals without
+//! a restart (`error.rs`, `tests/tests/sqlite_disk_full.rs`).
+//!
 //! ## Wake-ups
 //! After a commit that may make work claimable (an enqueue, a fire, a
 //! `Returned` release, a reclaim, a freed slot of a limited queue) the store

@@ -6,9 +6,10 @@
 //! `ENOSPC` (`SQLITE_FULL`), and [`SmallDisk::free`] removes the filler.
 //! Elsewhere (or with `LEASEHOLD_SMALL_DISK=limit`) it is a temp directory
 //! and a file-size limit: `fill` lowers this process's `RLIMIT_FSIZE` to
-//! the size of the largest file there, so no file can grow and SQLite's
-//! writes fail with `EFBIG` (`SQLITE_IOERR_WRITE`), and `free` restores
-//! the limit. The limit holds for the whole process: use it only in a test
+//! the size of the largest file there, so that file cannot grow (for a
+//! SQLite store that has written, its WAL: every commit appends to it) and
+//! SQLite's writes fail with `EFBIG` (`SQLITE_IOERR_WRITE`), and `free`
+//! restores the limit. Smaller files may still grow up to that size. The limit holds for the whole process: use it only in a test
 //! binary with one test.
 
 use std::io::Write;

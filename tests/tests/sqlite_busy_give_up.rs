@@ -203,3 +203,54 @@ async fn given_up_writes_do_not_starve_the_next_writer_or_readers() {
         .iter()
         .all(|r| r.payload == b"seed" || r.payload == b"next"));
 }
+
+/// A write whose caller waits answers "database is locked" once the busy
+/// timeout has passed (its tries are sliced, not endless, and not cut short).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waits_out_the_busy_timeout_then_answers_locked() {
+    const BUSY: Duration = Duration::from_millis(300);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("jobs.db");
+    let store = SqliteStore::builder(&path)
+        .busy_timeout(BUSY)
+        .open()
+        .await
+        .expect("open");
+    store.migrate().await.expect("migrate");
+    let other = SqliteStore::builder(&path)
+        .open()
+        .await
+        .expect("open other");
+    let holder = other
+        .pool()
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .expect("the other process takes the write lock");
+
+    let started = Instant::now();
+    let answer = tokio::time::timeout(10 * BUSY, store.enqueue(NewJob::new("q", "late")))
+        .await
+        .expect("the write outlived ten busy timeouts");
+    let waited = started.elapsed();
+    match answer {
+        Err(leasehold_core::StoreError::Unavailable(m)) => {
+            assert!(m.contains("database is locked"), "{m}")
+        }
+        other => panic!("expected a locked database, got {other:?}"),
+    }
+    assert!(
+        waited >= BUSY,
+        "gave up after {waited:?}, before the busy timeout"
+    );
+    assert!(
+        waited < 3 * BUSY,
+        "waited {waited:?} for a {BUSY:?} busy timeout"
+    );
+
+    // Once the lock is free the same store writes at once.
+    holder.rollback().await.expect("release");
+    let next = tokio::time::timeout(BUSY, store.enqueue(NewJob::new("q", "next")))
+        .await
+        .expect("the write after the release stalled");
+    next.expect("the write after the release failed");
+}

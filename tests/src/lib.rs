@@ -11,6 +11,8 @@
 //! - [`PgCoalescingHarness`]: the same, with claims and releases answered
 //!   in batches by [`Coalescing`] (manual clock).
 //!
+//! [`small_disk::SmallDisk`] is a `tmpfs` a test fills up and frees.
+//!
 //! Postgres tests call [`database_url`]: without `DATABASE_URL` they print a
 //! loud SKIP and pass, unless `CI` is set, in which case they fail.
 //!
@@ -21,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod guarded;
+pub mod small_disk;
 
 pub use guarded::Guarded;
 

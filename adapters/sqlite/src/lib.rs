@@ -19,10 +19,15 @@
 //! ## Concurrency
 //! - WAL journal, so readers never block the writer;
 //! - writes take the database lock at `BEGIN IMMEDIATE`, so two writers
-//!   never deadlock upgrading a read lock; other processes wait up to the
-//!   busy timeout;
+//!   never deadlock upgrading a read lock; a write waits for another
+//!   process's lock up to the busy timeout, in slices of [`BUSY_SLICE`]
+//!   that its caller can stop: a write given up (a request timeout) ends
+//!   within one slice instead of waiting out the busy timeout on a
+//!   connection nobody wants (`busy.rs`);
 //! - within one process, writers queue on an async mutex before asking for
 //!   the lock, instead of spinning in SQLite's busy handler;
+//! - writes use a small pool of their own ([`WRITE_CONNECTIONS`]) and reads
+//!   another, so waiting writes never hold the connections reads need;
 //! - writes are cancellation-safe: a store future dropped mid-write (a
 //!   request timeout) closes its connection, which rolls the transaction
 //!   back and frees the lock, instead of pooling a connection that is still
@@ -30,6 +35,13 @@
 //!
 //! Claims are race-free across tasks and processes: the parallelism count,
 //! the candidate scan and the writes happen under one exclusive write lock.
+//!
+//! ## A full disk
+//! A write the file system refuses (`ENOSPC`, a file-size limit, a failing
+//! disk) answers [`StoreError::Unavailable`] naming the cause ("disk full
+//! (SQLITE_FULL)" or "disk I/O error"), commits nothing, and is retried
+//! like any unknown outcome: once space is freed, the store heals without
+//! a restart (`error.rs`, `tests/tests/sqlite_disk_full.rs`).
 //!
 //! ## Wake-ups
 //! After a commit that may make work claimable (an enqueue, a fire, a
@@ -62,6 +74,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod busy;
 mod error;
 mod row;
 mod row_set;
@@ -88,10 +101,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use write_conn::WriteConn;
 
+pub use busy::BUSY_SLICE;
+
 /// Default time a writer waits for another process's write lock.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Default number of pooled connections (one writer at a time, the rest read).
+/// Default number of pooled read connections.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 4;
+/// Connections of the write pool: one writer at a time, plus one for the
+/// next writer while a given-up write's connection closes.
+pub const WRITE_CONNECTIONS: u32 = 2;
 /// How many times an operation is retried after a version conflict.
 pub const MAX_CONFLICT_RETRIES: u32 = 8;
 
@@ -135,13 +153,17 @@ impl SqliteStoreBuilder {
         self
     }
 
-    /// How long a writer waits for another process's lock.
+    /// How long a writer waits for another process's lock (default
+    /// [`DEFAULT_BUSY_TIMEOUT`]). It waits in slices of [`BUSY_SLICE`], so a
+    /// write whose caller gave up stops waiting within one slice.
     pub fn busy_timeout(mut self, d: Duration) -> Self {
         self.busy_timeout = d;
         self
     }
 
-    /// Pool size, at least 2 (one writer plus readers).
+    /// Size of the read pool, at least 2 (default
+    /// [`DEFAULT_MAX_CONNECTIONS`]); writes have [`WRITE_CONNECTIONS`] of
+    /// their own.
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n;
         self
@@ -169,11 +191,19 @@ impl SqliteStoreBuilder {
         let pool = SqlitePoolOptions::new()
             .max_connections(self.max_connections.max(2))
             .acquire_timeout(self.busy_timeout)
-            .connect_with(opts)
+            .connect_with(opts.clone())
+            .await
+            .map_err(error::map)?;
+        let writers = SqlitePoolOptions::new()
+            .max_connections(WRITE_CONNECTIONS)
+            .acquire_timeout(self.busy_timeout)
+            .connect_with(opts.busy_timeout(busy::slice(self.busy_timeout)))
             .await
             .map_err(error::map)?;
         Ok(SqliteStore {
             pool,
+            writers,
+            busy_timeout: self.busy_timeout,
             clock: self.clock,
             policy: self.policy,
             audit: self.audit,
@@ -187,7 +217,11 @@ impl SqliteStoreBuilder {
 
 /// A job store on one SQLite file. See the crate docs.
 pub struct SqliteStore {
+    /// Reads and migrations; waits the whole busy timeout in SQLite.
     pool: SqlitePool,
+    /// Write transactions; waits one [`BUSY_SLICE`] at a time in SQLite.
+    writers: SqlitePool,
+    busy_timeout: Duration,
     clock: Arc<dyn StoreClock>,
     policy: Policy,
     audit: bool,
@@ -210,7 +244,7 @@ macro_rules! in_write_tx {
         let mut answer = None;
         for _ in 0..=MAX_CONFLICT_RETRIES {
             let _writer = $self.write_lock.lock().await;
-            let mut tx = WriteConn::begin(&$self.pool).await?;
+            let mut tx = WriteConn::begin(&$self.writers, $self.busy_timeout).await?;
             let $now = $self.clock.now();
             let result = {
                 let $conn: &mut SqliteConnection = tx.conn();
@@ -278,9 +312,18 @@ impl SqliteStore {
         &self.policy
     }
 
-    /// The connection pool (for inspection in tests and tools).
+    /// The read pool (for inspection in tests and tools). Its connections
+    /// wait the whole busy timeout for a lock.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// The write pool, whose connections wait one [`BUSY_SLICE`] at a time
+    /// (for the simulator's check that cancelled calls leave no connection
+    /// busy).
+    #[doc(hidden)]
+    pub fn write_pool(&self) -> &SqlitePool {
+        &self.writers
     }
 
     /// The faults the simulator arms at this store's commit points.
@@ -289,8 +332,9 @@ impl SqliteStore {
         &self.tx_faults
     }
 
-    /// Closes the pool, waiting for connections to finish.
+    /// Closes both pools, waiting for connections to finish.
     pub async fn close(&self) {
+        self.writers.close().await;
         self.pool.close().await;
     }
 

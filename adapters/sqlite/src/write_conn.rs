@@ -13,12 +13,15 @@
 //! [`WriteConn::rollback`] completed closes its connection instead of
 //! returning it to the pool. Closing a SQLite connection rolls back any
 //! open transaction and releases its locks, whatever state the cancelled
-//! statement left it in.
+//! statement left it in. The close waits for the cancelled statement to
+//! end; `BEGIN IMMEDIATE` waits for another process's lock in short slices
+//! (`busy.rs`), so that is at most one slice.
 
-use crate::error;
+use crate::{busy, error};
 use leasehold_core::StoreError;
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool};
+use std::time::Duration;
 
 /// A connection holding an open write transaction (see the module docs).
 pub(crate) struct WriteConn {
@@ -29,17 +32,18 @@ pub(crate) struct WriteConn {
 }
 
 impl WriteConn {
-    /// Takes a connection from `pool` and begins an immediate (write-locked)
-    /// transaction on it.
-    pub(crate) async fn begin(pool: &SqlitePool) -> Result<WriteConn, StoreError> {
+    /// Takes a connection from `pool` (the store's write pool) and begins an
+    /// immediate (write-locked) transaction on it, waiting at most
+    /// `busy_timeout` for another process's lock.
+    pub(crate) async fn begin(
+        pool: &SqlitePool,
+        busy_timeout: Duration,
+    ) -> Result<WriteConn, StoreError> {
         let conn = pool.acquire().await.map_err(error::map)?;
         // Armed before BEGIN is sent: a cancelled BEGIN may still take the
         // lock after this future is gone.
         let mut w = WriteConn { conn, open: true };
-        sqlx::query("BEGIN IMMEDIATE")
-            .execute(&mut *w.conn)
-            .await
-            .map_err(error::map)?;
+        busy::begin_immediate(&mut w.conn, busy_timeout).await?;
         Ok(w)
     }
 

@@ -64,8 +64,18 @@ impl SimStore for SqliteStore {
     }
 
     fn settle(&self) -> impl Future<Output = Result<(), String>> + Send {
-        let pool = self.pool().clone();
-        async move { super::pool_settled(|| (pool.size(), pool.num_idle())).await }
+        // Writes have a pool of their own; a cancelled write leaves its
+        // connection busy there.
+        let (reads, writes) = (self.pool().clone(), self.write_pool().clone());
+        async move {
+            super::pool_settled(|| {
+                (
+                    reads.size() + writes.size(),
+                    reads.num_idle() + writes.num_idle(),
+                )
+            })
+            .await
+        }
     }
 }
 

@@ -43,6 +43,8 @@ use std::time::{Duration, Instant};
 pub const MAX_NAME_TRIES: u32 = 1_000;
 /// Most simulation runs one shrink spends.
 const SHRINK_MAX_RUNS: u32 = 2_000;
+/// The largest seed a scenario file can hold (a TOML integer is an i64).
+const TOML_MAX_SEED: u64 = i64::MAX as u64;
 /// Results buffered between the threads and the reporter.
 const CHANNEL_DEPTH: usize = 64;
 
@@ -359,6 +361,15 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         return ExitCode::Input;
     }
     let base = args.seed_base.unwrap_or_else(super::run::random_base);
+    // Corpus files pin seeds as TOML integers, which stop at i64::MAX.
+    if base > TOML_MAX_SEED / 2 {
+        eprintln!(
+            "leasehold: --seed-base {base} is too large: corpus files pin seeds as TOML \
+             integers (at most {TOML_MAX_SEED}); use a base up to {}",
+            TOML_MAX_SEED / 2
+        );
+        return ExitCode::Input;
+    }
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

@@ -12,6 +12,7 @@ use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
     JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    Token,
 };
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -204,11 +205,16 @@ pub async fn apply<S: Store>(store: &S, op: WireOp) -> WireReply {
 /// stores) and answers each part with its reply and the rows it touched.
 ///
 /// The rows are read once, after the whole batch; a row touched by several
-/// parts is given to the last of them only, since the earlier parts'
-/// images of it cannot be read any more (the checker compares the model's
-/// row after each part with the image that part carries). A store that
-/// answers a different number of requests than it was asked leaves every
-/// part unknown.
+/// parts is given to one of them only, since the other parts' images of it
+/// cannot be read any more (the checker compares the model's row after
+/// each part with the image that part carries, and dates the row's
+/// version by the part that carries it). That part is the last one whose
+/// token is the row's token: the part that made the row what it is. A
+/// part with another token (a stale release refused in the same batch as
+/// the holder's own) did not change it, and giving it the row would
+/// credit the stale token with the holder's write; when no part holds the
+/// row's token, the last part gets it. A store that answers a different
+/// number of requests than it was asked leaves every part unknown.
 pub async fn apply_batch<S: Store>(
     store: &S,
     batch: WireBatch,
@@ -241,15 +247,20 @@ pub async fn apply_batch<S: Store>(
         .zip(&replies)
         .map(|((_, op), r)| touched_jobs(op, r))
         .collect();
-    let mut last: BTreeMap<JobId, usize> = BTreeMap::new();
+    let mut touchers: BTreeMap<JobId, Vec<usize>> = BTreeMap::new();
     for (i, js) in jobs.iter().enumerate() {
         for j in js {
-            last.insert(*j, i);
+            touchers.entry(*j).or_default().push(i);
         }
     }
     let mut rows: Vec<Vec<ReadRow>> = vec![Vec::new(); n];
-    for (j, i) in last {
+    for (j, parts) in touchers {
         if let Ok(Some(row)) = store.get(j).await {
+            let holder = parts
+                .iter()
+                .rev()
+                .find(|&&i| part_token(&batch.parts[i].1, &replies[i], j) == Some(row.token));
+            let i = holder.or(parts.last()).copied().unwrap_or(0);
             rows[i].push(ReadRow::of(&row));
         }
     }
@@ -278,6 +289,17 @@ pub async fn touched<S: Store>(store: &S, op: &WireOp, reply: &WireReply) -> Vec
         }
     }
     out
+}
+
+/// The token under which a part of a batch acted on `job`: a release's
+/// or renew's own token, a claim's granted one.
+fn part_token(op: &WireOp, reply: &WireReply, job: JobId) -> Option<Token> {
+    match (op, reply) {
+        (WireOp::Renew(r), _) => Some(r.token),
+        (WireOp::Release(r), _) => Some(r.token),
+        (_, WireReply::Leases(ls)) => ls.iter().find(|l| l.job == job).map(|l| l.token),
+        _ => None,
+    }
 }
 
 /// The jobs a request touched, in the order its rows are read.

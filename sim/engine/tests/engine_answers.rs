@@ -108,6 +108,7 @@ fn plant(
             host: host.clone(),
             id: PLANTED,
             op,
+            merged: false,
         },
     );
     h.records.insert(

@@ -487,6 +487,7 @@ fn i5_reclaim_of_a_live_renewing_holder_and_a_too_early_reclaim() {
                 token: Token(1),
                 lease: Millis(5_000),
             },
+            merged: false,
         });
         records.push(Record::Answer {
             t: t + 20,
@@ -543,6 +544,175 @@ fn i5_reclaim_of_a_live_renewing_holder_and_a_too_early_reclaim() {
     );
 }
 
+fn request(t: u64, id: u64, op: Op, merged: bool) -> Record {
+    Record::Request {
+        t,
+        local: t,
+        host: "w1".into(),
+        id,
+        op,
+        merged,
+    }
+}
+
+fn answer(t: u64, id: u64, reply: Reply) -> Record {
+    Record::Answer {
+        t,
+        local: t,
+        host: "w1".into(),
+        id,
+        reply,
+    }
+}
+
+fn sweep_of_w1(t: u64, seq: u64, expired: i64) -> Record {
+    store_event(
+        t,
+        seq,
+        None,
+        ev(
+            1,
+            1,
+            Some("w1"),
+            Some(JobState::Running),
+            JobState::Pending,
+            t as i64,
+            9,
+            EventKind::Swept {
+                expired_at: StoreTime(T0 + expired),
+                attempt: 1,
+            },
+        ),
+    )
+}
+
+fn release_of_w1() -> Op {
+    Op::Release {
+        job: JobId(1),
+        token: Token(1),
+        outcome: ok(b"r"),
+    }
+}
+
+/// A release asked of the process's merger counts from when it went on the
+/// wire: one that left only after the reclaim is no attempt (the lease had
+/// lapsed in a partition), and a holder whose release waits unsent while
+/// it stops renewing after a good renew let its lease go.
+#[test]
+fn i5_judges_attempts_from_when_they_left_and_a_holder_silent_after_a_good_renew() {
+    let link = |t: u64, bad: bool| Record::Link {
+        t,
+        a: "store".into(),
+        b: "w1".into(),
+        drop_ab: bad,
+        drop_ba: bad,
+        held: false,
+    };
+    let renew = Op::Renew {
+        job: JobId(1),
+        token: Token(1),
+        lease: Millis(5_000),
+    };
+    let gave_up = || Reply::Unavailable("caller gave up waiting".into());
+    // Lease granted at 20 (expires 5,020); a partition until 5,100 loses
+    // the renew; the release asked at 5,400 waits behind the batches the
+    // partition lost and leaves at 6,400, after the sweep of 6,000.
+    let lapsed = History {
+        records: vec![
+            run_record(0),
+            store_event(10, 0, None, enq(1, 10)),
+            store_event(20, 1, Some(1), claim(1, 1, "w1", 1, 20, 2)),
+            belief(25, "w1", 1, 1, claimed_until(4_000)),
+            link(500, true),
+            request(3_000, 10, renew.clone(), false),
+            answer(5_000, 10, gave_up()),
+            link(5_100, false),
+            request(5_400, 11, release_of_w1(), true),
+            sweep_of_w1(6_000, 2, 5_020),
+            Record::Sent {
+                t: 6_400,
+                local: 6_400,
+                host: "w1".into(),
+                ids: vec![11],
+            },
+            answer(7_400, 11, gave_up()),
+            Record::End {
+                t: 8_000,
+                quiet: false,
+            },
+        ],
+    };
+    let v = check(&lapsed, &cfg());
+    assert!(v.iter().all(|v| v.invariant != InvariantId::I5), "{v:#?}");
+    // The same history judged at the moment the release was asked (no
+    // `sent` record, not merged) fails: the attempt at 5,400 had no fault.
+    let mut asked = lapsed.clone();
+    asked.records.retain(|r| !matches!(r, Record::Sent { .. }));
+    for r in &mut asked.records {
+        if let Record::Request { merged, .. } = r {
+            *merged = false;
+        }
+    }
+    let v = check(&asked, &cfg());
+    assert!(
+        v.iter().any(|v| v.invariant == InvariantId::I5
+            && v.message.contains("attempt at 5400ms failed with no fault")),
+        "{v:#?}"
+    );
+
+    // Renewed at 3,000 (to 8,010), then silent: the release asked at 6,000
+    // never leaves its merger, and no renew follows; the sweep of 8,100
+    // reclaims a live, connected holder.
+    let silent = History {
+        records: vec![
+            run_record(0),
+            store_event(10, 0, None, enq(1, 10)),
+            store_event(20, 1, Some(1), claim(1, 1, "w1", 1, 20, 2)),
+            belief(25, "w1", 1, 1, claimed_until(4_000)),
+            request(3_000, 10, renew, false),
+            store_event(
+                3_010,
+                2,
+                Some(10),
+                ev(
+                    1,
+                    1,
+                    Some("w1"),
+                    Some(JobState::Running),
+                    JobState::Running,
+                    3_010,
+                    3,
+                    EventKind::Renewed {
+                        expires_at: StoreTime(T0 + 8_010),
+                    },
+                ),
+            ),
+            answer(
+                3_020,
+                10,
+                Reply::Renewed {
+                    expires_at: StoreTime(T0 + 8_010),
+                    cancel_requested: false,
+                },
+            ),
+            request(6_000, 11, release_of_w1(), true),
+            answer(8_000, 11, gave_up()),
+            sweep_of_w1(8_100, 3, 8_010),
+            Record::End {
+                t: 9_000,
+                quiet: false,
+            },
+        ],
+    };
+    let v = check(&silent, &cfg());
+    assert!(
+        v.iter().any(|v| v.invariant == InvariantId::I5
+            && v.message.contains("renewed at 3000ms")
+            && v.message.contains("sent no renew after it until 8100ms")),
+        "{v:#?}"
+    );
+}
+
 #[test]
 fn i6_a_job_still_running_long_after_healing() {
     let h = History {
@@ -580,6 +750,7 @@ fn i4_a_reader_sees_a_succeeded_job_without_its_result() {
                     token: Token(1),
                     outcome: ok(b"r"),
                 },
+                merged: false,
             },
             store_event(
                 31,
@@ -596,6 +767,7 @@ fn i4_a_reader_sees_a_succeeded_job_without_its_result() {
                     after: None,
                     limit: 10,
                 },
+                merged: false,
             },
             Record::Answer {
                 t: 41,

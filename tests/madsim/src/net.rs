@@ -85,6 +85,7 @@ impl WireCall for RemoteCall {
             host: self.host.name.clone(),
             id,
             op: op.summary(),
+            merged: false,
         });
         let mut pending = Pending {
             host: &self.host,

@@ -19,6 +19,11 @@ pub struct ReqInfo {
     pub served: Option<(u64, Fate, Option<Reply>)>,
     /// The answer the sender got: true time and reply.
     pub answer: Option<(u64, Reply)>,
+    /// When it went on the wire (true time): at `t` for a request sent
+    /// alone, when a merged batch carried it for one asked of its
+    /// process's merger, `None` if it never left (its caller gave up while
+    /// it waited in the merger, or its process died).
+    pub sent: Option<u64>,
 }
 
 impl ReqInfo {
@@ -65,6 +70,9 @@ pub struct Facts {
     pub events: Vec<(Option<u64>, Option<u64>, Event)>,
     /// Requests by id.
     pub requests: BTreeMap<u64, ReqInfo>,
+    /// Merged batch messages by sending host: true time sent and the
+    /// requests carried.
+    pub batches: BTreeMap<String, Vec<(u64, Vec<u64>)>>,
     /// Belief milestones by lease.
     pub beliefs: BTreeMap<LeaseKey, Vec<BeliefStep>>,
     /// Handler milestones by lease.
@@ -162,7 +170,12 @@ impl Facts {
                     }
                 }
                 Record::Request {
-                    t, host, id, op, ..
+                    t,
+                    host,
+                    id,
+                    op,
+                    merged,
+                    ..
                 } => {
                     f.requests.insert(
                         *id,
@@ -172,8 +185,20 @@ impl Facts {
                             op: op.clone(),
                             served: None,
                             answer: None,
+                            sent: (!*merged).then_some(*t),
                         },
                     );
+                }
+                Record::Sent { t, host, ids, .. } => {
+                    for id in ids {
+                        if let Some(q) = f.requests.get_mut(id) {
+                            q.sent.get_or_insert(*t);
+                        }
+                    }
+                    f.batches
+                        .entry(host.clone())
+                        .or_default()
+                        .push((*t, ids.clone()));
                 }
                 Record::Served {
                     t, id, fate, reply, ..

@@ -18,6 +18,16 @@
 //!   whose every try failed); and every one of its attempts that failed is
 //!   explained by such a fault at that moment.
 //!
+//! A release asked of a worker process's merger waits there while earlier
+//! merged batches are in flight (the history's `sent` records say when it
+//! left). One that had not left by the reclaim could not have prevented
+//! it, so its failure needs no explanation. A failed attempt is judged from
+//! when it was asked, which covers its whole wait, and waiting behind a
+//! merged batch a fault took explains it too. Renews are never merged:
+//! after one answered `Renewed`, the next is due a renew interval after it
+//! was sent, and a holder that stops renewing while its release waits let
+//! its lease go (catalogue bug 20).
+//!
 //! Latency inside the scenario's normal range is not a fault: a worker
 //! whose renewals arrive late because it renews too close to the lease's end
 //! is reclaimed falsely.
@@ -28,7 +38,7 @@ use super::facts::{Facts, ReqInfo};
 use super::replay::Step;
 use super::Violation;
 use crate::config::{InvariantId::I5, SimConfig};
-use crate::history::{BeliefWhat, Fate, Op};
+use crate::history::{BeliefWhat, Fate, Op, Reply};
 use leasehold_core::{EventKind, JobId, Token, WorkerId};
 use std::collections::BTreeMap;
 
@@ -105,20 +115,57 @@ fn is_own_attempt(q: &ReqInfo, host: &str, job: JobId, token: Token) -> bool {
         }
 }
 
-/// Why a failed attempt failed, if the ground truth says.
+/// Why a failed attempt failed, if the ground truth says: a fault touched
+/// it while its caller waited (from when it was asked, which covers when
+/// it left), or it waited behind a merged batch a fault took.
 fn failure_explained(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bool {
+    fault_touched(q, q.t, facts, lim) || waited_behind_a_faulted_batch(q, facts, lim)
+}
+
+/// Whether a fault touched `q`, asked at `t`, or the store while it could
+/// still have been answered.
+fn fault_touched(q: &ReqInfo, t: u64, facts: &Facts, lim: &Limits) -> bool {
     if matches!(
         q.served,
         Some((_, Fate::RequestLost | Fate::AnswerLost | Fate::Cancelled, _))
     ) {
         return true;
     }
-    let (from, to) = (q.t.saturating_sub(lim.slack), q.t + lim.timeout + lim.slack);
+    let (from, to) = (t.saturating_sub(lim.slack), t + lim.timeout + lim.slack);
     facts.down_in("store", from, to)
         || facts.paused_within("store", from, to) > 0
         || facts.paused_within(&q.host, from, to) > 0
         || facts.link_impaired(&q.host, "store", from, to)
         || facts.crashed_in(&q.host, q.t, to)
+}
+
+/// A worker process's batched requests wait in its merger while earlier
+/// merged batches are in flight, and leave in the next one. When `q` left
+/// late (or never) because a merged batch in flight when it was asked had
+/// been taken by a fault, that fault explains `q`'s failure too, though it
+/// touched nothing at `q`'s own moment. This excuses the attempt only: a
+/// holder that stops renewing while its release waits is still caught by
+/// the renew cadence.
+fn waited_behind_a_faulted_batch(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bool {
+    if q.sent.is_some_and(|s| s <= q.t + lim.slack) {
+        return false;
+    }
+    let Some(batches) = facts.batches.get(&q.host) else {
+        return false;
+    };
+    batches
+        .iter()
+        .take_while(|(sent, _)| *sent <= q.t)
+        .any(|(sent, ids)| {
+            let parts: Vec<&ReqInfo> = ids.iter().filter_map(|i| facts.requests.get(i)).collect();
+            let in_flight = parts
+                .iter()
+                .any(|p| p.answer.as_ref().is_none_or(|(t, _)| *t >= q.t));
+            in_flight
+                && parts
+                    .iter()
+                    .any(|p| !p.answered() && fault_touched(p, *sent, facts, lim))
+        })
 }
 
 fn unexplained(
@@ -176,6 +223,9 @@ fn unexplained(
             end = end.min(b.t);
         }
     }
+    // Everything the holder asked for while the lease ran, by when it
+    // asked: a release waiting in its process's merger is still a worker
+    // at work, not a silent one.
     let sends: Vec<&ReqInfo> = facts
         .requests
         .values()
@@ -202,16 +252,64 @@ fn unexplained(
             ).hosts([holder.as_str()]));
         }
     }
+    // After a renew answered `Renewed`, a healthy holder sends its next
+    // renew `renew_interval` (on its clock) after that one was sent, or at
+    // once if the answer came later, and keeps renewing while its release
+    // is under way. Only a legitimate stop (the release answered, a fence,
+    // a lost lease) ends that cadence.
+    let cadence =
+        (u128::from(lim.renew) * 1_000_000 / (1_000_000 - u128::from(drift))) as u64 + lim.slack;
+    let renews: Vec<&ReqInfo> = sends
+        .iter()
+        .copied()
+        .filter(|q| matches!(q.op, Op::Renew { .. }))
+        .collect();
+    for q in &renews {
+        let Some((answered, Reply::Renewed { .. })) = &q.answer else {
+            continue;
+        };
+        let due = (q.t + cadence).max(answered + lim.slack);
+        let next = renews
+            .iter()
+            .map(|r| r.t)
+            .filter(|&t| t > q.t)
+            .min()
+            .unwrap_or(end)
+            .min(end);
+        let paused = facts.paused_within(&host, q.t, next);
+        if next.saturating_sub(paused) > due {
+            return Some(
+                Violation::new(
+                    I5,
+                    format!(
+                        "{holder} renewed at {}ms (answered at {answered}ms) and sent no renew after it until {next}ms, past its next renew ({due}ms at the latest); then its lease was reclaimed",
+                        q.t
+                    ),
+                )
+                .hosts([holder.as_str()]),
+            );
+        }
+    }
     let mut faulted = false;
     for q in &sends {
         if q.answered() {
             continue;
         }
+        // A request that never reached the wire before the reclaim (it
+        // waited in its process's merger) could not have prevented it.
+        let Some(sent) = q.sent.filter(|&s| s <= end) else {
+            continue;
+        };
         if !failure_explained(q, facts, lim) {
+            let left = if sent > q.t {
+                format!(" (it left its process's merger at {sent}ms)")
+            } else {
+                String::new()
+            };
             return Some(Violation::new(
                 I5,
                 format!(
-                    "{holder}'s attempt at {}ms failed with no fault touching it or the store, and its lease was reclaimed",
+                    "{holder}'s attempt at {}ms{left} failed with no fault touching it or the store, and its lease was reclaimed",
                     q.t
                 ),
             ));

@@ -496,6 +496,7 @@ mod tests {
                     jitter: leasehold_core::Millis(0),
                     max_attempts: 3,
                 },
+                merged: false,
             },
             Record::Served {
                 t: 0,
@@ -575,6 +576,7 @@ mod tests {
             host: host.into(),
             id,
             op,
+            merged: false,
         }];
         if let Some(st) = st {
             v.push(Record::Served {

@@ -280,6 +280,7 @@ mod tests {
             host: host.into(),
             id,
             op,
+            merged: false,
         }
     }
     fn ans(t: u64, host: &str, id: u64, reply: Reply) -> Record {

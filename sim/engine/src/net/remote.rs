@@ -123,6 +123,7 @@ impl RemoteCall {
                 host: self.rt.host().to_string(),
                 id: *id,
                 op: op.clone(),
+                merged: false,
             });
         }
         let mut pending = Pending {
@@ -249,6 +250,7 @@ impl WireCall for RemoteCall {
                 host: self.rt.host().to_string(),
                 id: *id,
                 op,
+                merged: true,
             });
         }
         let mut pending = Pending {
@@ -303,9 +305,11 @@ impl RemoteCall {
         releases.extend(claims);
         releases
     }
+
     /// A merged batch as one message (see [`WireMessage::Batch`]), its
-    /// parts under the ids their callers recorded. Records nothing: each
-    /// caller records its own answers.
+    /// parts under the ids their callers recorded. Records only that the
+    /// message left ([`Record::Sent`]): each caller records its own
+    /// answers.
     async fn send_merged(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
         let (n_releases, n_claims) = (req.releases.len(), req.claims.len());
         let ids = self.merged_ids(&req);
@@ -326,6 +330,16 @@ impl RemoteCall {
             )
             .collect();
         let n = parts.len();
+        // Its parts were recorded when their workers asked; this is when
+        // they left, which the checker needs to tell a request that waited
+        // behind a merged batch lost to a fault from one that failed alone.
+        let (t, local) = self.rt.times();
+        self.rt.shared().record(Record::Sent {
+            t,
+            local,
+            host: self.rt.host().to_string(),
+            ids: parts.iter().map(|(id, _)| *id).collect(),
+        });
         let msg = WireMessage::Batch(WireBatch {
             host: self.rt.host().to_string(),
             parts,

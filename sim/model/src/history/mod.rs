@@ -152,6 +152,7 @@ impl History {
                     let v = serde_json::to_value(op).unwrap_or_default();
                     add(format!("request.{}", v["op"].as_str().unwrap_or("?")))
                 }
+                Record::Sent { .. } => add("batch.sent".into()),
                 Record::Served { fate, .. } => add(format!("served.{fate:?}")),
                 Record::Answer { reply, .. } => add(if reply.is_known() {
                     "answer.known".into()
@@ -213,6 +214,7 @@ mod tests {
                         token: Token(2),
                         lease: Millis(10),
                     },
+                    merged: false,
                 },
                 Record::Belief {
                     t: 8,

@@ -464,6 +464,27 @@ pub enum Record {
         id: u64,
         /// The request.
         op: Op,
+        /// Asked of the worker process's merger: it leaves when a merged
+        /// batch carries it (a `sent` record names it), or never. A request
+        /// that is not merged left when it was recorded.
+        #[serde(default, skip_serializing_if = "is_false")]
+        merged: bool,
+    },
+    /// A merged batch left its worker process as one message, carrying
+    /// these requests (in the message's order). A request is recorded when
+    /// its worker asks; it waits in the process's merger until a merged
+    /// batch carries it, so this is when it went on the wire. A request
+    /// no `sent` names either went alone (it left when recorded) or was
+    /// never sent (its caller gave up while it waited).
+    Sent {
+        /// True time.
+        t: u64,
+        /// Sender's local time.
+        local: u64,
+        /// Sender.
+        host: String,
+        /// The requests the message carries.
+        ids: Vec<u64>,
     },
     /// The store handled a request.
     Served {
@@ -580,6 +601,7 @@ impl Record {
             | Record::HostCrashed { t, .. }
             | Record::Link { t, .. }
             | Record::Request { t, .. }
+            | Record::Sent { t, .. }
             | Record::Served { t, .. }
             | Record::Answer { t, .. }
             | Record::Belief { t, .. }
@@ -590,6 +612,12 @@ impl Record {
             | Record::End { t, .. } => Some(*t),
         }
     }
+}
+
+/// Whether a flag is off (left out of the history, as histories recorded
+/// before the flag had it).
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Whether a probability is zero (left out of the history, which keeps the

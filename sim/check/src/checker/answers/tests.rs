@@ -37,6 +37,7 @@ impl Script {
             host: "w".into(),
             id,
             op,
+            merged: false,
         });
         self.records.push(Record::Served {
             t,
@@ -400,6 +401,7 @@ fn answer_lost_is_judged_and_request_lost_is_not() {
         host: "w".into(),
         id: 99,
         op: enqueue_op(Some("k")),
+        merged: false,
     });
     s.records.push(Record::Served {
         t: 5,

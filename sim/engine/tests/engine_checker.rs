@@ -11,7 +11,8 @@ use leasehold_core::{
     WorkerId,
 };
 use leasehold_sim::checker::{check, check_store_events};
-use leasehold_sim::config::{InvariantId, SimConfig};
+use leasehold_sim::config::{InvariantId, ScriptedFault, SimConfig};
+use leasehold_sim::duration::Dur;
 use leasehold_sim::history::{BeliefWhat, HandlerPhase, History, Op, ReadRow, Record, Reply};
 
 const T0: i64 = 1_704_067_200_000;
@@ -695,6 +696,16 @@ fn i5_judges_attempts_from_when_they_left_and_a_holder_silent_after_a_good_renew
                     cancel_requested: false,
                 },
             ),
+            belief(
+                3_020,
+                "w1",
+                1,
+                1,
+                BeliefWhat::Renewed {
+                    until_local: 7_500,
+                    until_true: Some(7_500),
+                },
+            ),
             request(6_000, 11, release_of_w1(), true),
             answer(8_000, 11, gave_up()),
             sweep_of_w1(8_100, 3, 8_010),
@@ -708,9 +719,27 @@ fn i5_judges_attempts_from_when_they_left_and_a_holder_silent_after_a_good_renew
     assert!(
         v.iter().any(|v| v.invariant == InvariantId::I5
             && v.message.contains("renewed at 3000ms")
-            && v.message.contains("sent no renew after it until 8100ms")),
+            && v.message.contains("sent no renew after it until 7500ms")),
         "{v:#?}"
     );
+
+    // The same holder, paused from 3,500 ms until past the belief deadline
+    // its renew gave it (7,500 ms): by design it renews no more, and the
+    // pause explains the reclaim.
+    let mut paused = silent.clone();
+    paused.records.insert(
+        1,
+        Record::Fault {
+            t: 3_500,
+            fault: ScriptedFault::Pause {
+                host: "w1".into(),
+                at: Dur::ms(3_500),
+                len: Dur::ms(4_500),
+            },
+        },
+    );
+    let v = check(&paused, &cfg());
+    assert!(v.iter().all(|v| v.invariant != InvariantId::I5), "{v:#?}");
 }
 
 #[test]

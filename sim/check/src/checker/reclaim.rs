@@ -256,7 +256,8 @@ fn unexplained(
     // renew `renew_interval` (on its clock) after that one was sent, or at
     // once if the answer came later, and keeps renewing while its release
     // is under way. Only a legitimate stop (the release answered, a fence,
-    // a lost lease) ends that cadence.
+    // a lost lease, its belief deadline) ends that cadence, and its pauses
+    // do not count.
     let cadence =
         (u128::from(lim.renew) * 1_000_000 / (1_000_000 - u128::from(drift))) as u64 + lim.slack;
     let renews: Vec<&ReqInfo> = sends
@@ -269,15 +270,32 @@ fn unexplained(
             continue;
         };
         let due = (q.t + cadence).max(answered + lim.slack);
+        // Past its belief deadline (the one this renew gave it) a holder
+        // stops renewing by design: it can no longer know the lease lives.
+        let deadline = steps
+            .into_iter()
+            .flatten()
+            .filter(|b| b.t <= *answered)
+            .filter_map(|b| match &b.what {
+                BeliefWhat::Claimed { until_true, .. } | BeliefWhat::Renewed { until_true, .. } => {
+                    Some(until_true.unwrap_or(u64::MAX))
+                }
+                _ => None,
+            })
+            .next_back()
+            .unwrap_or(u64::MAX);
         let next = renews
             .iter()
             .map(|r| r.t)
             .filter(|&t| t > q.t)
             .min()
             .unwrap_or(end)
-            .min(end);
-        let paused = facts.paused_within(&host, q.t, next);
-        if next.saturating_sub(paused) > due {
+            .min(end)
+            .min(deadline);
+        let awake = next
+            .saturating_sub(q.t)
+            .saturating_sub(facts.paused_within(&host, q.t, next));
+        if q.t + awake > due {
             return Some(
                 Violation::new(
                     I5,

@@ -63,9 +63,13 @@
 //!
 //! ## Audit log
 //! With [`PgStoreBuilder::audit`] on (the default), every transition's
-//! [`Event`] is inserted into `lease_events` by the same statement that
-//! writes the row. [`PgStore::events`] reads them back in insertion order
-//! (per job, in version order).
+//! [`Event`] is written by the same statement that writes the row: one
+//! `leasehold_audit` row per statement holds that statement's events as a
+//! JSON array, in the order they were applied. One row per batch instead
+//! of one per event costs a batch one heap tuple and one index entry, and
+//! lets the server compress the array (TOAST). The view `lease_events`
+//! shows one row per event for SQL users. [`PgStore::events`] reads them
+//! back in insertion order (per job, in version order).
 //!
 //! ## Depends on
 //! `leasehold-core` and sqlx (PostgreSQL). It must never depend on another
@@ -107,6 +111,10 @@ pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_NOTIFY_CHANNEL: &str = "leasehold_jobs";
 /// How many times an operation is retried after a conflict.
 pub const MAX_CONFLICT_RETRIES: u32 = 8;
+/// Audit rows (transactions) read per round trip by [`PgStore::events`].
+const EVENT_PAGE_ROWS: u32 = 1_000;
+/// Most pages [`PgStore::events`] reads: a bound on its loop.
+const MAX_EVENT_PAGES: usize = 10_000_000;
 /// First key of the advisory locks that serialize claims of a limited queue.
 const ADVISORY_NAMESPACE: i32 = 0x6c68_6c64; // "lhld"
 
@@ -414,45 +422,45 @@ impl PgStore {
     pub async fn events(&self) -> Result<Vec<Event>, StoreError> {
         let mut out = Vec::new();
         let mut after = 0;
-        // Bounded: each page advances `after`; stops on a short page.
-        for _ in 0..1_000_000 {
-            let page = self.events_page(after, 10_000).await?;
-            let n = page.len();
-            if let Some((seq, _)) = page.last() {
-                after = *seq;
-            }
-            out.extend(page.into_iter().map(|(_, e)| e));
-            if n < 10_000 {
+        // Bounded: each non-empty page advances `after`; stops on an empty
+        // page.
+        for _ in 0..MAX_EVENT_PAGES {
+            let page = self.events_page(after, EVENT_PAGE_ROWS).await?;
+            let Some((seq, _)) = page.last() else {
                 break;
-            }
+            };
+            after = *seq;
+            out.extend(page.into_iter().map(|(_, e)| e));
         }
         Ok(out)
     }
 
-    /// Up to `limit` audit events with a sequence number above `after_seq`,
-    /// each with its sequence number (for paging exports).
+    /// The audit events of up to `limit` audit rows (transactions) with a
+    /// sequence number above `after_seq`, in order, each with its row's
+    /// sequence number (shared by the events of one transaction). Page
+    /// with the last event's number until a page comes back empty.
     pub async fn events_page(
         &self,
         after_seq: i64,
         limit: u32,
     ) -> Result<Vec<(i64, Event)>, StoreError> {
         let rows = sqlx::query(
-            "SELECT seq, event::text FROM lease_events WHERE seq > $1 ORDER BY seq LIMIT $2",
+            "SELECT seq, events::text FROM leasehold_audit WHERE seq > $1 ORDER BY seq LIMIT $2",
         )
         .bind(after_seq)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await
         .map_err(error::map)?;
-        rows.iter()
-            .map(|r| {
-                let seq: i64 = r.try_get(0).map_err(error::map)?;
-                let text: String = r.try_get(1).map_err(error::map)?;
-                let event = serde_json::from_str(&text)
-                    .map_err(|e| StoreError::Corrupt(format!("event {seq}: {e}")))?;
-                Ok((seq, event))
-            })
-            .collect()
+        let mut out = Vec::new();
+        for r in &rows {
+            let seq: i64 = r.try_get(0).map_err(error::map)?;
+            let text: String = r.try_get(1).map_err(error::map)?;
+            let events: Vec<Event> = serde_json::from_str(&text)
+                .map_err(|e| StoreError::Corrupt(format!("audit row {seq}: {e}")))?;
+            out.extend(events.into_iter().map(|e| (seq, e)));
+        }
+        Ok(out)
     }
 
     /// Locks the rows of `ids` (in id order) and reads the clock after.

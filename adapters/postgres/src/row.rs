@@ -23,7 +23,9 @@ pub(crate) fn decode(row: &PgRow) -> Result<JobRecord, StoreError> {
 }
 
 /// Column arrays for one `UPDATE … FROM UNNEST(…)` of many rows, plus the
-/// audit events written by the same statement.
+/// audit events written by the same statement: one `leasehold_audit` row
+/// per statement, holding the events as one JSON array in the order they
+/// were applied (see `migrations/postgres/0003_leasehold_audit_rows.sql`).
 #[derive(Default)]
 pub(crate) struct Batch {
     id: Vec<i64>,
@@ -48,11 +50,9 @@ pub(crate) struct Batch {
     max_attempts: Vec<i64>,
     idempotency_key: Vec<Option<String>>,
     created_at: Vec<i64>,
-    // Events.
-    ev_job: Vec<i64>,
-    ev_version: Vec<i64>,
-    ev_at: Vec<i64>,
-    ev_json: Vec<String>,
+    // The audit events, as the JSON array one `leasehold_audit` row holds
+    // (`None` while there are none: the statement then inserts no row).
+    events: Option<String>,
 }
 
 /// Writes the rows of a [`Batch`] over the versions they were loaded at.
@@ -70,8 +70,7 @@ pub(crate) const UPDATE_SQL: &str = "WITH u AS (\
              updated_at) \
     WHERE j.id = u.id AND j.version = u.old_version \
     RETURNING j.id), \
-e AS (INSERT INTO lease_events (job_id, version, at, event) \
-    SELECT * FROM UNNEST($16::bigint[], $17::bigint[], $18::bigint[], $19::text[]::json[])) \
+e AS (INSERT INTO leasehold_audit (events) SELECT $16::json WHERE $16::text IS NOT NULL) \
 SELECT COUNT(*) FROM u";
 
 /// Inserts the rows of a [`Batch`] with their events, and announces the
@@ -85,8 +84,7 @@ pub(crate) const INSERT_SQL: &str = "WITH i AS (\
         $12::bool[], $13::bytea[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], \
         $18::bigint[], $19::bigint[], $20::bigint[]) \
     RETURNING id), \
-e AS (INSERT INTO lease_events (job_id, version, at, event) \
-    SELECT * FROM UNNEST($22::bigint[], $23::bigint[], $24::bigint[], $25::text[]::json[])) \
+e AS (INSERT INTO leasehold_audit (events) SELECT $22::json WHERE $22::text IS NOT NULL) \
 SELECT (SELECT COUNT(*) FROM i), \
     (SELECT COUNT(pg_notify($21, q)) FROM (SELECT DISTINCT unnest($2::text[]) AS q) qs)";
 
@@ -140,10 +138,16 @@ impl Batch {
     pub(crate) fn push_event(&mut self, e: &crate::Event) -> Result<(), StoreError> {
         let json = serde_json::to_string(e)
             .map_err(|err| StoreError::Corrupt(format!("event encoding: {err}")))?;
-        self.ev_job.push(to_i64(e.job.0)?);
-        self.ev_version.push(to_i64(e.version)?);
-        self.ev_at.push(e.at.0);
-        self.ev_json.push(json);
+        // The view `lease_events` reads `job` and `version` back as bigint.
+        to_i64(e.job.0)?;
+        to_i64(e.version)?;
+        match &mut self.events {
+            None => self.events = Some(format!("[{json}")),
+            Some(array) => {
+                array.push(',');
+                array.push_str(&json);
+            }
+        }
         Ok(())
     }
 
@@ -167,10 +171,7 @@ impl Batch {
             .bind(self.released_digest)
             .bind(self.version)
             .bind(self.updated_at)
-            .bind(self.ev_job)
-            .bind(self.ev_version)
-            .bind(self.ev_at)
-            .bind(self.ev_json)
+            .bind(close(self.events))
     }
 
     /// The insert statement with its arguments bound.
@@ -200,9 +201,14 @@ impl Batch {
             .bind(self.created_at)
             .bind(self.updated_at)
             .bind(channel)
-            .bind(self.ev_job)
-            .bind(self.ev_version)
-            .bind(self.ev_at)
-            .bind(self.ev_json)
+            .bind(close(self.events))
     }
+}
+
+/// Closes an events array opened by [`Batch::push_event`].
+fn close(events: Option<String>) -> Option<String> {
+    events.map(|mut array| {
+        array.push(']');
+        array
+    })
 }

@@ -11,10 +11,11 @@ use leasehold_postgres::PgStore;
 use std::io::Write;
 use std::process::ExitCode;
 
-/// Events read per round trip.
-const PAGE: u32 = 10_000;
-/// Most pages: a bound on the export loop (10^10 events).
-const MAX_PAGES: usize = 1_000_000;
+/// Audit rows (transactions, each with one or more events) read per round
+/// trip.
+const PAGE: u32 = 1_000;
+/// Most pages: a bound on the export loop (10^10 audit rows).
+const MAX_PAGES: usize = 10_000_000;
 
 struct Args {
     url: String,
@@ -65,7 +66,7 @@ async fn export(args: Args) -> Result<u64, String> {
             after = *seq;
             written += 1;
         }
-        if page.len() < PAGE as usize {
+        if page.is_empty() {
             break;
         }
     }

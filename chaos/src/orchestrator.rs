@@ -392,13 +392,6 @@ fn worker_args(cfg: &ChaosConfig, schema: &str, sqlite_db: &Path) -> Vec<OsStrin
     for q in cfg.queues() {
         push("--queue", crate::shape::queue_arg(&q));
     }
-    if coalesces(cfg) {
-        a.push("--coalesce".into());
-    }
-    let mut push = |k: &str, v: String| {
-        a.push(k.into());
-        a.push(v.into());
-    };
     push("--concurrency", cfg.concurrency.to_string());
     push("--lease-ms", cfg.lease.0.to_string());
     push("--renew-ms", cfg.renew.0.to_string());
@@ -411,6 +404,9 @@ fn worker_args(cfg: &ChaosConfig, schema: &str, sqlite_db: &Path) -> Vec<OsStrin
     push("--grace-ms", WORKER_GRACE.0.to_string());
     if let Some(bug) = cfg.planted_bug {
         push("--planted-bug", bug.as_str().to_string());
+    }
+    if coalesces(cfg) {
+        a.push("--coalesce".into());
     }
     a
 }
@@ -427,4 +423,51 @@ fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> Result<(), C
         writeln!(w, "{l}").map_err(|e| ChaosError::io("write", path, e))?;
     }
     w.flush().map_err(|e| ChaosError::io("write", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Shape;
+
+    fn args(store: StoreTarget, shape: Shape) -> Vec<String> {
+        let cfg = ChaosConfig::builder(store, 1, "w".into())
+            .shape(shape)
+            .build()
+            .unwrap();
+        worker_args(&cfg, "s", Path::new("db"))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    fn value<'a>(a: &'a [String], flag: &str) -> Vec<&'a str> {
+        a.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn production_processes_run_several_workers_on_several_queues_coalescing_on_postgres() {
+        let pg = StoreTarget::Postgres {
+            url: "postgres://x".into(),
+            control: None,
+        };
+        let a = args(pg.clone(), Shape::Production);
+        assert_eq!(value(&a, "--workers"), ["4"]);
+        assert_eq!(value(&a, "--concurrency"), ["32"]);
+        assert_eq!(value(&a, "--queue"), ["chaos", "chaos-b:8", "chaos-c:2"]);
+        assert_eq!(value(&a, "--poll-ms"), ["1000"]);
+        assert!(a.iter().any(|x| x == "--coalesce"), "{a:?}");
+        let a = args(StoreTarget::Sqlite, Shape::Production);
+        assert!(
+            !a.iter().any(|x| x == "--coalesce"),
+            "no Coalescing on SQLite"
+        );
+        let a = args(pg, Shape::Single);
+        assert_eq!(value(&a, "--workers"), ["1"]);
+        assert_eq!(value(&a, "--queue"), ["chaos"]);
+        assert!(!a.iter().any(|x| x == "--coalesce"), "{a:?}");
+    }
 }

@@ -6,6 +6,7 @@ use crate::config::{ChaosConfig, FaultKind, PgControl, StoreTarget};
 use crate::error::ChaosError;
 use crate::job::PlantedBug;
 use crate::orchestrator::run_blocking;
+use crate::shape::Shape;
 use clap::{Parser, ValueEnum};
 use leasehold_core::Millis;
 use std::path::PathBuf;
@@ -67,9 +68,20 @@ pub struct ChaosArgs {
     /// Worker processes.
     #[arg(long, default_value_t = crate::config::DEFAULT_WORKERS)]
     pub workers: u32,
-    /// Jobs each worker process runs at once.
-    #[arg(long, default_value_t = crate::config::DEFAULT_CONCURRENCY)]
-    pub concurrency: u32,
+    /// How each worker process is built: `production` (several Workers on
+    /// one store, several queues with limits, the default concurrency and
+    /// poll interval, LISTEN/NOTIFY, Coalescing on PostgreSQL) or `single`
+    /// (one Worker at concurrency 8 on one queue, polling every 50 ms).
+    #[arg(long, value_enum, default_value = "production")]
+    pub shape: Shape,
+    /// `Worker`s in each process, on one shared store (default: 4 in the
+    /// production shape, 1 in the single shape).
+    #[arg(long)]
+    pub workers_per_process: Option<u32>,
+    /// Jobs each Worker runs at once (default: 32, leasehold's default, in
+    /// the production shape; 8 in the single shape).
+    #[arg(long)]
+    pub concurrency: Option<u32>,
     /// Lease in milliseconds.
     #[arg(long, default_value_t = crate::config::DEFAULT_LEASE.0)]
     pub lease_ms: u64,
@@ -82,8 +94,8 @@ pub struct ChaosArgs {
     /// Mean gap between faults, e.g. `2s`, `500ms`.
     #[arg(long, value_parser = parse_duration, default_value = "2s")]
     pub fault_every: Duration,
-    /// Fault kinds (comma-separated; default: all that apply to the store,
-    /// the PostgreSQL restart only with --pg-ctl and --pg-data).
+    /// Fault kinds (comma-separated; default: all that apply to the store
+    /// and the shape, the PostgreSQL restart only with --pg-ctl and --pg-data).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub faults: Option<Vec<FaultKind>>,
     /// Plant a bug in the workers, to see the checks catch it.
@@ -157,7 +169,7 @@ impl ChaosArgs {
             .duration(self.duration)
             .heal_timeout(self.heal_timeout)
             .workers(self.workers)
-            .concurrency(self.concurrency)
+            .shape(self.shape)
             .lease(Millis(self.lease_ms))
             .renew(Millis(self.renew_ms))
             .sweep(Millis(self.sweep_ms))
@@ -166,6 +178,12 @@ impl ChaosArgs {
             .work_dir(self.work_dir.clone());
         if let Some(kinds) = &self.faults {
             b = b.faults(kinds.clone());
+        }
+        if let Some(n) = self.workers_per_process {
+            b = b.workers_per_process(n);
+        }
+        if let Some(n) = self.concurrency {
+            b = b.concurrency(n);
         }
         b.build()
     }
@@ -207,13 +225,16 @@ pub fn main_from(argv: impl IntoIterator<Item = std::ffi::OsString>, program: &s
     };
     let kinds: Vec<&str> = cfg.faults.iter().map(|k| k.as_str()).collect();
     eprintln!(
-        "{program}: seed {} on {}: {} jobs over {:?}, {} workers, faults {}; the schedule \
-         replays from the seed, the interleavings do not",
+        "{program}: seed {} on {}: {} jobs over {:?}, {} shape, {} processes x {} Workers x {}, \
+         faults {}; the schedule replays from the seed, the interleavings do not",
         cfg.seed,
         cfg.store.name(),
         cfg.jobs,
         cfg.duration,
+        cfg.shape.as_str(),
         cfg.workers,
+        cfg.workers_per_process,
+        cfg.concurrency,
         kinds.join(",")
     );
     match run_blocking(&cfg, program) {

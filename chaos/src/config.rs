@@ -1,7 +1,9 @@
 //! What a chaos run does: named defaults, bounds, and validation at build.
 
 use crate::error::ChaosError;
+pub use crate::fault_kind::FaultKind;
 use crate::job::PlantedBug;
+use crate::shape::{QueueLimit, Shape, MAX_WORKERS_PER_PROCESS};
 use leasehold_core::{Millis, WorkerConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,8 +16,6 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(40);
 pub const DEFAULT_HEAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default number of worker processes.
 pub const DEFAULT_WORKERS: u32 = 4;
-/// Default jobs each worker process runs at once.
-pub const DEFAULT_CONCURRENCY: u32 = 8;
 /// Default lease.
 pub const DEFAULT_LEASE: Millis = Millis(3_000);
 /// Default renew interval.
@@ -29,7 +29,7 @@ pub const DEFAULT_FAULT_EVERY: Duration = Duration::from_millis(2_000);
 pub const MAX_JOBS: u64 = 10_000_000;
 /// Most worker processes.
 pub const MAX_WORKERS: u32 = 64;
-/// Most jobs per worker process at once.
+/// Most jobs per `Worker` at once.
 pub const MAX_CONCURRENCY: u32 = 256;
 /// Longest fault window or healing phase.
 pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
@@ -40,7 +40,7 @@ pub const MIN_FAULT_EVERY: Duration = Duration::from_millis(50);
 
 const _: () = assert!(DEFAULT_RENEW.0 < DEFAULT_LEASE.0);
 const _: () = assert!(DEFAULT_JOBS <= MAX_JOBS);
-const _: () = assert!(DEFAULT_WORKERS <= MAX_WORKERS && DEFAULT_CONCURRENCY <= MAX_CONCURRENCY);
+const _: () = assert!(DEFAULT_WORKERS <= MAX_WORKERS);
 
 /// How to restart the PostgreSQL server (`pg_ctl restart -m immediate`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,47 +79,6 @@ impl StoreTarget {
     }
 }
 
-/// A kind of fault the nemesis injects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
-pub enum FaultKind {
-    /// SIGKILL a worker process; a new one (fresh identity) starts later.
-    Kill,
-    /// SIGSTOP a worker process for longer than the lease, then SIGCONT.
-    Pause,
-    /// `pg_terminate_backend` every connection of a worker (PostgreSQL).
-    TerminateBackend,
-    /// Restart the PostgreSQL server in immediate mode.
-    Restart,
-    /// SIGKILL a worker while it holds SQLite's write lock, mid-transaction.
-    KillWriter,
-}
-
-impl FaultKind {
-    /// The flag value and report name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Pause => "pause",
-            FaultKind::TerminateBackend => "terminate-backend",
-            FaultKind::Restart => "restart",
-            FaultKind::KillWriter => "kill-writer",
-        }
-    }
-
-    /// Whether this fault applies to `store`.
-    pub fn applies_to(self, store: &StoreTarget) -> bool {
-        matches!(
-            (self, store),
-            (FaultKind::Kill | FaultKind::Pause, _)
-                | (
-                    FaultKind::TerminateBackend | FaultKind::Restart,
-                    StoreTarget::Postgres { .. }
-                )
-                | (FaultKind::KillWriter, StoreTarget::Sqlite)
-        )
-    }
-}
-
 /// A validated chaos run. Build it with [`ChaosConfig::builder`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChaosConfig {
@@ -135,7 +94,11 @@ pub struct ChaosConfig {
     pub heal_timeout: Duration,
     /// Worker processes.
     pub workers: u32,
-    /// Jobs per worker process at once.
+    /// The shape of each process.
+    pub shape: Shape,
+    /// `Worker`s in each process, on one shared store.
+    pub workers_per_process: u32,
+    /// Jobs per `Worker` at once.
     pub concurrency: u32,
     /// Lease asked for.
     pub lease: Millis,
@@ -161,6 +124,8 @@ pub struct ChaosConfig {
 pub struct ChaosConfigBuilder {
     cfg: ChaosConfig,
     faults: Option<Vec<FaultKind>>,
+    workers_per_process: Option<u32>,
+    concurrency: Option<u32>,
 }
 
 impl ChaosConfig {
@@ -174,7 +139,9 @@ impl ChaosConfig {
                 duration: DEFAULT_DURATION,
                 heal_timeout: DEFAULT_HEAL_TIMEOUT,
                 workers: DEFAULT_WORKERS,
-                concurrency: DEFAULT_CONCURRENCY,
+                shape: crate::shape::DEFAULT_SHAPE,
+                workers_per_process: 0,
+                concurrency: 0,
                 lease: DEFAULT_LEASE,
                 renew: DEFAULT_RENEW,
                 sweep: DEFAULT_SWEEP,
@@ -185,25 +152,39 @@ impl ChaosConfig {
                 work_dir: None,
             },
             faults: None,
+            workers_per_process: None,
+            concurrency: None,
         }
     }
 
-    /// The worker configuration every process runs (validated by the core).
+    /// The queues every `Worker` serves, with their limits.
+    pub fn queues(&self) -> Vec<QueueLimit> {
+        self.shape.queues(self.concurrency)
+    }
+
+    /// The configuration every `Worker` runs (validated by the core).
     pub fn worker_config(&self, id: &str) -> Result<WorkerConfig, ChaosError> {
-        WorkerConfig::builder(id, crate::job::QUEUE)
+        let mut b = WorkerConfig::builder(id, crate::job::QUEUE)
             .concurrency(self.concurrency)
             .lease(self.lease)
             .renew_interval(self.renew)
             .request_timeout(request_timeout(self.lease))
-            .poll_interval(Millis(50))
-            .grace(Millis(2_000))
-            .build()
-            .map_err(|e| ChaosError::BadArg {
-                flag: "--lease-ms/--renew-ms",
-                reason: e.to_string(),
-            })
+            .poll_interval(self.shape.poll())
+            .grace(WORKER_GRACE);
+        for q in self.queues() {
+            if let Some(limit) = q.limit {
+                b = b.queue(q.name, limit);
+            }
+        }
+        b.build().map_err(|e| ChaosError::BadArg {
+            flag: "--lease-ms/--renew-ms",
+            reason: e.to_string(),
+        })
     }
 }
+
+/// Time a worker's handlers get to finish after SIGTERM.
+pub const WORKER_GRACE: Millis = Millis(2_000);
 
 /// The request timeout workers use: a third of the lease, so an unknown
 /// outcome is retried well before the worker must self-fence.
@@ -231,8 +212,8 @@ impl ChaosConfigBuilder {
         heal_timeout: Duration,
         /// Worker processes.
         workers: u32,
-        /// Jobs per worker process at once.
-        concurrency: u32,
+        /// The shape of each process.
+        shape: Shape,
         /// Lease.
         lease: Millis,
         /// Renew interval.
@@ -247,8 +228,20 @@ impl ChaosConfigBuilder {
         work_dir: Option<PathBuf>,
     }
 
-    /// The fault kinds (default: every kind that applies to the store; the
-    /// restart only with server control).
+    /// `Worker`s per process (default: the shape's).
+    pub fn workers_per_process(mut self, n: u32) -> Self {
+        self.workers_per_process = Some(n);
+        self
+    }
+
+    /// Jobs per `Worker` at once (default: the shape's).
+    pub fn concurrency(mut self, n: u32) -> Self {
+        self.concurrency = Some(n);
+        self
+    }
+
+    /// The fault kinds (default: every kind that applies to the store and
+    /// the shape; the restart only with server control).
     pub fn faults(mut self, kinds: Vec<FaultKind>) -> Self {
         self.faults = Some(kinds);
         self
@@ -265,6 +258,28 @@ impl ChaosConfigBuilder {
             return bad(
                 "--workers",
                 format!("{} is outside 1..={MAX_WORKERS}", c.workers),
+            );
+        }
+        c.concurrency = self
+            .concurrency
+            .unwrap_or_else(|| c.shape.default_concurrency());
+        c.workers_per_process = match (c.shape, self.workers_per_process) {
+            (_, None) => c.shape.default_workers_per_process(),
+            (Shape::Single, Some(n)) if n != 1 => {
+                return bad(
+                    "--workers-per-process",
+                    format!("{n}: the single shape runs one Worker per process"),
+                )
+            }
+            (_, Some(n)) => n,
+        };
+        if c.workers_per_process == 0 || c.workers_per_process > MAX_WORKERS_PER_PROCESS {
+            return bad(
+                "--workers-per-process",
+                format!(
+                    "{} is outside 1..={MAX_WORKERS_PER_PROCESS}",
+                    c.workers_per_process
+                ),
             );
         }
         if c.concurrency == 0 || c.concurrency > MAX_CONCURRENCY {
@@ -312,6 +327,16 @@ impl ChaosConfigBuilder {
                             format!("{} does not apply to {}", k.as_str(), c.store.name()),
                         );
                     }
+                    if k.needs_several_workers() && c.workers_per_process < 2 {
+                        return bad(
+                            "--faults",
+                            format!(
+                                "{} needs at least 2 Workers per process \
+                                 (--shape production, --workers-per-process)",
+                                k.as_str()
+                            ),
+                        );
+                    }
                     if *k == FaultKind::Restart
                         && matches!(&c.store, StoreTarget::Postgres { control: None, .. })
                     {
@@ -328,34 +353,36 @@ impl ChaosConfigBuilder {
                 kinds.dedup();
                 kinds
             }
-            None => default_faults(&c.store),
+            None => default_faults(&c.store, c.workers_per_process),
         };
+        if c.planted_bug == Some(PlantedBug::WrongWorker) && c.workers_per_process < 2 {
+            return bad(
+                "--planted-bug",
+                "wrong-worker needs at least 2 Workers per process".into(),
+            );
+        }
         Ok(c)
     }
 }
 
-/// Every fault kind that applies to `store` (the restart only with control).
-pub fn default_faults(store: &StoreTarget) -> Vec<FaultKind> {
-    [
-        FaultKind::Kill,
-        FaultKind::Pause,
-        FaultKind::TerminateBackend,
-        FaultKind::Restart,
-        FaultKind::KillWriter,
-    ]
-    .into_iter()
-    .filter(|k| k.applies_to(store))
-    .filter(|k| {
-        *k != FaultKind::Restart
-            || matches!(
-                store,
-                StoreTarget::Postgres {
-                    control: Some(_),
-                    ..
-                }
-            )
-    })
-    .collect()
+/// Every fault kind that applies to `store` and to processes of
+/// `workers_per_process` Workers (the restart only with control).
+pub fn default_faults(store: &StoreTarget, workers_per_process: u32) -> Vec<FaultKind> {
+    FaultKind::ALL
+        .into_iter()
+        .filter(|k| k.applies_to(store))
+        .filter(|k| !k.needs_several_workers() || workers_per_process >= 2)
+        .filter(|k| {
+            *k != FaultKind::Restart
+                || matches!(
+                    store,
+                    StoreTarget::Postgres {
+                        control: Some(_),
+                        ..
+                    }
+                )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -367,8 +394,22 @@ mod tests {
     }
 
     #[test]
-    fn defaults_build_with_the_faults_of_the_store() {
+    fn defaults_build_with_the_faults_of_the_store_and_shape() {
         let c = sqlite().build().unwrap();
+        assert_eq!(c.shape, Shape::Production);
+        assert_eq!((c.workers_per_process, c.concurrency), (4, 32));
+        assert_eq!(
+            c.faults,
+            [
+                FaultKind::Kill,
+                FaultKind::Pause,
+                FaultKind::KillWriter,
+                FaultKind::KillMerged,
+                FaultKind::KillWriterQueued
+            ]
+        );
+        let c = sqlite().shape(Shape::Single).build().unwrap();
+        assert_eq!((c.workers_per_process, c.concurrency), (1, 8));
         assert_eq!(
             c.faults,
             [FaultKind::Kill, FaultKind::Pause, FaultKind::KillWriter]
@@ -383,8 +424,27 @@ mod tests {
             [
                 FaultKind::Kill,
                 FaultKind::Pause,
-                FaultKind::TerminateBackend
+                FaultKind::TerminateBackend,
+                FaultKind::KillListener,
+                FaultKind::KillMerged
             ]
+        );
+    }
+
+    #[test]
+    fn the_worker_config_serves_every_queue_with_its_limit() {
+        let c = sqlite().build().unwrap();
+        let w = c.worker_config("w").unwrap();
+        let q: Vec<(&str, u32)> = w
+            .queues
+            .iter()
+            .map(|q| (q.name.as_str(), q.limit))
+            .collect();
+        assert_eq!(q, [("chaos", 32), ("chaos-b", 8), ("chaos-c", 2)]);
+        assert_eq!(w.concurrency, 32);
+        assert_eq!(
+            w.poll_interval,
+            leasehold_core::worker::config::DEFAULT_POLL_INTERVAL
         );
     }
 
@@ -401,6 +461,34 @@ mod tests {
         assert_eq!(flag(sqlite().lease(Millis(50))), "--lease-ms");
         assert_eq!(flag(sqlite().renew(Millis(3_000))), "--lease-ms/--renew-ms");
         assert_eq!(flag(sqlite().faults(vec![FaultKind::Restart])), "--faults");
+        assert_eq!(
+            flag(sqlite().workers_per_process(0)),
+            "--workers-per-process"
+        );
+        assert_eq!(
+            flag(sqlite().shape(Shape::Single).workers_per_process(2)),
+            "--workers-per-process"
+        );
+        assert_eq!(
+            flag(
+                sqlite()
+                    .shape(Shape::Single)
+                    .faults(vec![FaultKind::KillMerged])
+            ),
+            "--faults"
+        );
+        assert_eq!(
+            flag(
+                sqlite()
+                    .shape(Shape::Single)
+                    .planted_bug(Some(PlantedBug::WrongWorker))
+            ),
+            "--planted-bug"
+        );
+        assert_eq!(
+            flag(sqlite().faults(vec![FaultKind::KillListener])),
+            "--faults"
+        );
         let pg = StoreTarget::Postgres {
             url: "postgres://x".into(),
             control: None,

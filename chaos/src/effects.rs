@@ -1,4 +1,7 @@
 //! The side-effect log: one append-only JSON-lines file per worker process.
+//! Its first line names the process and every `Worker` it runs; each side
+//! effect names the Worker whose handler made it, so the checks know which
+//! Worker inside a process ran what.
 //!
 //! A chaos handler records each side effect it makes (start, each step,
 //! end) with the job, the lease's token and two readings of the host's
@@ -57,10 +60,15 @@ pub enum Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Line {
-    /// First line of a process: its worker identity.
+    /// First line of a process: its identity and its Workers'.
     Started {
-        /// The worker identity this process claims as.
+        /// The process's identity (its PostgreSQL `application_name`; in
+        /// the single shape also its one Worker's identity).
         worker: String,
+        /// The identity of every `Worker` the process runs (absent in logs
+        /// written before processes ran several: then `worker` alone).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        workers: Vec<String>,
         /// Its process id.
         pid: u32,
         /// Wall clock, µs since the epoch.
@@ -76,7 +84,7 @@ pub enum Line {
         token: u64,
         /// The attempt the lease was for.
         attempt: u32,
-        /// Which worker made it.
+        /// Which `Worker` made it.
         worker: String,
         /// Where in the handler.
         phase: Phase,
@@ -91,21 +99,18 @@ pub enum Line {
 #[derive(Debug)]
 pub struct EffectLog {
     file: File,
-    worker: String,
 }
 
 impl EffectLog {
     /// Creates (or appends to) the log at `path` and records the process's
-    /// worker identity first.
-    pub fn open(path: &Path, worker: &str) -> std::io::Result<EffectLog> {
+    /// identity and its Workers' first.
+    pub fn open(path: &Path, process: &str, workers: &[String]) -> std::io::Result<EffectLog> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let log = EffectLog {
-            file,
-            worker: worker.to_string(),
-        };
+        let log = EffectLog { file };
         let (wall_us, mono_us) = host_clocks();
         log.write(&Line::Started {
-            worker: worker.to_string(),
+            worker: process.to_string(),
+            workers: workers.to_vec(),
             pid: std::process::id(),
             wall_us,
             mono_us,
@@ -113,14 +118,21 @@ impl EffectLog {
         Ok(log)
     }
 
-    /// Records one side effect of the lease (job, token), now.
-    pub fn record(&self, job: u64, token: u64, attempt: u32, phase: Phase) -> std::io::Result<()> {
+    /// Records one side effect of the lease (job, token) by `worker`, now.
+    pub fn record(
+        &self,
+        worker: &str,
+        job: u64,
+        token: u64,
+        attempt: u32,
+        phase: Phase,
+    ) -> std::io::Result<()> {
         let (wall_us, mono_us) = host_clocks();
         self.write(&Line::Effect {
             job,
             token,
             attempt,
-            worker: self.worker.clone(),
+            worker: worker.to_string(),
             phase,
             wall_us,
             mono_us,
@@ -141,8 +153,11 @@ impl EffectLog {
 pub struct ProcessLog {
     /// The file.
     pub path: PathBuf,
-    /// The worker identity, if the process got as far as writing it.
+    /// The process identity, if the process got as far as writing it.
     pub worker: Option<String>,
+    /// The identities of its Workers (the process identity alone in the
+    /// single shape and in old logs).
+    pub workers: Vec<String>,
     /// Its effects, in the order written.
     pub effects: Vec<Line>,
     /// Whether the last line was torn (the process died mid-write).
@@ -171,7 +186,16 @@ pub fn read_log(path: &Path) -> Result<ProcessLog, ChaosError> {
     let lines: Vec<&str> = text.lines().collect();
     for (i, line) in lines.iter().enumerate().take(MAX_LINES_PER_LOG) {
         match serde_json::from_str::<Line>(line) {
-            Ok(Line::Started { worker, .. }) if out.worker.is_none() => out.worker = Some(worker),
+            Ok(Line::Started {
+                worker, workers, ..
+            }) if out.worker.is_none() => {
+                out.workers = if workers.is_empty() {
+                    vec![worker.clone()]
+                } else {
+                    workers
+                };
+                out.worker = Some(worker);
+            }
             Ok(Line::Started { .. }) => {
                 return Err(ChaosError::BadLog {
                     path: path.to_path_buf(),
@@ -201,11 +225,22 @@ mod tests {
     fn a_log_round_trips_and_tolerates_only_a_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.jsonl");
-        let log = EffectLog::open(&path, "w-1").unwrap();
-        log.record(7, 2, 1, Phase::Start).unwrap();
-        log.record(7, 2, 1, Phase::End).unwrap();
+        let workers = vec!["p-1.w0".to_string(), "p-1.w1".to_string()];
+        let log = EffectLog::open(&path, "p-1", &workers).unwrap();
+        log.record("p-1.w0", 7, 2, 1, Phase::Start).unwrap();
+        log.record("p-1.w1", 7, 2, 1, Phase::End).unwrap();
         let read = read_log(&path).unwrap();
-        assert_eq!(read.worker.as_deref(), Some("w-1"));
+        assert_eq!(read.worker.as_deref(), Some("p-1"));
+        assert_eq!(read.workers, workers);
+        let by: Vec<&str> = read
+            .effects
+            .iter()
+            .map(|l| match l {
+                Line::Effect { worker, .. } => worker.as_str(),
+                Line::Started { .. } => "",
+            })
+            .collect();
+        assert_eq!(by, ["p-1.w0", "p-1.w1"], "each effect names its Worker");
         assert_eq!(read.effects.len(), 2);
         assert!(!read.torn_tail);
 
@@ -218,6 +253,19 @@ mod tests {
         f.write_all(b"\n{}\n").unwrap();
         let e = read_log(&path).unwrap_err().to_string();
         assert!(e.contains("w.jsonl:4"), "{e}");
+    }
+
+    #[test]
+    fn a_log_without_a_worker_list_is_one_worker_named_after_its_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.jsonl");
+        std::fs::write(
+            &path,
+            "{\"kind\":\"started\",\"worker\":\"w-9\",\"pid\":1,\"wall_us\":0,\"mono_us\":0}\n",
+        )
+        .unwrap();
+        let read = read_log(&path).unwrap();
+        assert_eq!(read.workers, ["w-9"]);
     }
 
     #[test]

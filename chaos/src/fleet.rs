@@ -3,8 +3,9 @@
 //! fleet is dropped on any other exit path.
 //!
 //! Each slot runs one process at a time; each start of a process is an
-//! *incarnation* with its own side-effect log and a fresh worker identity
-//! (the worker makes it and writes it as the log's first line).
+//! *incarnation* with its own side-effect log, its own in-flight board, and
+//! a fresh identity for the process and each of its Workers (the process
+//! makes them and writes them as the log's first line).
 
 use crate::effects::{read_log, Line};
 use crate::error::ChaosError;
@@ -63,10 +64,15 @@ pub struct Incarnation {
     pub pid: u32,
     /// Its side-effect log.
     pub log: PathBuf,
+    /// Its in-flight board (which Workers have store writes out).
+    pub inflight: PathBuf,
     /// Its stderr (tracing output).
     pub stderr: PathBuf,
-    /// Its worker identity, once read from the log.
+    /// Its process identity (PostgreSQL `application_name`), once read
+    /// from the log.
     pub worker: Option<String>,
+    /// The identities of its Workers, once read from the log.
+    pub workers: Vec<String>,
     /// Wall time it was started.
     pub started_ms: i64,
     /// How it ended, if it has.
@@ -119,12 +125,15 @@ impl Fleet {
         let n = self.incarnations.iter().filter(|i| i.slot == slot).count() as u32;
         let log = self.spec.dir.join(format!("effects-{slot}.{n}.jsonl"));
         let stderr_path = self.spec.dir.join(format!("worker-{slot}.{n}.log"));
+        let inflight = self.spec.dir.join(format!("inflight-{slot}.{n}"));
         let stderr = std::fs::File::create(&stderr_path)
             .map_err(|e| ChaosError::io("create", &stderr_path, e))?;
         let mut cmd = Command::new(&self.spec.bin);
         cmd.args(&self.spec.args)
             .arg("--effects-log")
             .arg(&log)
+            .arg("--inflight-file")
+            .arg(&inflight)
             .arg("--id-prefix")
             .arg(format!("{}{slot}-", self.spec.id_prefix))
             .stdin(Stdio::null())
@@ -152,8 +161,10 @@ impl Fleet {
             n,
             pid: child.id(),
             log,
+            inflight,
             stderr: stderr_path,
             worker: None,
+            workers: Vec::new(),
             started_ms: wall_ms(),
             end: None,
         });
@@ -173,10 +184,22 @@ impl Fleet {
         }
         let idx = s.current;
         let inc = &mut self.incarnations[idx];
-        if inc.worker.is_none() {
-            inc.worker = read_identity(&inc.log);
-        }
+        inc.learn_identity();
         Some((inc.pid, inc.worker.clone()))
+    }
+
+    /// The slot's current incarnation, if its process is running (or stopped).
+    pub fn current(&self, slot: u32) -> Option<&Incarnation> {
+        let s = self.slots.get(slot as usize)?;
+        (s.state != State::Down).then(|| &self.incarnations[s.current])
+    }
+
+    /// Whether process `pid` is the slot's current one and is running (not
+    /// stopped, not down).
+    pub fn is_running(&self, slot: u32, pid: u32) -> bool {
+        self.slots
+            .get(slot as usize)
+            .is_some_and(|s| s.state == State::Up && self.incarnations[s.current].pid == pid)
     }
 
     /// SIGKILLs the slot's process and reaps it; answers its pid.
@@ -334,9 +357,7 @@ impl Fleet {
             }
         }
         for inc in self.incarnations.iter_mut() {
-            if inc.worker.is_none() {
-                inc.worker = read_identity(&inc.log);
-            }
+            inc.learn_identity();
         }
         problems
     }
@@ -356,15 +377,43 @@ impl Drop for Fleet {
     }
 }
 
-/// The worker identity in the first line of a side-effect log.
+impl Incarnation {
+    /// Reads the process's and its Workers' identities from its log, once
+    /// written.
+    fn learn_identity(&mut self) {
+        if self.worker.is_none() {
+            if let Some((process, workers)) = read_started(&self.log) {
+                self.worker = Some(process);
+                self.workers = workers;
+            }
+        }
+    }
+}
+
+/// The process identity in the first line of a side-effect log.
 pub fn read_identity(log: &Path) -> Option<String> {
+    read_started(log).map(|(process, _)| process)
+}
+
+/// The process identity and its Workers' in the first line of a
+/// side-effect log (the process alone when the line names no Workers).
+pub fn read_started(log: &Path) -> Option<(String, Vec<String>)> {
     use std::io::BufRead;
     let file = std::fs::File::open(log).ok()?;
     let mut first = String::new();
     // One line only: the log may already be large.
     std::io::BufReader::new(file).read_line(&mut first).ok()?;
     match serde_json::from_str::<Line>(first.trim_end()).ok()? {
-        Line::Started { worker, .. } => Some(worker),
+        Line::Started {
+            worker, workers, ..
+        } => {
+            let workers = if workers.is_empty() {
+                vec![worker.clone()]
+            } else {
+                workers
+            };
+            Some((worker, workers))
+        }
         Line::Effect { .. } => None,
     }
 }

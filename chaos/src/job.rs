@@ -19,12 +19,17 @@ pub const MAX_STEPS: u32 = 16;
 /// Attempt budget of every chaos job: faults must never spend it (each
 /// fault costs a job at most one attempt), so every job must succeed.
 pub const MAX_ATTEMPTS: u32 = 1_000;
-/// Shortest and longest drawn work per job.
+/// Shortest and longest drawn work per job (the single shape).
 pub const DRAWN_WORK_MS: (u64, u64) = (5, 60);
+/// Shortest and longest drawn work per job in the production shape: long
+/// enough that a process's jobs spread over its Workers instead of one
+/// Worker's 32 slots absorbing them all, and that many leases renew.
+pub const DRAWN_WORK_MS_PRODUCTION: (u64, u64) = (20, 1_000);
 /// Per-mille of jobs whose first attempt fails on purpose.
 pub const FAIL_FIRST_PERMILLE: u64 = 20;
 
 const _: () = assert!(DRAWN_WORK_MS.1 <= MAX_WORK_MS as u64);
+const _: () = assert!(DRAWN_WORK_MS_PRODUCTION.1 <= MAX_WORK_MS as u64);
 
 /// The payload of one chaos job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,11 +63,16 @@ pub enum PayloadError {
 }
 
 impl ChaosJob {
-    /// Job `n` of the mix drawn from `rng`.
+    /// Job `n` of the mix drawn from `rng` (work in [`DRAWN_WORK_MS`]).
     pub fn draw(rng: &mut Rng, n: u64) -> ChaosJob {
+        ChaosJob::draw_in(rng, n, DRAWN_WORK_MS)
+    }
+
+    /// Job `n` of the mix drawn from `rng`, its work in `work_ms` (ms, inclusive).
+    pub fn draw_in(rng: &mut Rng, n: u64, work_ms: (u64, u64)) -> ChaosJob {
         ChaosJob {
             n,
-            work_ms: rng.range(DRAWN_WORK_MS.0, DRAWN_WORK_MS.1) as u32,
+            work_ms: rng.range(work_ms.0, work_ms.1.min(u64::from(MAX_WORK_MS))) as u32,
             steps: rng.range(1, 4) as u32,
             fail_attempts: u32::from(rng.chance(FAIL_FIRST_PERMILLE)),
         }
@@ -115,6 +125,12 @@ pub enum PlantedBug {
     /// self-fencing and `Lost` drop only the handle: the work goes on after
     /// the lease is gone, and its side effects overlap the next holder's.
     DetachedHandler,
+    /// Each handler records its side effects as the next `Worker` of its
+    /// process: what a merger handing claim answers to the wrong callers
+    /// (the catalogue's `merged-answers-misrouted`) makes of a process, a
+    /// Worker running a lease the store granted to its neighbour. Needs at
+    /// least two Workers per process.
+    WrongWorker,
 }
 
 impl PlantedBug {
@@ -122,6 +138,7 @@ impl PlantedBug {
     pub fn as_str(self) -> &'static str {
         match self {
             PlantedBug::DetachedHandler => "detached-handler",
+            PlantedBug::WrongWorker => "wrong-worker",
         }
     }
 }

@@ -1,10 +1,14 @@
 //! # leasehold-chaos
 //!
 //! leasehold under real faults: real worker processes on a real PostgreSQL
-//! database or SQLite file, a seeded nemesis that SIGKILLs them, SIGSTOPs
-//! them for longer than the lease, terminates their PostgreSQL backends,
-//! restarts PostgreSQL in immediate mode, or kills SQLite writers
-//! mid-transaction; then a healing phase, and checks of what was left
+//! database or SQLite file, by default in production's shape (several
+//! `Worker`s per process on one store, several queues with limits, the
+//! default concurrency, LISTEN/NOTIFY, `Coalescing`: [`shape`]), and a
+//! seeded nemesis that SIGKILLs them (also while several Workers' batches
+//! are in flight), SIGSTOPs them for longer than the lease, terminates
+//! their PostgreSQL backends or just their LISTEN connection, restarts
+//! PostgreSQL in immediate mode, or kills SQLite writers mid-transaction
+//! (also while other Workers wait); then a healing phase, and checks of what was left
 //! behind: the audit log (`lease_events`) through the simulator's offline
 //! checker, the final rows, and the side effects every handler appended to
 //! its process's log ([`checks`] lists them).
@@ -36,16 +40,20 @@ pub mod cli;
 pub mod config;
 pub mod effects;
 pub mod error;
+pub mod fault_kind;
 pub mod fleet;
+pub mod inflight;
 pub mod job;
 pub mod nemesis;
 pub mod orchestrator;
 pub mod report;
 pub mod rng;
 pub mod schedule;
+pub mod shape;
 pub mod signals;
 pub mod store;
 
 pub use config::{ChaosConfig, FaultKind, StoreTarget};
 pub use error::ChaosError;
 pub use orchestrator::{run_blocking, RunOutcome};
+pub use shape::Shape;

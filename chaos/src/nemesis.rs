@@ -3,22 +3,27 @@
 //! store's clock on this host), so the checks can match crash reports to
 //! faults.
 
+mod aim;
+mod listener;
+mod pg_restart;
+
+pub use aim::{Aim, AIM_WAIT};
+pub use listener::LISTENER_BACK_WAIT;
+pub use pg_restart::PG_CTL_TIMEOUT_SECS;
+
 use crate::config::{FaultKind, PgControl};
 use crate::error::ChaosError;
 use crate::fleet::{wall_ms, Fleet};
 use crate::schedule::{Fault, Planned};
-use crate::signals::holds_wal_write_lock;
 use crate::store::RunStore;
-use std::os::unix::fs::MetadataExt;
+use listener::{Verdict, Watch};
+use pg_restart::pg_restart;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long a kill-writer fault waits for its victim to hold the write lock.
-pub const KILL_WRITER_WAIT: Duration = Duration::from_millis(500);
-/// `pg_ctl -t`: longest wait for the restarted server, in seconds.
-pub const PG_CTL_TIMEOUT_SECS: u32 = 60;
+/// How often healing looks at the LISTEN connections still being watched.
+const WATCH_POLL: Duration = Duration::from_millis(50);
 
 /// One fault as it was injected.
 #[derive(Clone, Debug)]
@@ -39,6 +44,12 @@ pub struct Injected {
     pub to_ms: i64,
     /// What happened (for example "mid-transaction").
     pub note: String,
+    /// An aimed fault ([`FaultKind::is_aimed`]): whether it struck the
+    /// moment it waited for (for `kill-listener`: a LISTEN backend was
+    /// found and terminated).
+    pub landed: Option<bool>,
+    /// `kill-listener`: how long the LISTEN connection took to come back.
+    pub recovered: Option<Duration>,
 }
 
 /// The nemesis of one run.
@@ -50,8 +61,12 @@ pub struct Nemesis {
     pg_restart: Option<(usize, JoinHandle<Result<(), String>>)>,
     sqlite_shm: Option<PathBuf>,
     pg: Option<PgControl>,
+    watches: Vec<Watch>,
     /// Every fault injected so far.
     pub injected: Vec<Injected>,
+    /// What the nemesis saw go wrong in the processes (a LISTEN connection
+    /// that never came back).
+    pub problems: Vec<String>,
 }
 
 impl Nemesis {
@@ -70,7 +85,9 @@ impl Nemesis {
                 PathBuf::from(s)
             }),
             pg,
+            watches: Vec::new(),
             injected: Vec::new(),
+            problems: Vec::new(),
         }
     }
 
@@ -88,6 +105,7 @@ impl Nemesis {
         store: &RunStore,
     ) -> Result<(), ChaosError> {
         self.settle(fleet, false)?;
+        self.watch_listeners(fleet, store).await;
         // Bounded: each pass consumes one planned fault.
         while let Some(p) = self.plan.get(self.next).copied() {
             if p.at > elapsed {
@@ -97,6 +115,41 @@ impl Nemesis {
             self.inject(p.fault, fleet, store).await?;
         }
         Ok(())
+    }
+
+    /// Looks once at every terminated LISTEN connection still watched.
+    pub async fn watch_listeners(&mut self, fleet: &Fleet, store: &RunStore) {
+        let mut i = 0;
+        while i < self.watches.len() {
+            let Some(verdict) = self.watches[i].poll(fleet, store).await else {
+                i += 1;
+                continue;
+            };
+            let w = self.watches.swap_remove(i);
+            let f = &mut self.injected[w.idx];
+            match verdict {
+                Verdict::Back(after) => {
+                    f.recovered = Some(after);
+                    f.note += &format!("; back after {} ms", after.as_millis());
+                }
+                Verdict::Gone => f.note += "; process gone before it came back",
+                Verdict::Missing => {
+                    f.note += "; never came back";
+                    self.problems.push(w.missing());
+                }
+            }
+        }
+    }
+
+    /// Waits, bounded by [`LISTENER_BACK_WAIT`], until every terminated
+    /// LISTEN connection has come back (or its process is gone).
+    pub async fn finish_watches(&mut self, fleet: &Fleet, store: &RunStore) {
+        let deadline = Instant::now() + LISTENER_BACK_WAIT + WATCH_POLL;
+        // Bounded by the deadline (each watch ends by LISTENER_BACK_WAIT).
+        while !self.watches.is_empty() && Instant::now() < deadline {
+            self.watch_listeners(fleet, store).await;
+            tokio::time::sleep(WATCH_POLL).await;
+        }
     }
 
     /// Ends every fault: resumes, restarts, and waits for a server restart.
@@ -168,23 +221,60 @@ impl Nemesis {
             from_ms: wall_ms(),
             to_ms: 0,
             note: String::new(),
+            landed: None,
+            recovered: None,
         };
         match fault {
-            Fault::Kill { slot, down_for } => {
+            Fault::Kill { slot, down_for }
+            | Fault::KillWriter { slot, down_for }
+            | Fault::KillMerged { slot, down_for }
+            | Fault::KillWriterQueued { slot, down_for } => {
+                let aim = match fault.kind() {
+                    FaultKind::KillWriter => Some(Aim::WriteLock),
+                    FaultKind::KillMerged => Some(Aim::MergedBatches),
+                    FaultKind::KillWriterQueued => Some(Aim::WriteLockWithWaiters),
+                    _ => None,
+                };
+                let board = fleet.current(slot).map(|inc| inc.inflight.clone());
+                if let (Some(aim), Some(pid), Some(board)) = (aim, pid, board) {
+                    let seen =
+                        aim::await_moment(aim, pid, &board, self.sqlite_shm.as_deref()).await;
+                    record.landed = Some(seen.landed);
+                    record.note = seen.note;
+                    record.from_ms = wall_ms();
+                }
                 fleet.kill(slot)?;
                 self.restarts.push((Instant::now() + down_for, slot));
             }
-            Fault::KillWriter { slot, down_for } => {
-                let pid = pid.unwrap_or(0);
-                let mid_tx = self.await_write_lock(pid).await;
-                record.from_ms = wall_ms();
-                fleet.kill(slot)?;
-                record.note = if mid_tx {
-                    "mid-transaction".into()
-                } else {
-                    format!("no write transaction seen within {KILL_WRITER_WAIT:?}")
+            Fault::KillListener { slot } => {
+                let (Some(app), Some(pid)) = (&worker, pid) else {
+                    record.note = "identity not yet written; nothing terminated".into();
+                    record.landed = Some(false);
+                    record.to_ms = record.from_ms;
+                    self.injected.push(record);
+                    return Ok(());
                 };
-                self.restarts.push((Instant::now() + down_for, slot));
+                match store.terminate_listener(app).await {
+                    Ok(pids) if !pids.is_empty() => {
+                        record.note = format!("LISTEN backend {pids:?} terminated");
+                        record.landed = Some(true);
+                        self.watches.push(Watch::new(
+                            self.injected.len(),
+                            slot,
+                            pid,
+                            app.clone(),
+                            pids,
+                        ));
+                    }
+                    Ok(_) => {
+                        record.note = "no LISTEN backend found".into();
+                        record.landed = Some(false);
+                    }
+                    Err(e) => {
+                        record.note = format!("pg_terminate_backend failed: {e}");
+                        record.landed = Some(false);
+                    }
+                }
             }
             Fault::Pause { slot, len } => {
                 if fleet.pause(slot)?.is_some() {
@@ -217,76 +307,5 @@ impl Nemesis {
         record.to_ms = record.from_ms;
         self.injected.push(record);
         Ok(())
-    }
-
-    /// Polls `/proc/locks` until `pid` holds SQLite's write lock, at most
-    /// [`KILL_WRITER_WAIT`]; answers whether it did.
-    async fn await_write_lock(&self, pid: u32) -> bool {
-        let Some(shm) = &self.sqlite_shm else {
-            return false;
-        };
-        let deadline = Instant::now() + KILL_WRITER_WAIT;
-        // Bounded by the deadline.
-        while Instant::now() < deadline {
-            let inode = std::fs::metadata(shm).map(|m| m.ino());
-            if let Ok(inode) = inode {
-                if holds_wal_write_lock(pid, inode).unwrap_or(false) {
-                    return true;
-                }
-            }
-            tokio::time::sleep(Duration::from_micros(500)).await;
-        }
-        false
-    }
-}
-
-/// `pg_ctl restart -m immediate`: the server stops without a checkpoint
-/// (as in a crash) and recovers from its WAL on start.
-fn pg_restart(pg: &PgControl) -> Result<(), String> {
-    let mut args: Vec<String> = vec![
-        "-D".into(),
-        pg.data.display().to_string(),
-        "-m".into(),
-        "immediate".into(),
-        "-w".into(),
-        "-t".into(),
-        PG_CTL_TIMEOUT_SECS.to_string(),
-    ];
-    if let Some(log) = &pg.log {
-        args.push("-l".into());
-        args.push(log.display().to_string());
-    }
-    args.push("restart".into());
-    let mut cmd = match &pg.user {
-        Some(user) => {
-            let mut c = Command::new("runuser");
-            c.arg("-u").arg(user).arg("--").arg(&pg.pg_ctl);
-            c
-        }
-        None => Command::new(&pg.pg_ctl),
-    };
-    // Without `-l` the server inherits pg_ctl's output: never pipe it then,
-    // or reading would wait for the server to exit.
-    let captured = if pg.log.is_some() {
-        Stdio::piped
-    } else {
-        Stdio::null
-    };
-    let out = cmd
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(captured())
-        .stderr(captured())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", pg.pg_ctl.display()))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "pg_ctl restart failed ({}): {}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout).trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! 1. set up the store (a fresh PostgreSQL schema, or a fresh SQLite file)
 //!    and draw the jobs and the nemesis schedule from the seed;
-//! 2. start the worker processes;
+//! 2. start the worker processes (in the production shape each runs
+//!    several `Worker`s on one store, serving several queues);
 //! 3. the fault window: enqueue the jobs evenly over its first 90 % while
 //!    the nemesis injects its schedule;
 //! 4. healing: every fault ends (resume, restart), then wait (bounded) for
@@ -17,10 +18,10 @@
 //! was given.
 
 use crate::checks::{self, Evidence, Findings};
-use crate::config::{request_timeout, ChaosConfig, StoreTarget};
+use crate::config::{request_timeout, ChaosConfig, StoreTarget, WORKER_GRACE};
 use crate::error::ChaosError;
 use crate::fleet::{read_logs, wall_ms, Fleet, WorkerSpec};
-use crate::job::{ChaosJob, MAX_ATTEMPTS, QUEUE};
+use crate::job::{ChaosJob, MAX_ATTEMPTS};
 use crate::nemesis::Nemesis;
 use crate::report::Report;
 use crate::rng::Rng;
@@ -154,7 +155,10 @@ async fn run_on(
 ) -> Result<RunOutcome, ChaosError> {
     let started = Instant::now();
     let mut rng = Rng::new(cfg.seed, 2);
-    let jobs: Vec<ChaosJob> = (0..cfg.jobs).map(|n| ChaosJob::draw(&mut rng, n)).collect();
+    let jobs: Vec<ChaosJob> = (0..cfg.jobs)
+        .map(|n| ChaosJob::draw_in(&mut rng, n, cfg.shape.work_ms()))
+        .collect();
+    let queues = cfg.shape.job_queues(cfg.seed, cfg.jobs);
     let schedule = plan(
         cfg.seed,
         &PlanInputs {
@@ -203,7 +207,7 @@ async fn run_on(
             / (cfg.duration.as_millis() * ENQUEUE_SPREAD_PERMILLE).max(1))
         .min(jobs.len() as u128) as usize;
         if due > enqueued && !nemesis.restarting() {
-            enqueued += enqueue(store, &jobs[enqueued..due], &mut ids).await;
+            enqueued += enqueue(store, &jobs[enqueued..due], &queues, &mut ids).await;
         }
         nemesis.tick(elapsed, &mut fleet, store).await?;
         for (slot, what) in fleet.reap() {
@@ -225,7 +229,7 @@ async fn run_on(
         }
         if enqueued < jobs.len() {
             let end = (enqueued + ENQUEUE_BATCH).min(jobs.len());
-            let n = enqueue(store, &jobs[enqueued..end], &mut ids).await;
+            let n = enqueue(store, &jobs[enqueued..end], &queues, &mut ids).await;
             enqueued += n;
             if n == 0 {
                 tokio::time::sleep(HEAL_POLL).await;
@@ -236,6 +240,7 @@ async fn run_on(
             problems.push(what);
             fleet.restart(slot)?;
         }
+        nemesis.watch_listeners(&fleet, store).await;
         if let Ok(0) = store.unfinished().await {
             healed = Some(heal_start.elapsed());
             break;
@@ -254,6 +259,8 @@ async fn run_on(
                 .map_or("unknown".into(), |n| n.to_string())
         ));
     }
+    nemesis.finish_watches(&fleet, store).await;
+    problems.append(&mut nemesis.problems);
     problems.extend(fleet.stop_all(STOP_TIMEOUT));
 
     // Export and check.
@@ -289,6 +296,7 @@ async fn run_on(
         incarnations: &fleet.incarnations,
         faults: &nemesis.injected,
         process_problems: &problems,
+        pause_aftermath_ms: 2 * request_timeout(cfg.lease).0 as i64,
     });
     let succeeded_in_window = events
         .iter()
@@ -306,6 +314,10 @@ async fn run_on(
         store: cfg.store.name(),
         seed: cfg.seed,
         workers: cfg.workers,
+        shape: cfg.shape,
+        workers_per_process: cfg.workers_per_process,
+        queues: cfg.queues(),
+        coalescing: coalesces(cfg),
         concurrency: cfg.concurrency,
         lease_ms: cfg.lease.0,
         planted_bug: cfg.planted_bug,
@@ -336,13 +348,14 @@ async fn run_on(
 async fn enqueue(
     store: &RunStore,
     batch: &[ChaosJob],
+    queues: &[&str],
     ids: &mut BTreeMap<JobId, ChaosJob>,
 ) -> usize {
     let batch = &batch[..batch.len().min(ENQUEUE_BATCH)];
     let specs: Vec<NewJob> = batch
         .iter()
         .map(|j| {
-            NewJob::new(QUEUE, j.to_payload())
+            NewJob::new(queues[j.n as usize], j.to_payload())
                 .max_attempts(MAX_ATTEMPTS)
                 .idempotency_key(format!("chaos-{}", j.n))
         })
@@ -375,6 +388,10 @@ fn worker_args(cfg: &ChaosConfig, schema: &str, sqlite_db: &Path) -> Vec<OsStrin
         }
         StoreTarget::Sqlite => push("--sqlite", sqlite_db.display().to_string()),
     }
+    push("--workers", cfg.workers_per_process.to_string());
+    for q in cfg.queues() {
+        push("--queue", crate::shape::queue_arg(&q));
+    }
     push("--concurrency", cfg.concurrency.to_string());
     push("--lease-ms", cfg.lease.0.to_string());
     push("--renew-ms", cfg.renew.0.to_string());
@@ -383,12 +400,20 @@ fn worker_args(cfg: &ChaosConfig, schema: &str, sqlite_db: &Path) -> Vec<OsStrin
         "--request-timeout-ms",
         request_timeout(cfg.lease).0.to_string(),
     );
-    push("--poll-ms", "50".to_string());
-    push("--grace-ms", "2000".to_string());
+    push("--poll-ms", cfg.shape.poll().0.to_string());
+    push("--grace-ms", WORKER_GRACE.0.to_string());
     if let Some(bug) = cfg.planted_bug {
         push("--planted-bug", bug.as_str().to_string());
     }
+    if coalesces(cfg) {
+        a.push("--coalesce".into());
+    }
     a
+}
+
+/// Whether the workers wrap their PostgreSQL store in `Coalescing`.
+fn coalesces(cfg: &ChaosConfig) -> bool {
+    cfg.shape.coalesces() && matches!(cfg.store, StoreTarget::Postgres { .. })
 }
 
 fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> Result<(), ChaosError> {
@@ -398,4 +423,51 @@ fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> Result<(), C
         writeln!(w, "{l}").map_err(|e| ChaosError::io("write", path, e))?;
     }
     w.flush().map_err(|e| ChaosError::io("write", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Shape;
+
+    fn args(store: StoreTarget, shape: Shape) -> Vec<String> {
+        let cfg = ChaosConfig::builder(store, 1, "w".into())
+            .shape(shape)
+            .build()
+            .unwrap();
+        worker_args(&cfg, "s", Path::new("db"))
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    fn value<'a>(a: &'a [String], flag: &str) -> Vec<&'a str> {
+        a.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn production_processes_run_several_workers_on_several_queues_coalescing_on_postgres() {
+        let pg = StoreTarget::Postgres {
+            url: "postgres://x".into(),
+            control: None,
+        };
+        let a = args(pg.clone(), Shape::Production);
+        assert_eq!(value(&a, "--workers"), ["4"]);
+        assert_eq!(value(&a, "--concurrency"), ["32"]);
+        assert_eq!(value(&a, "--queue"), ["chaos", "chaos-b:8", "chaos-c:2"]);
+        assert_eq!(value(&a, "--poll-ms"), ["1000"]);
+        assert!(a.iter().any(|x| x == "--coalesce"), "{a:?}");
+        let a = args(StoreTarget::Sqlite, Shape::Production);
+        assert!(
+            !a.iter().any(|x| x == "--coalesce"),
+            "no Coalescing on SQLite"
+        );
+        let a = args(pg, Shape::Single);
+        assert_eq!(value(&a, "--workers"), ["1"]);
+        assert_eq!(value(&a, "--queue"), ["chaos"]);
+        assert!(!a.iter().any(|x| x == "--coalesce"), "{a:?}");
+    }
 }

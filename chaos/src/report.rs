@@ -6,6 +6,7 @@ use crate::checks::CheckStats;
 use crate::config::{self, ChaosConfig, StoreTarget};
 use crate::job::PlantedBug;
 use crate::nemesis::Injected;
+use crate::shape::{queue_arg, QueueLimit, Shape};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -20,7 +21,15 @@ pub struct Report {
     pub seed: u64,
     /// Worker processes.
     pub workers: u32,
-    /// Jobs per process at once.
+    /// The shape of each process.
+    pub shape: Shape,
+    /// `Worker`s per process.
+    pub workers_per_process: u32,
+    /// The queues each Worker serves, with their limits.
+    pub queues: Vec<QueueLimit>,
+    /// Whether the PostgreSQL store is wrapped in `Coalescing`.
+    pub coalescing: bool,
+    /// Jobs per `Worker` at once.
     pub concurrency: u32,
     /// The lease.
     pub lease_ms: u64,
@@ -66,6 +75,24 @@ impl Report {
         m
     }
 
+    /// Per aimed kind: (faults, landed as aimed, LISTEN connections back,
+    /// slowest return).
+    pub fn aimed(&self) -> BTreeMap<&'static str, (u64, u64, u64, Duration)> {
+        let mut m = BTreeMap::new();
+        for f in self.faults.iter().filter(|f| f.kind.is_aimed()) {
+            let e = m
+                .entry(f.kind.as_str())
+                .or_insert((0, 0, 0, Duration::ZERO));
+            e.0 += 1;
+            e.1 += u64::from(f.landed == Some(true));
+            if let Some(back) = f.recovered {
+                e.2 += 1;
+                e.3 = e.3.max(back);
+            }
+        }
+        m
+    }
+
     /// Jobs per second that succeeded inside the fault window.
     pub fn jobs_per_sec_under_faults(&self) -> f64 {
         self.succeeded_in_window as f64 / self.window.as_secs_f64().max(0.001)
@@ -77,14 +104,30 @@ impl fmt::Display for Report {
         let s = &self.stats;
         writeln!(
             f,
-            "leasehold chaos on {}: seed {}, {} worker processes x {} jobs, lease {}ms{}",
+            "leasehold chaos on {}: seed {}, {} shape: {} worker processes x {} Workers x {} jobs, \
+             lease {}ms{}",
             self.store,
             self.seed,
+            self.shape.as_str(),
             self.workers,
+            self.workers_per_process,
             self.concurrency,
             self.lease_ms,
             self.planted_bug
                 .map_or(String::new(), |b| format!(", PLANTED BUG {}", b.as_str()))
+        )?;
+        let queues: Vec<String> = self.queues.iter().map(queue_arg).collect();
+        writeln!(
+            f,
+            "  shape:         queues {} (NAME:LIMIT per Worker){}",
+            queues.join(", "),
+            if self.coalescing {
+                "; one store per process, Coalescing, LISTEN/NOTIFY"
+            } else if self.store == "postgres" {
+                "; one store per process, LISTEN/NOTIFY"
+            } else {
+                "; one store per process"
+            }
         )?;
         writeln!(
             f,
@@ -96,14 +139,9 @@ impl fmt::Display for Report {
             .iter()
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
-        let mid_tx = self
-            .faults
-            .iter()
-            .filter(|f| f.note == "mid-transaction")
-            .count();
         writeln!(
             f,
-            "  faults:        {} injected of {} planned ({}){}; schedule hash {:016x}",
+            "  faults:        {} injected of {} planned ({}); schedule hash {:016x}",
             self.faults.len(),
             self.planned_faults,
             if kinds.is_empty() {
@@ -111,13 +149,22 @@ impl fmt::Display for Report {
             } else {
                 kinds.join(", ")
             },
-            if mid_tx > 0 {
-                format!(", {mid_tx} kills mid-transaction")
-            } else {
-                String::new()
-            },
             self.schedule_hash
         )?;
+        let aimed: Vec<String> = self
+            .aimed()
+            .iter()
+            .map(|(k, (n, landed, back, slowest))| {
+                let mut t = format!("{k} {landed} of {n} landed");
+                if *k == "kill-listener" {
+                    t += &format!(" ({back} came back, slowest {} ms)", slowest.as_millis());
+                }
+                t
+            })
+            .collect();
+        if !aimed.is_empty() {
+            writeln!(f, "  aimed faults:  {}", aimed.join(", "))?;
+        }
         writeln!(
             f,
             "  processes:     {} started (fresh identity each)",
@@ -127,6 +174,12 @@ impl fmt::Display for Report {
             f,
             "  crash reports: {} sweep reclaims, {} matched to an injected fault",
             s.crash_reports, s.crash_reports_matched
+        )?;
+        writeln!(
+            f,
+            "  attribution:   {} Workers in {} processes ran jobs (up to {} in one process), \
+             each only leases granted to it",
+            s.workers_with_effects, s.processes_with_effects, s.most_workers_in_a_process
         )?;
         writeln!(
             f,
@@ -208,9 +261,19 @@ pub fn rerun_command(program: &str, cfg: &ChaosConfig) -> String {
         config::DEFAULT_WORKERS.to_string(),
     );
     flag(
+        "shape",
+        cfg.shape.as_str().to_string(),
+        crate::shape::DEFAULT_SHAPE.as_str().to_string(),
+    );
+    flag(
+        "workers-per-process",
+        cfg.workers_per_process.to_string(),
+        cfg.shape.default_workers_per_process().to_string(),
+    );
+    flag(
         "concurrency",
         cfg.concurrency.to_string(),
-        config::DEFAULT_CONCURRENCY.to_string(),
+        cfg.shape.default_concurrency().to_string(),
     );
     flag(
         "lease-ms",
@@ -233,7 +296,7 @@ pub fn rerun_command(program: &str, cfg: &ChaosConfig) -> String {
         format!("{}ms", config::DEFAULT_FAULT_EVERY.as_millis()),
     );
     let kinds: Vec<&str> = cfg.faults.iter().map(|k| k.as_str()).collect();
-    let defaults: Vec<&str> = config::default_faults(&cfg.store)
+    let defaults: Vec<&str> = config::default_faults(&cfg.store, cfg.workers_per_process)
         .iter()
         .map(|k| k.as_str())
         .collect();

@@ -50,6 +50,27 @@ pub enum Fault {
         /// How long the slot stays empty.
         down_for: Duration,
     },
+    /// Terminate the slot's LISTEN connection (PostgreSQL).
+    KillListener {
+        /// The worker slot.
+        slot: u32,
+    },
+    /// SIGKILL the slot's process while several of its Workers have a
+    /// `Store::batch` in flight.
+    KillMerged {
+        /// The worker slot.
+        slot: u32,
+        /// How long the slot stays empty.
+        down_for: Duration,
+    },
+    /// SIGKILL the slot's process inside its SQLite write transaction while
+    /// other Workers of it wait.
+    KillWriterQueued {
+        /// The worker slot.
+        slot: u32,
+        /// How long the slot stays empty.
+        down_for: Duration,
+    },
 }
 
 impl Fault {
@@ -61,6 +82,9 @@ impl Fault {
             Fault::TerminateBackend { .. } => FaultKind::TerminateBackend,
             Fault::Restart => FaultKind::Restart,
             Fault::KillWriter { .. } => FaultKind::KillWriter,
+            Fault::KillListener { .. } => FaultKind::KillListener,
+            Fault::KillMerged { .. } => FaultKind::KillMerged,
+            Fault::KillWriterQueued { .. } => FaultKind::KillWriterQueued,
         }
     }
 
@@ -70,7 +94,10 @@ impl Fault {
             Fault::Kill { slot, .. }
             | Fault::Pause { slot, .. }
             | Fault::TerminateBackend { slot }
-            | Fault::KillWriter { slot, .. } => Some(*slot),
+            | Fault::KillWriter { slot, .. }
+            | Fault::KillListener { slot }
+            | Fault::KillMerged { slot, .. }
+            | Fault::KillWriterQueued { slot, .. } => Some(*slot),
             Fault::Restart => None,
         }
     }
@@ -90,6 +117,19 @@ impl fmt::Display for Fault {
             Fault::KillWriter { slot, down_for } => write!(
                 f,
                 "kill worker {slot} mid-transaction, down {}ms",
+                down_for.as_millis()
+            ),
+            Fault::KillListener { slot } => {
+                write!(f, "terminate the LISTEN backend of worker {slot}")
+            }
+            Fault::KillMerged { slot, down_for } => write!(
+                f,
+                "kill worker {slot} with merged batches in flight, down {}ms",
+                down_for.as_millis()
+            ),
+            Fault::KillWriterQueued { slot, down_for } => write!(
+                f,
+                "kill worker {slot} mid-transaction with Workers waiting, down {}ms",
                 down_for.as_millis()
             ),
         }
@@ -162,6 +202,7 @@ pub fn plan(seed: u64, p: &PlanInputs) -> Vec<Planned> {
                 Fault::Restart
             }
             (FaultKind::TerminateBackend, Some(slot)) => Fault::TerminateBackend { slot },
+            (FaultKind::KillListener, Some(slot)) => Fault::KillListener { slot },
             (_, None) => continue,
             (_, Some(_)) if impaired >= max_impaired => continue,
             (FaultKind::Pause, Some(slot)) => {
@@ -173,15 +214,22 @@ pub fn plan(seed: u64, p: &PlanInputs) -> Vec<Planned> {
                 busy_until[slot as usize] = t + len;
                 Fault::Pause { slot, len }
             }
-            (FaultKind::Kill | FaultKind::KillWriter, Some(slot)) => {
+            (
+                FaultKind::Kill
+                | FaultKind::KillWriter
+                | FaultKind::KillMerged
+                | FaultKind::KillWriterQueued,
+                Some(slot),
+            ) => {
                 let down_for = Duration::from_millis(
                     rng.range(MIN_DOWN.as_millis() as u64, lease.as_millis() as u64),
                 );
                 busy_until[slot as usize] = t + down_for;
-                if kind == FaultKind::Kill {
-                    Fault::Kill { slot, down_for }
-                } else {
-                    Fault::KillWriter { slot, down_for }
+                match kind {
+                    FaultKind::Kill => Fault::Kill { slot, down_for },
+                    FaultKind::KillWriter => Fault::KillWriter { slot, down_for },
+                    FaultKind::KillMerged => Fault::KillMerged { slot, down_for },
+                    _ => Fault::KillWriterQueued { slot, down_for },
                 }
             }
         };

@@ -21,6 +21,16 @@ pub enum RunStore {
 const UNFINISHED_SQL: &str =
     "SELECT COUNT(*) FROM leasehold_jobs WHERE state IN ('pending', 'running')";
 
+/// `$1`'s LISTEN backends: connections whose last statement was `LISTEN`
+/// (each with `true`, to share the row shape of the next one).
+const LISTENER_PIDS_SQL: &str = "SELECT pid, true FROM pg_stat_activity \
+     WHERE application_name = $1 AND query ILIKE 'LISTEN %' AND pid <> pg_backend_pid()";
+/// Terminates them, each with whether it was. In the select list, not the
+/// `WHERE`: the list is evaluated only for rows that passed the filter,
+/// while `AND`'s evaluation order is the planner's to choose.
+const TERMINATE_LISTENER_SQL: &str = "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity \
+     WHERE application_name = $1 AND query ILIKE 'LISTEN %' AND pid <> pg_backend_pid()";
+
 impl RunStore {
     /// Connects to PostgreSQL in `schema` (created and migrated).
     pub async fn postgres(url: &str, schema: &str) -> Result<RunStore, ChaosError> {
@@ -106,6 +116,47 @@ impl RunStore {
         .and_then(|r| r.try_get(0))
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// The PostgreSQL backends of `app`'s LISTEN connection (a worker
+    /// process's identity), as pids.
+    ///
+    /// The store's wake listener connects with the pool's options (so it
+    /// reports the process's `application_name`) and, once listening, runs
+    /// nothing else: its backend is the one whose last statement was
+    /// `LISTEN`. Pool connections never run `LISTEN`.
+    pub async fn listener_backends(&self, app: &str) -> Result<Vec<i32>, StoreError> {
+        self.listener_query(app, LISTENER_PIDS_SQL).await
+    }
+
+    /// Terminates `app`'s LISTEN backends (see
+    /// [`RunStore::listener_backends`]); answers the pids terminated.
+    pub async fn terminate_listener(&self, app: &str) -> Result<Vec<i32>, StoreError> {
+        self.listener_query(app, TERMINATE_LISTENER_SQL).await
+    }
+
+    async fn listener_query(&self, app: &str, sql: &str) -> Result<Vec<i32>, StoreError> {
+        let RunStore::Postgres(s) = self else {
+            return Ok(Vec::new());
+        };
+        let rows = sqlx::query(sql)
+            .bind(app)
+            .fetch_all(s.pool())
+            .await
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let mut pids = Vec::new();
+        for r in &rows {
+            let pid: i32 = r
+                .try_get(0)
+                .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            let hit: bool = r
+                .try_get(1)
+                .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            if hit {
+                pids.push(pid);
+            }
+        }
+        Ok(pids)
     }
 
     /// Drops the run's schema (PostgreSQL) and closes the connections.

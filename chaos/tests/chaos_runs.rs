@@ -1,8 +1,10 @@
 //! Short chaos runs through the real binaries, real processes and real
-//! signals: a clean run passes, and the planted bug is caught. SQLite
-//! always; PostgreSQL when `DATABASE_URL` is set (`scripts/test.sh` sets
-//! it). The runs take turns: each one's faults must be the only ones its
-//! store sees, or a crash report could not be matched to its fault.
+//! signals, in both shapes: a clean run passes, every fault aimed at the
+//! production shape lands, and the planted bugs are caught (one of them
+//! only by telling apart the Workers inside one process). SQLite always;
+//! PostgreSQL when `DATABASE_URL` is set (`scripts/test.sh` sets it). The
+//! runs take turns: each one's faults must be the only ones its store
+//! sees, or a crash report could not be matched to its fault.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -41,22 +43,77 @@ fn database_url() -> Option<String> {
     std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty())
 }
 
-/// A clean run: exit 0, every job exact, every crash report matched.
-fn assert_clean(code: i32, text: &str) {
+/// The report line starting with `label`.
+fn line<'a>(text: &'a str, label: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} line in:\n{text}"))
+}
+
+/// A clean run of `jobs` jobs: exit 0, every job exact, every crash report
+/// matched.
+fn assert_clean_with(code: i32, text: &str, jobs: u32) {
     assert_eq!(code, 0, "a clean run must pass:\n{text}");
     assert!(text.contains("PASS: no violations"), "{text}");
-    let jobs = text
-        .lines()
-        .find(|l| l.trim_start().starts_with("jobs:"))
-        .expect("a jobs line");
+    let done = line(text, "jobs:");
     assert!(
-        jobs.contains("1000 enqueued, 1000 succeeded with their exact result bytes"),
-        "{jobs}"
+        done.contains(&format!(
+            "{jobs} enqueued, {jobs} succeeded with their exact result bytes"
+        )),
+        "{done}"
     );
     assert!(
         !text.contains("faults:        0 injected"),
         "faults were injected: {text}"
     );
+    let crashes = line(text, "crash reports:");
+    let n: Vec<u64> = crashes
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(n.len(), 2, "{crashes}");
+    assert_eq!(n[0], n[1], "every crash report matched: {crashes}");
+}
+
+fn assert_clean(code: i32, text: &str) {
+    assert_clean_with(code, text, 1000);
+}
+
+/// How many faults of aimed `kind` landed, of how many: from the report's
+/// `aimed faults:` line.
+fn landed(text: &str, kind: &str) -> (u64, u64) {
+    let aimed = line(text, "aimed faults:");
+    let at = aimed
+        .find(&format!(" {kind} "))
+        .unwrap_or_else(|| panic!("no {kind} in {aimed}"));
+    let n: Vec<u64> = aimed[at + kind.len() + 2..]
+        .split_whitespace()
+        .take(3)
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(n.len(), 2, "{kind} in {aimed}");
+    (n[0], n[1])
+}
+
+/// The production shape ran: several Workers of one process ran jobs, each
+/// attributed to its own Worker, and every aimed kind in `kinds` landed at
+/// least once.
+fn assert_production_shape(text: &str, kinds: &[&str]) {
+    assert!(
+        text.contains("production shape: 4 worker processes x 4 Workers x 32 jobs"),
+        "{text}"
+    );
+    let shape = line(text, "shape:");
+    assert!(
+        shape.contains("queues chaos, chaos-b:8, chaos-c:2"),
+        "{shape}"
+    );
+    let who = line(text, "attribution:");
+    assert!(who.contains("up to 4 in one process"), "{who}");
+    for kind in kinds {
+        let (hit, of) = landed(text, kind);
+        assert!(hit >= 1, "{kind} landed {hit} of {of} times: {text}");
+    }
 }
 
 /// The planted bug: exit 1, an overlap naming two tokens, and the rerun
@@ -82,6 +139,8 @@ fn a_clean_run_on_sqlite_passes() {
         &[
             "--store",
             "sqlite",
+            "--shape",
+            "single",
             "--seed",
             "11",
             "--jobs",
@@ -113,6 +172,8 @@ fn the_planted_bug_is_caught_on_sqlite() {
         &[
             "--store",
             "sqlite",
+            "--shape",
+            "single",
             "--seed",
             "12",
             "--jobs",
@@ -144,6 +205,8 @@ fn a_clean_run_on_postgres_passes() {
             "postgres",
             "--database-url",
             &url,
+            "--shape",
+            "single",
             "--seed",
             "21",
             "--jobs",
@@ -173,6 +236,8 @@ fn the_planted_bug_is_caught_on_postgres() {
             "postgres",
             "--database-url",
             &url,
+            "--shape",
+            "single",
             "--seed",
             "22",
             "--jobs",
@@ -188,6 +253,137 @@ fn the_planted_bug_is_caught_on_postgres() {
         ],
     );
     assert_caught(code, &text, "22");
+}
+
+/// Why the production-shape tests below leave out `pause`: a resumed
+/// process can run one more step of a handler whose lease expired while it
+/// was stopped (the first production-shape long run found 3 in 80 pauses;
+/// the worker runtime checks the fence only between its waits, not before
+/// each poll of the handler: docs/CHAOS.md, "Findings"). That is a bug in
+/// `leasehold-core`, caught by the overlap check whenever it happens, and
+/// `scripts/test.sh`'s chaos stage and the long runs keep pausing the
+/// production shape; these tests pin down the new faults and attribution
+/// without failing at random on it. Put `pause` back once it is fixed.
+const PRODUCTION_FAULTS_SQLITE: &str = "kill,kill-writer,kill-merged,kill-writer-queued";
+/// As above, on PostgreSQL.
+const PRODUCTION_FAULTS_POSTGRES: &str = "kill,terminate-backend,kill-listener,kill-merged";
+
+/// Production's shape on SQLite: four processes of four Workers each at
+/// concurrency 32 on one store, three queues with limits; kills aimed at
+/// merged batches and at a write transaction other Workers wait behind.
+#[test]
+fn the_production_shape_on_sqlite_passes_and_its_faults_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = chaos(
+        dir.path(),
+        &[
+            "--store",
+            "sqlite",
+            "--seed",
+            "31",
+            "--jobs",
+            "2000",
+            "--duration",
+            "20s",
+            "--fault-every",
+            "600ms",
+            "--faults",
+            PRODUCTION_FAULTS_SQLITE,
+        ],
+    );
+    assert_clean_with(code, &text, 2000);
+    assert_production_shape(&text, &["kill-writer", "kill-merged", "kill-writer-queued"]);
+}
+
+/// Production's shape on PostgreSQL: `Coalescing`, the LISTEN connection
+/// (killed, and back), kills aimed at merged batches.
+#[test]
+fn the_production_shape_on_postgres_passes_and_its_faults_land() {
+    let Some(url) = database_url() else {
+        eprintln!("DATABASE_URL not set: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = chaos(
+        dir.path(),
+        &[
+            "--store",
+            "postgres",
+            "--database-url",
+            &url,
+            "--seed",
+            "32",
+            "--jobs",
+            "2000",
+            "--duration",
+            "20s",
+            "--fault-every",
+            "600ms",
+            "--faults",
+            PRODUCTION_FAULTS_POSTGRES,
+        ],
+    );
+    assert_clean_with(code, &text, 2000);
+    assert_production_shape(&text, &["kill-listener", "kill-merged"]);
+    assert!(
+        line(&text, "shape:").contains("Coalescing, LISTEN/NOTIFY"),
+        "{text}"
+    );
+    let (hit, _) = landed(&text, "kill-listener");
+    let aimed = line(&text, "aimed faults:");
+    assert!(
+        aimed.contains(&format!("kill-listener {hit} of")) && aimed.contains(" came back"),
+        "{aimed}"
+    );
+}
+
+/// Attribution inside a process: each handler records its side effects as
+/// the next Worker of its own process (what a merger handing claim answers
+/// to the wrong callers would do). Only a check that tells the Workers of
+/// one process apart catches it; the rows, the audit log and the overlap
+/// check see nothing wrong.
+#[test]
+fn a_worker_running_its_neighbours_leases_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, text) = chaos(
+        dir.path(),
+        &[
+            "--store",
+            "sqlite",
+            "--seed",
+            "33",
+            "--jobs",
+            "300",
+            "--duration",
+            "5s",
+            "--faults",
+            "kill",
+            "--fault-every",
+            "2s",
+            "--planted-bug",
+            "wrong-worker",
+        ],
+    );
+    assert_eq!(code, 1, "the planted bug must be caught:\n{text}");
+    let grant = text
+        .lines()
+        .find(|l| l.starts_with("[grants]"))
+        .unwrap_or_else(|| panic!("a grants violation: {text}"));
+    // "[grants] P.wK ran a lease the store granted to P.wJ": one process.
+    let words: Vec<&str> = grant.split_whitespace().collect();
+    let (ran, owner) = (words[1], words[words.len() - 1]);
+    let process = |w: &str| w.rsplit_once(".w").map(|(p, _)| p.to_string());
+    assert!(ran != owner && process(ran).is_some(), "{grant}");
+    assert_eq!(process(ran), process(owner), "both in one process: {grant}");
+    assert!(
+        !text.contains("[overlap]"),
+        "only attribution is wrong: {text}"
+    );
+    assert!(
+        !text.contains("[results]"),
+        "only attribution is wrong: {text}"
+    );
+    assert!(text.contains("--planted-bug wrong-worker"), "{text}");
 }
 
 #[test]
@@ -219,6 +415,25 @@ fn bad_arguments_exit_2_naming_the_flag() {
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("worker binary /nonexistent/worker not found"),
+        "{err}"
+    );
+    let (code, err) = run(&[
+        "--store",
+        "sqlite",
+        "--shape",
+        "single",
+        "--faults",
+        "kill-merged",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("kill-merged needs at least 2 Workers per process"),
+        "{err}"
+    );
+    let (code, err) = run(&["--store", "sqlite", "--faults", "kill-listener"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("kill-listener does not apply to sqlite"),
         "{err}"
     );
     let (code, err) = run(&["--store", "sqlite", "--duration", "ten"]);

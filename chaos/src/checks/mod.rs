@@ -6,8 +6,8 @@
 //! |---|---|---|
 //! | `results` | rows, payloads, side effects | every job `succeeded` with its exact result bytes, from a handler that finished under the winning token |
 //! | `overlap` | side effects | no two tokens of a job have side effects that overlap in time (fencing permits none) |
-//! | `grants` | audit log, side effects | every handler ran under a lease the store granted to its own worker |
-//! | `crash-reports` | audit log, faults | every sweep reclaim (crash report) matches a fault the nemesis injected on its holder or on the store (a restart, any pause, on SQLite any kill) |
+//! | `grants` | audit log, side effects | every handler ran under a lease the store granted to its own `Worker`, one its process runs |
+//! | `crash-reports` | audit log, faults | every sweep reclaim (crash report) matches a fault the nemesis injected on its holder's process or on the store (a restart, any pause, on SQLite any kill) |
 //! | `audit` | audit log | the offline checker (`leasehold check`): I1, I2, I4, I7, I8 |
 //! | `processes` | exit statuses | no worker died unasked or ignored SIGTERM |
 
@@ -140,6 +140,9 @@ pub struct Evidence<'a> {
     pub faults: &'a [Injected],
     /// Process problems seen during the run.
     pub process_problems: &'a [String],
+    /// How long after a pause of its holder's process a lease granted then
+    /// may still be the pause's doing (ms; see `crash-reports`).
+    pub pause_aftermath_ms: i64,
 }
 
 /// Counts behind the report.
@@ -159,6 +162,12 @@ pub struct CheckStats {
     pub audit_events: u64,
     /// Torn last lines in side-effect logs (processes killed mid-write).
     pub torn_tails: u64,
+    /// Worker processes (incarnations) whose Workers made side effects.
+    pub processes_with_effects: u64,
+    /// Workers that made side effects (each attributed to its process).
+    pub workers_with_effects: u64,
+    /// Most Workers of one process that made side effects.
+    pub most_workers_in_a_process: u64,
 }
 
 /// What the checks found.
@@ -175,7 +184,7 @@ pub fn run_all(e: &Evidence<'_>) -> Findings {
     let mut f = Findings::default();
     f.violations.extend(results::check(e, &mut f.stats));
     f.violations.extend(overlap::check(e, &mut f.stats));
-    f.violations.extend(grants::check(e));
+    f.violations.extend(grants::check(e, &mut f.stats));
     f.violations.extend(crashes::check(e, &mut f.stats));
     f.violations.extend(audit::check(e, &mut f.stats));
     f.violations.extend(

@@ -1,30 +1,44 @@
 //! The job handler: a typed payload in, result bytes out.
 //!
 //! CHAOS ONLY (a production handler has neither): every side effect is
-//! appended to the process's side-effect log, and `--planted-bug` runs a
-//! deliberately broken variant for the checks to catch.
+//! appended to the process's side-effect log under the identity of the
+//! `Worker` running the handler, and `--planted-bug` runs a deliberately
+//! broken variant for the checks to catch.
 
 use leasehold_chaos::effects::{EffectLog, Phase};
 use leasehold_chaos::job::{ChaosJob, PlantedBug};
 use leasehold_core::{Handler, HandlerError, Lease, StopReason, StopSignal};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs [`ChaosJob`]s.
+/// Runs [`ChaosJob`]s for one `Worker`.
 pub struct ChaosHandler {
     log: Option<Arc<EffectLog>>,
+    /// The Worker identity its side effects are recorded under.
+    recorded_as: Arc<str>,
     bug: Option<PlantedBug>,
 }
 
 impl ChaosHandler {
-    /// A handler for worker `id`, logging side effects to `log` if given.
-    pub fn new(id: &str, log: Option<&Path>, bug: Option<PlantedBug>) -> std::io::Result<Self> {
-        let log = log.map(|p| EffectLog::open(p, id)).transpose()?;
-        Ok(ChaosHandler {
-            log: log.map(Arc::new),
+    /// The handler of Worker `workers[index]`, logging side effects to
+    /// `log` (the process's, shared by its Workers) if given.
+    pub fn new(
+        workers: &[String],
+        index: usize,
+        log: Option<Arc<EffectLog>>,
+        bug: Option<PlantedBug>,
+    ) -> Self {
+        let recorded_as = match bug {
+            // PLANTED BUG: effects recorded as the next Worker's (see
+            // `PlantedBug::WrongWorker`).
+            Some(PlantedBug::WrongWorker) => &workers[(index + 1) % workers.len()],
+            _ => &workers[index],
+        };
+        ChaosHandler {
+            log,
+            recorded_as: recorded_as.as_str().into(),
             bug,
-        })
+        }
     }
 }
 
@@ -35,12 +49,13 @@ impl Handler for ChaosHandler {
         let job = ChaosJob::from_payload(&lease.payload).map_err(HandlerError::poison)?;
         let effects = Effects {
             log: self.log.clone(),
+            worker: self.recorded_as.clone(),
             job: lease.job.0,
             token: lease.token.0,
             attempt: lease.attempt,
         };
         match self.bug {
-            None => work(job, effects, Some(stop)).await,
+            None | Some(PlantedBug::WrongWorker) => work(job, effects, Some(stop)).await,
             // PLANTED BUG: the work runs in a detached task. When the lease
             // is lost or the worker self-fences, the runtime drops the
             // handler's future, but dropping a JoinHandle does not stop the
@@ -55,6 +70,7 @@ impl Handler for ChaosHandler {
 /// Where one lease's side effects go.
 struct Effects {
     log: Option<Arc<EffectLog>>,
+    worker: Arc<str>,
     job: u64,
     token: u64,
     attempt: u32,
@@ -64,7 +80,7 @@ impl Effects {
     fn record(&self, phase: Phase) -> Result<(), HandlerError> {
         match &self.log {
             Some(log) => log
-                .record(self.job, self.token, self.attempt, phase)
+                .record(&self.worker, self.job, self.token, self.attempt, phase)
                 .map_err(|e| HandlerError::retryable(format!("side-effect log: {e}"))),
             None => Ok(()),
         }

@@ -4,9 +4,14 @@
 //!
 //! What a production worker needs, each shown below:
 //! - a store from a URL, with its migrations applied (`PgStore`; `--sqlite
-//!   PATH` runs the same worker on one SQLite file);
-//! - a `Worker` running a typed handler (a serde payload, `handler.rs`);
-//! - a `Sweeper`, so the leases of crashed workers come back;
+//!   PATH` runs the same worker on one SQLite file), shared by every
+//!   `Worker` of the process: their batches merge into few transactions,
+//!   and one LISTEN connection wakes them all (PostgreSQL); `--coalesce`
+//!   also answers their single claims and releases in batches;
+//! - `--workers N` `Worker`s, each running a typed handler (a serde
+//!   payload, `handler.rs`) on every `--queue NAME[:LIMIT]`, each queue
+//!   with its own limit within the Worker's concurrency;
+//! - one `Sweeper`, so the leases of crashed workers come back;
 //! - graceful shutdown on SIGTERM (and Ctrl-C) that lets handlers finish
 //!   within the grace time and returns unfinished leases to the queue;
 //! - tracing through `tracing-subscriber` (`RUST_LOG=info,leasehold_core=debug`);
@@ -15,27 +20,32 @@
 //!   `restart-reuses-identity` bug).
 //!
 //! ```sh
-//! DATABASE_URL=postgres://… leasehold-chaos-worker --queue chaos
+//! DATABASE_URL=postgres://… leasehold-chaos-worker --workers 4 --queue chaos --queue chaos-b:8 --coalesce
 //! ```
 
 mod handler;
+mod tracked;
 
 use clap::Parser;
 use handler::ChaosHandler;
+use leasehold_chaos::effects::EffectLog;
+use leasehold_chaos::inflight::InFlightBoard;
 use leasehold_chaos::job::PlantedBug;
+use leasehold_chaos::shape::MAX_WORKERS_PER_PROCESS;
 use leasehold_core::worker::config as defaults;
 use leasehold_core::worker::WorkerStats;
 use leasehold_core::{
     shutdown_channel, Millis, Policy, Store, StoreError, Sweeper, SweeperConfig, TokioRuntime,
     Worker, WorkerConfig,
 };
-use leasehold_postgres::PgStore;
+use leasehold_postgres::{Coalescing, PgStore, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
 use leasehold_sqlite::SqliteStore;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
+use tracked::Tracked;
 
 /// Tries to connect and migrate at start (the database may be restarting).
 const CONNECT_TRIES: u32 = 30;
@@ -45,7 +55,8 @@ const CONNECT_RETRY: Duration = Duration::from_secs(1);
 /// identity as `application_name`, at most 63 bytes).
 const MAX_HOST_IN_ID: usize = 20;
 
-/// A leasehold worker: claims jobs from one queue and runs them.
+/// A leasehold worker process: `--workers` Workers on one shared store
+/// claim jobs from the `--queue`s and run them.
 #[derive(Debug, Parser)]
 #[command(name = "leasehold-chaos-worker", version)]
 struct Args {
@@ -58,10 +69,18 @@ struct Args {
     /// Use this SQLite file instead of PostgreSQL.
     #[arg(long)]
     sqlite: Option<PathBuf>,
-    /// The queue to work.
-    #[arg(long, default_value = leasehold_chaos::job::QUEUE)]
-    queue: String,
-    /// Jobs run at once.
+    /// A queue to work, `NAME` or `NAME:LIMIT` (most of its jobs one Worker
+    /// runs at once); repeat it for several. The first one without a limit
+    /// may use the whole concurrency.
+    #[arg(long = "queue", value_parser = parse_queue, default_value = leasehold_chaos::job::QUEUE)]
+    queues: Vec<(String, Option<u32>)>,
+    /// `Worker`s in this process, sharing one store.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_WORKERS_PER_PROCESS)))]
+    workers: u32,
+    /// PostgreSQL: answer single claims and releases in batches (`Coalescing`).
+    #[arg(long)]
+    coalesce: bool,
+    /// Jobs each Worker runs at once.
     #[arg(long, default_value_t = defaults::DEFAULT_CONCURRENCY)]
     concurrency: u32,
     /// Lease asked for, in ms.
@@ -91,6 +110,22 @@ struct Args {
     /// Chaos only: run with a deliberately planted bug.
     #[arg(long, value_enum)]
     planted_bug: Option<PlantedBug>,
+    /// Chaos only: publish which Workers have store writes in flight here.
+    #[arg(long)]
+    inflight_file: Option<PathBuf>,
+}
+
+/// `NAME` or `NAME:LIMIT`.
+fn parse_queue(s: &str) -> Result<(String, Option<u32>), String> {
+    match s.rsplit_once(':') {
+        Some((name, limit)) => {
+            let limit = limit
+                .parse::<u32>()
+                .map_err(|_| format!("{limit:?} in {s:?} is not a queue limit (a whole number)"))?;
+            Ok((name.to_string(), Some(limit)))
+        }
+        None => Ok((s.to_string(), None)),
+    }
 }
 
 #[tokio::main]
@@ -145,23 +180,40 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
     // First, before anything slow: a SIGTERM while connecting must end the
     // process cleanly, not by the signal's default action.
     let mut term = signal(SignalKind::terminate())?;
-    let config = WorkerConfig::builder(id, &args.queue)
-        .concurrency(args.concurrency)
-        .lease(Millis(args.lease_ms))
-        .renew_interval(Millis(args.renew_ms))
-        .request_timeout(Millis(args.request_timeout_ms))
-        .poll_interval(Millis(args.poll_ms))
-        .grace(Millis(args.grace_ms))
-        .build()?;
+    // One identity per Worker, derived from the process's: in the audit log
+    // each lease names the Worker that holds it.
+    let workers: Vec<String> = if args.workers == 1 {
+        vec![id.to_string()]
+    } else {
+        (0..args.workers).map(|k| format!("{id}.w{k}")).collect()
+    };
+    let configs = workers
+        .iter()
+        .map(|w| worker_config(&args, w))
+        .collect::<Result<Vec<_>, _>>()?;
     let sweeper = SweeperConfig::new(Millis(args.sweep_ms), defaults::DEFAULT_SWEEP_BATCH)?
         .with_request_timeout(Millis(args.request_timeout_ms))?;
-    let handler = ChaosHandler::new(id, args.effects_log.as_deref(), args.planted_bug)?;
+    let log = args
+        .effects_log
+        .as_deref()
+        .map(|p| EffectLog::open(p, id, &workers).map(Arc::new))
+        .transpose()?;
+    let handlers = (0..workers.len())
+        .map(|k| ChaosHandler::new(&workers, k, log.clone(), args.planted_bug))
+        .collect();
+    let board = InFlightBoard::open(args.inflight_file.as_deref(), workers.len())?;
+    let process = Process {
+        configs,
+        handlers,
+        sweeper,
+        board,
+    };
     if let Some(path) = &args.sqlite {
         let store = tokio::select! {
             store = SqliteStore::open(path, Policy::default()) => Arc::new(store?),
             _ = term.recv() => return Ok(WorkerStats::default()),
         };
-        let stats = serve(store.clone(), handler, config, sweeper, term).await?;
+        let stats = serve(store.clone(), process, term).await?;
         store.close().await;
         return Ok(stats);
     }
@@ -173,9 +225,49 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
         store = connect_postgres(url, args.schema.as_deref(), id) => Arc::new(store?),
         _ = term.recv() => return Ok(WorkerStats::default()),
     };
-    let stats = serve(store.clone(), handler, config, sweeper, term).await?;
+    let stats = if args.coalesce {
+        let coalescing = Arc::new(Coalescing::new(
+            store.clone(),
+            DEFAULT_COALESCE_BATCH,
+            DEFAULT_FLUSHERS,
+        ));
+        serve(coalescing, process, term).await?
+    } else {
+        serve(store.clone(), process, term).await?
+    };
     store.close().await;
     Ok(stats)
+}
+
+/// The configuration of Worker `id`: every queue with its limit.
+fn worker_config(args: &Args, id: &str) -> Result<WorkerConfig, leasehold_core::ConfigError> {
+    let first = args
+        .queues
+        .first()
+        .map_or(leasehold_chaos::job::QUEUE, |q| q.0.as_str());
+    let mut b = WorkerConfig::builder(id, first)
+        .concurrency(args.concurrency)
+        .lease(Millis(args.lease_ms))
+        .renew_interval(Millis(args.renew_ms))
+        .request_timeout(Millis(args.request_timeout_ms))
+        .poll_interval(Millis(args.poll_ms))
+        .grace(Millis(args.grace_ms));
+    for (name, limit) in &args.queues {
+        b = match limit {
+            Some(l) => b.queue(name.clone(), *l),
+            // A queue without a limit may use the whole concurrency.
+            None => b.queue(name.clone(), args.concurrency),
+        };
+    }
+    b.build()
+}
+
+/// What one process runs on its store.
+struct Process {
+    configs: Vec<WorkerConfig>,
+    handlers: Vec<ChaosHandler>,
+    sweeper: SweeperConfig,
+    board: Arc<InFlightBoard>,
 }
 
 /// Connects and applies the migrations, retrying while the server is
@@ -210,36 +302,53 @@ async fn connect_postgres(
     Err(last)
 }
 
-/// Runs the worker and the sweeper until SIGTERM or Ctrl-C, then shuts
-/// down gracefully: handlers get the grace time, unfinished leases are
-/// released as `Returned` (the job is due again at once, the attempt
-/// refunded), and the sweeper stops.
+/// Runs the Workers and the sweeper on the one `store` until SIGTERM or
+/// Ctrl-C, then shuts down gracefully: handlers get the grace time,
+/// unfinished leases are released as `Returned` (the job is due again at
+/// once, the attempt refunded), and the sweeper stops.
 async fn serve<S: Store>(
     store: Arc<S>,
-    handler: ChaosHandler,
-    config: WorkerConfig,
-    sweeper: SweeperConfig,
+    process: Process,
     mut term: tokio::signal::unix::Signal,
 ) -> Result<WorkerStats, Box<dyn std::error::Error>> {
-    tracing::info!(worker = %config.worker_id, queue = %config.queue, "started");
     let (stop, shutdown) = shutdown_channel();
-    let worker = Worker::new(store.clone(), handler, TokioRuntime::new(), config);
-    let sweeper = Sweeper::new(store, TokioRuntime::new(), sweeper);
-    let worker = tokio::spawn(worker.run(shutdown.clone()));
+    let mut running = Vec::new();
+    for (k, (config, handler)) in process
+        .configs
+        .into_iter()
+        .zip(process.handlers)
+        .enumerate()
+    {
+        tracing::info!(worker = %config.worker_id, queues = ?config.queues, "started");
+        let view = Arc::new(Tracked::new(store.clone(), k, process.board.clone()));
+        let worker = Worker::new(view, handler, TokioRuntime::new(), config);
+        running.push(tokio::spawn(worker.run(shutdown.clone())));
+    }
+    let sweeper = Sweeper::new(store, TokioRuntime::new(), process.sweeper);
     let sweeper = tokio::spawn(sweeper.run(shutdown));
     tokio::select! {
         _ = term.recv() => tracing::info!("SIGTERM: returning leases and stopping"),
         _ = tokio::signal::ctrl_c() => tracing::info!("Ctrl-C: returning leases and stopping"),
     }
     stop.shutdown();
-    let stats = worker.await?;
+    let mut all = WorkerStats::default();
+    for worker in running {
+        let s = worker.await?;
+        all.claimed += s.claimed;
+        all.committed += s.committed;
+        all.release_lost += s.release_lost;
+        all.release_unknown += s.release_unknown;
+        all.abandoned += s.abandoned;
+        all.claim_errors += s.claim_errors;
+        all.undrained += s.undrained;
+    }
     sweeper.await?;
-    if stats.undrained > 0 {
+    if all.undrained > 0 {
         return Err(format!(
             "{} leases still running after the grace time",
-            stats.undrained
+            all.undrained
         )
         .into());
     }
-    Ok(stats)
+    Ok(all)
 }

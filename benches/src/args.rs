@@ -61,7 +61,7 @@ pub struct Settings {
     /// How the drain runs.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
-    /// Do not write the `lease_events` audit log.
+    /// Do not write the audit log.
     #[arg(long)]
     pub no_audit: bool,
     /// Which stores to measure.
@@ -73,6 +73,10 @@ pub struct Settings {
     /// Coalesce one process's claims and releases on PostgreSQL.
     #[arg(long)]
     pub coalesce: bool,
+    /// Merged batches in flight at once on PostgreSQL (`PgStoreBuilder::
+    /// batch_flushers`); unset, the store's default.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub flushers: Option<u32>,
     /// Arrivals per second (`--mode latency`).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rate: u32,

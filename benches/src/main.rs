@@ -417,13 +417,15 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
         return Ok(());
     };
     let schema = format!("lh_bench_{}", std::process::id());
-    let store = PgStore::builder(&url)
+    let mut builder = PgStore::builder(&url)
         .schema(schema.clone())
         .policy(Policy::default())
         .audit(s.audit())
-        .max_connections((s.workers + 2).min(64) as u32)
-        .connect()
-        .await?;
+        .max_connections((s.workers + 2).min(64) as u32);
+    if let Some(n) = s.flushers {
+        builder = builder.batch_flushers(n as usize);
+    }
+    let store = builder.connect().await?;
     store.migrate().await?;
     let version: String = sqlx::query_scalar("SHOW server_version")
         .fetch_one(store.pool())
@@ -439,8 +441,11 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let store = Arc::new(store);
     let detail = format!(
-        "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync_commit}, pool={}{}",
+        "PostgreSQL {version}, fsync={fsync}, synchronous_commit={sync_commit}, pool={}{}{}",
         (s.workers + 2).min(64),
+        s.flushers
+            .map(|n| format!(", {n} merged batches in flight"))
+            .unwrap_or_default(),
         if s.coalesce {
             format!(", coalescing claims/releases (batch {DEFAULT_COALESCE_BATCH}, {DEFAULT_FLUSHERS} flushers each)")
         } else {

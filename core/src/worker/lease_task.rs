@@ -300,8 +300,24 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
                 }
             }
             _ = shutdown.wait(), if !shutdown_seen => shutdown_seen = true,
-            result = &mut work => {
-                break Ok((outcome_of(result, soft.map(|s| s.0)), BeliefEnd::HandlerDone));
+            // The fence is checked again before every poll of the handler,
+            // not only at the top of the loop: after the process is paused
+            // past the deadline, the handler's own wake-up may be polled
+            // before the nap's timer has fired (nothing orders two timers
+            // that expired together, and on a multi-threaded runtime the
+            // task can run while the timer driver is still firing them).
+            // A handler step then would run on a lease the worker no longer
+            // holds (a chaos finding: one more side effect after a pause).
+            result = std::future::poll_fn(|cx| {
+                if fence.is_expired(rt.now()) {
+                    return std::task::Poll::Ready(None);
+                }
+                std::future::Future::poll(work.as_mut(), cx).map(Some)
+            }) => {
+                // `None`: the deadline passed; the loop's check fences.
+                if let Some(result) = result {
+                    break Ok((outcome_of(result, soft.map(|s| s.0)), BeliefEnd::HandlerDone));
+                }
             }
         }
     };

@@ -1,4 +1,4 @@
-//! `leasehold-export`: writes a Postgres store's `lease_events` audit log as
+//! `leasehold-export`: writes a Postgres store's audit log (`leasehold_audit`) as
 //! JSONL (one `leasehold_core::Event` per line, in insertion order), the
 //! input of `leasehold check`.
 //!

@@ -255,11 +255,13 @@ fn the_planted_bug_is_caught_on_postgres() {
     assert_caught(code, &text, "22");
 }
 
-/// Faults of the production-shape test on SQLite. `pause` is back since
-/// the worker checks its fence before every poll of the handler (a resumed
-/// process ran one more step of a handler whose lease had expired while it
-/// was stopped: docs/CHAOS.md, "Findings", 1).
-const PRODUCTION_FAULTS_SQLITE: &str = "kill,kill-writer,kill-merged,kill-writer-queued,pause";
+/// Faults of the production-shape test on SQLite: the aimed kills, each
+/// of which must land. `pause` is left out here because with it in the
+/// mix, seed 31's schedule gives `kill-writer-queued` too few chances to
+/// land (0 of 2 in one CI run). Pauses of the production shape run in
+/// `scripts/test.sh`'s chaos stage and the long runs. The fence bug that
+/// first kept them out is fixed (docs/CHAOS.md, "Findings", 1).
+const PRODUCTION_FAULTS_SQLITE: &str = "kill,kill-writer,kill-merged,kill-writer-queued";
 /// As above, on PostgreSQL, without `pause` for now: a pause makes request
 /// timeouts, and a timeout of the Worker that runs a merged batch drops
 /// every other Worker's part of it (docs/CHAOS.md, "Findings", 2, open).

@@ -187,6 +187,16 @@ pub struct SchemaGuard {
     schema: String,
 }
 
+impl SchemaGuard {
+    /// Drops `schema` of the database at `url` when it goes out of scope.
+    pub fn new(url: impl Into<String>, schema: impl Into<String>) -> Self {
+        SchemaGuard {
+            url: url.into(),
+            schema: schema.into(),
+        }
+    }
+}
+
 impl Drop for SchemaGuard {
     fn drop(&mut self) {
         let (url, schema) = (self.url.clone(), self.schema.clone());
@@ -226,13 +236,7 @@ pub async fn pg_store(
     }
     let store = b.connect().await.expect("connect postgres");
     store.migrate().await.expect("migrate postgres");
-    Guarded::new(
-        store,
-        SchemaGuard {
-            url: url.to_string(),
-            schema,
-        },
-    )
+    Guarded::new(store, SchemaGuard::new(url, schema))
 }
 
 impl Harness for PgHarness {

@@ -8,7 +8,7 @@ use leasehold_core::{
     Store, WorkerId,
 };
 use leasehold_postgres::PgStore;
-use leasehold_tests::{database_url, pg_store, unique_schema};
+use leasehold_tests::{database_url, pg_store, unique_schema, SchemaGuard};
 use std::borrow::Cow;
 use std::path::Path;
 
@@ -61,7 +61,7 @@ async fn a_database_of_the_previous_schema_migrates_without_losing_a_job_or_an_e
         .connect()
         .await
         .unwrap();
-    let _guard = DropSchema(url.clone(), schema.clone());
+    let _guard = SchemaGuard::new(url.as_str(), schema.as_str());
     sqlx::query(&format!("CREATE SCHEMA \"{schema}\""))
         .execute(old.pool())
         .await
@@ -159,27 +159,4 @@ async fn a_database_of_the_previous_schema_migrates_without_losing_a_job_or_an_e
         jobs.iter().all(|j| j.id < new_job),
         "job ids continue after the old ones"
     );
-}
-
-/// Drops a schema when the test ends, passed or not.
-struct DropSchema(String, String);
-
-impl Drop for DropSchema {
-    fn drop(&mut self) {
-        let (url, schema) = (self.0.clone(), self.1.clone());
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async {
-                use sqlx::Connection;
-                if let Ok(mut c) = sqlx::PgConnection::connect(&url).await {
-                    let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
-                    let _ = sqlx::query(&sql).execute(&mut c).await;
-                }
-            });
-        })
-        .join();
-    }
 }

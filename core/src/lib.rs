@@ -49,6 +49,7 @@ mod history;
 mod ids;
 mod job;
 mod join;
+mod patience;
 mod policy;
 pub mod schedule;
 mod store;
@@ -69,6 +70,7 @@ pub use ids::{JobId, Token, WorkerId};
 pub use job::{
     CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Release, ReleaseMark, Renewal,
 };
+pub use patience::Patience;
 pub use policy::{
     Backoff, Limits, Policy, PolicyBuilder, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP,
     DEFAULT_JITTER_PERMILLE, DEFAULT_MAX_ATTEMPTS_CAP, DEFAULT_MAX_CLAIM_BATCH,

@@ -12,6 +12,7 @@ use crate::error::StoreError;
 use crate::history::CrashReport;
 use crate::ids::{JobId, Token, WorkerId};
 use crate::job::{CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal};
+use crate::patience::Patience;
 use crate::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use crate::time::{Millis, StoreTime};
 use serde::{Deserialize, Serialize};
@@ -148,6 +149,22 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
         batch_by_parts(self, req)
     }
+    /// [`Store::batch`], waited for with `patience` (what the `Worker`
+    /// sends): past its limit the outcome is unknown
+    /// ([`StoreError::Unavailable`]). A store that runs one caller's batch
+    /// merged with others' (the SQL adapters, through
+    /// [`crate::BatchMerger`]) lets a caller that is running such a batch
+    /// finish it (see [`Patience`]), so that one caller's limit never
+    /// throws away the others' answers. The default waits for
+    /// [`Store::batch`] until the limit; a wrapper forwards this to the
+    /// store it wraps.
+    fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        patience.run(self.batch(req))
+    }
     /// Reclaims expired leases; answers one crash report per reclaim.
     fn sweep(
         &self,
@@ -227,6 +244,13 @@ impl<S: Store> Store for Arc<S> {
         req: BatchRequest,
     ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
         (**self).batch(req)
+    }
+    fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        (**self).batch_within(req, patience)
     }
     fn sweep(
         &self,

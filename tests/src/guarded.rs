@@ -2,7 +2,7 @@
 
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 
@@ -47,6 +47,13 @@ impl<S: Store, G: Send + Sync + 'static> Store for Guarded<S, G> {
     // cases must reach the adapters' own one-transaction batches.
     async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
         self.store.batch(req).await
+    }
+    async fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        self.store.batch_within(req, patience).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
         self.store.sweep(req).await

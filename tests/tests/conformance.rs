@@ -1,13 +1,9 @@
-//! The conformance suite against every adapter: memory, SQLite (real temp
+//! The conformance suite against every SQL adapter (the memory store runs it
+//! in its own package, `adapters/memory/tests/conformance.rs`): SQLite (real temp
 //! files), and Postgres twice (on the database clock, waiting for real; and
 //! on a manual clock override), and Postgres through the coalescing layer
 //! that batches concurrent claims and releases. Postgres cases need
 //! `DATABASE_URL`.
-
-mod memory {
-    use leasehold_tests::memory_harness;
-    leasehold_conformance::conformance_tests!(memory_harness);
-}
 
 mod sqlite {
     use leasehold_tests::sqlite_harness;

@@ -18,7 +18,7 @@ use crate::PgStore;
 use leasehold_core::transition;
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use std::sync::Arc;
@@ -150,6 +150,13 @@ impl Store for Coalescing {
     async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
         // A worker's batch is already one transaction.
         self.store.batch(req).await
+    }
+    async fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        self.store.batch_within(req, patience).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
         self.store.sweep(req).await

@@ -86,8 +86,8 @@ use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
     FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
-    Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
-    StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
+    Patience, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord,
+    Store, StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
     DEFAULT_MERGE_FLUSHERS,
 };
 use row::{decode, to_i64, COLUMNS};
@@ -721,6 +721,18 @@ impl Store for SqliteStore {
         // Concurrent batches (the workers of this process) share one write
         // transaction and one commit; each still gets its own answers.
         self.merger.batch(req, |r| self.batch_in_one_tx(r)).await
+    }
+
+    async fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        // A worker running a merged batch finishes it past its own limit
+        // (for at most one more), so the others' answers are not lost.
+        self.merger
+            .batch_within(req, |r| self.batch_in_one_tx(r), patience)
+            .await
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {

@@ -25,7 +25,6 @@ use super::observer::{NoObserver, Observer};
 use super::release_queue::{answer_all, PendingRelease};
 use super::shutdown::Shutdown;
 use super::slots::Slots;
-use super::timeout::with_timeout;
 use crate::clock::Runtime;
 use crate::error::StoreError;
 use crate::ids::{JobId, Token};
@@ -340,7 +339,8 @@ async fn send<'a, S: Store, H, R: Runtime>(
             })
             .collect(),
     };
-    let answer = with_timeout(rt, cfg.request_timeout, ctx.store.batch(req)).await;
+    let patience = crate::Patience::new(rt, cfg.request_timeout);
+    let answer = ctx.store.batch_within(req, patience).await;
     Sent {
         t_send,
         releases,

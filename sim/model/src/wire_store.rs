@@ -10,7 +10,7 @@ use crate::history::ReadRow;
 use crate::wire::{WireBatch, WireError, WireOp, WireReply};
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
     Token,
 };
@@ -41,6 +41,17 @@ pub trait WireCall: Send + Sync + 'static {
                 "this carrier sends no batch message".into(),
             ))
         }
+    }
+
+    /// [`WireCall::call_batch`], waited for with `patience` (see
+    /// [`Store::batch_within`]); a carrier that merges its callers'
+    /// batches gives a caller running one its grace.
+    fn call_batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+        patience.run(self.call_batch(req))
     }
 
     /// The caller's own wall clock to send with a sweep, for the catalogue's
@@ -113,6 +124,19 @@ impl<C: WireCall> Store for WireStore<C> {
             self.0.call_batch(req).await
         } else {
             leasehold_core::batch_by_parts(self, req).await
+        }
+    }
+    async fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        if C::BATCHES {
+            self.0.call_batch_within(req, patience).await
+        } else {
+            patience
+                .run(leasehold_core::batch_by_parts(self, req))
+                .await
         }
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {

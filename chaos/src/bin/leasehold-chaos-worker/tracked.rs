@@ -10,7 +10,7 @@
 use leasehold_chaos::inflight::{Call, InFlightBoard};
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Release, ReleaseRequest,
     RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use std::sync::Arc;
@@ -55,6 +55,14 @@ impl<S: Store> Store for Tracked<S> {
     async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
         let _out = self.board.enter(self.index, Call::Batch);
         self.inner.batch(req).await
+    }
+    async fn batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        let _out = self.board.enter(self.index, Call::Batch);
+        self.inner.batch_within(req, patience).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
         self.inner.sweep(req).await

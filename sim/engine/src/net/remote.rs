@@ -28,7 +28,7 @@ use crate::history::{Op, Record, Reply};
 use crate::hosts::runtime::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::{
-    BatchAnswer, BatchMerger, BatchRequest, Millis, Runtime, StoreError, StoreTime,
+    BatchAnswer, BatchMerger, BatchRequest, Millis, Patience, Runtime, StoreError, StoreTime,
     DEFAULT_MERGE_FLUSHERS,
 };
 use leasehold_model::wire_store::{wire, WireCall, WireStore};
@@ -229,6 +229,26 @@ impl WireCall for RemoteCall {
     /// worker, not when the merged message comes back: a worker that gave
     /// up never got them, even if another worker of its process did.
     async fn call_batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        self.merged_batch(req, None).await
+    }
+
+    async fn call_batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        self.merged_batch(req, Some(patience)).await
+    }
+}
+
+impl RemoteCall {
+    /// One worker's batch (see [`WireCall::call_batch`]), waited for with
+    /// `patience` if any, as the SQL adapters' merger does.
+    async fn merged_batch(
+        &self,
+        req: BatchRequest,
+        patience: Option<Patience>,
+    ) -> Result<BatchAnswer, StoreError> {
         let shared = self.rt.shared().clone();
         let n_releases = req.releases.len();
         let ops: Vec<Op> = req
@@ -261,7 +281,29 @@ impl WireCall for RemoteCall {
         // Queued in the merger's order: the merger takes a prefix of its
         // queue, and `send_merged` takes the same prefix of these.
         lock(&self.queued).push_back((n_releases, ids.clone()));
-        let answer = self.merger.batch(req, |r| self.send_merged(r)).await;
+        let run = |r| self.send_merged(r);
+        let expired = patience.as_ref().map(Patience::expired);
+        let answer = match patience {
+            Some(p) => {
+                // A request withdrawn from the merger's queue leaves this
+                // record of its order too, at the same moment.
+                let mut withdrawn = || {
+                    let mut q = lock(&self.queued);
+                    if let Some(i) = q.iter().position(|(_, mine)| *mine == ids) {
+                        q.remove(i);
+                    }
+                };
+                self.merger
+                    .batch_within_then(req, run, p, &mut withdrawn)
+                    .await
+            }
+            None => self.merger.batch(req, run).await,
+        };
+        if expired.is_some() && answer.as_ref().err() == expired.as_ref() {
+            // Gave up: `pending` records it, as for a caller whose wait
+            // was cut short from outside.
+            return answer;
+        }
         pending.done = true;
         let n = ids.len();
         let replies: Vec<WireReply> = match &answer {

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Mutation testing (cargo-mutants): plants small wrong versions of a crate's
+# code and counts how many the tests catch. Not part of CI (hours on this
+# 2-core machine); docs/MUTANTS.md gives the figures, the survivors'
+# dispositions and the nightly recipe.
+#
+#   scripts/mutants.sh CRATE [--shard K/N] [more cargo-mutants options]
+#   scripts/mutants.sh core --shard 1/8   # K from 1 to N; round-robin, so
+#                                         # each shard samples the whole crate
+#   scripts/mutants.sh list              # mutants per crate, nothing run
+#
+# CRATE is core, memory, sqlite or postgres. Each crate's mutants are judged
+# by the tests that catch bugs there:
+#   core:     core's unit tests; the memory adapter's tests (its model
+#             proptest, the Worker runtime tests, the conformance suite on
+#             memory); nothing else needs building per mutant;
+#   memory:   the same;
+#   sqlite:   its own unit tests, and leasehold-tests (the conformance
+#             suite on SQLite files, the busy, cancelled-write, disk-full
+#             and multi-process tests; the PostgreSQL tests too);
+#   postgres: its own unit tests, and leasehold-tests against a throwaway
+#             PostgreSQL (scripts/with-postgres.sh) unless DATABASE_URL is set.
+# Output: target/mutants/CRATE[-K-of-N]/mutants.out (caught.txt, missed.txt,
+# timeout.txt, unviable.txt, outcomes.json). Merge shards by concatenating
+# their .txt files. Builds share target/mutants/build, so a second run
+# rebuilds only the workspace's own crates.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The version the figures in docs/MUTANTS.md were measured with.
+CARGO_MUTANTS_VERSION=27.1.0
+# Timeouts for this 2-core machine: a mutant that makes a test hang is cut
+# at 3x the unmutated test time (at least 120 s), a build at 3x its time.
+TIMEOUT_MULTIPLIER=3
+MINIMUM_TEST_TIMEOUT=120
+BUILD_TIMEOUT_MULTIPLIER=3
+
+usage() { sed -n '2,26p' "$0" >&2; exit 2; }
+crate=${1:-}; [ -n "$crate" ] || usage; shift
+
+if ! command -v cargo-mutants >/dev/null 2>&1; then
+    echo "mutants: installing cargo-mutants $CARGO_MUTANTS_VERSION" >&2
+    cargo install cargo-mutants --locked --version "$CARGO_MUTANTS_VERSION"
+fi
+
+if [ "$crate" = list ]; then
+    for p in leasehold-core leasehold-memory leasehold-sqlite leasehold-postgres; do
+        echo "$p $(cargo mutants --list -p "$p" | wc -l)"
+    done
+    exit 0
+fi
+
+case $crate in
+core) pkg=leasehold-core; tests=(leasehold-core leasehold-memory) ;;
+memory) pkg=leasehold-memory; tests=(leasehold-memory) ;;
+sqlite) pkg=leasehold-sqlite; tests=(leasehold-sqlite leasehold-tests) ;;
+postgres) pkg=leasehold-postgres; tests=(leasehold-postgres leasehold-tests) ;;
+*) echo "mutants: unknown crate '$crate' (core, memory, sqlite, postgres, list)" >&2; usage ;;
+esac
+
+out=target/mutants/$crate
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    if [ "${args[$i]}" = --shard ]; then
+        shard=${args[$((i + 1))]:-}
+        k=${shard%/*}; n=${shard#*/}
+        if ! [[ $shard =~ ^[0-9]+/[0-9]+$ ]] || [ "$k" -lt 1 ] || [ "$k" -gt "$n" ]; then
+            echo "mutants: --shard wants K/N with 1 <= K <= N, got '$shard'" >&2; exit 2
+        fi
+        # 1-based here, as `leasehold run --shard`; cargo-mutants counts from 0.
+        args[$((i + 1))]=$((k - 1))/$n
+        out=$out-$k-of-$n
+    fi
+done
+mkdir -p "$out"
+test_args=()
+for t in "${tests[@]}"; do test_args+=(--test-package "$t"); done
+
+if { [ "$crate" = postgres ] || [ "$crate" = sqlite ]; } && [ -z "${DATABASE_URL:-}" ]; then
+    # leasehold-tests' PostgreSQL cases fail without a database under CI=1
+    # and skip loudly otherwise: give them a throwaway one.
+    exec scripts/with-postgres.sh "$0" "$crate" "$@"
+fi
+start=$SECONDS
+status=0
+CARGO_TARGET_DIR=$PWD/target/mutants/build cargo mutants \
+    --package "$pkg" "${test_args[@]}" \
+    --timeout-multiplier "$TIMEOUT_MULTIPLIER" \
+    --minimum-test-timeout "$MINIMUM_TEST_TIMEOUT" \
+    --build-timeout-multiplier "$BUILD_TIMEOUT_MULTIPLIER" \
+    --sharding round-robin --jobs 1 --output "$out" "${args[@]}" || status=$?
+m=$out/mutants.out
+count() { [ -f "$m/$1.txt" ] && wc -l <"$m/$1.txt" || echo 0; }
+caught=$(count caught); missed=$(count missed); timeout=$(count timeout); unviable=$(count unviable)
+viable=$((caught + missed + timeout))
+echo "mutants: $pkg${shard:+ shard $shard}: caught $caught, missed $missed, timeout $timeout, unviable $unviable in $((SECONDS - start)) s"
+if [ "$viable" -gt 0 ]; then
+    echo "mutants: score $(( (caught + timeout) * 1000 / viable / 10 )).$(( (caught + timeout) * 1000 / viable % 10 ))% of viable mutants caught (timeouts count as caught)"
+fi
+# cargo-mutants' status: 0 every mutant caught, 2 some missed, 3 some timed
+# out (findings: $m/missed.txt, $m/timeout.txt), 4 the unmutated tests fail.
+exit "$status"

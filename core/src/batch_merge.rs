@@ -733,4 +733,10 @@ mod tests {
         );
         assert_eq!(a.1, 300);
     }
+
+    #[test]
+    fn debug_shows_the_free_flushers() {
+        let shown = format!("{:?}", BatchMerger::new(3));
+        assert_eq!(shown, "BatchMerger { flushers_free: 3 }");
+    }
 }

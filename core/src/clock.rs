@@ -117,3 +117,18 @@ impl<F: Fn() -> StoreTime + Send + Sync + 'static> StoreClock for F {
         self()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The production runtime's wall clock is the system's (for logs):
+    /// not a constant, and after this code was written.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_tokio_runtime_reads_the_system_wall_clock() {
+        let wall = TokioRuntime::new().wall();
+        let system = SystemStoreClock.now();
+        assert!(wall.0 > 1_750_000_000_000, "{wall:?}");
+        assert!(system.0.abs_diff(wall.0) < 60_000, "{wall:?} vs {system:?}");
+    }
+}

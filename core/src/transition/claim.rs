@@ -162,4 +162,27 @@ mod tests {
         ));
         assert!(validate_claim("q", Millis(10), 1, &p).is_ok());
     }
+
+    /// The limits are inclusive: a claim of exactly `max_claim_batch`
+    /// jobs and a lease of exactly `max_lease` are accepted; one more, or
+    /// far more, is refused.
+    #[test]
+    fn claim_limits_accept_their_cap_and_refuse_anything_above() {
+        let p = Policy::default();
+        let (cap, max_lease) = (p.limits.max_claim_batch, p.limits.max_lease);
+        assert!(validate_claim("q", Millis(1000), cap, &p).is_ok());
+        assert!(validate_claim("q", max_lease, 1, &p).is_ok());
+        for max in [cap + 1, cap * 2] {
+            assert!(matches!(
+                validate_claim("q", Millis(1000), max, &p),
+                Err(InputError::BadBatch { .. })
+            ));
+        }
+        for lease in [Millis(max_lease.0 + 1), Millis(max_lease.0 * 2)] {
+            assert!(matches!(
+                validate_claim("q", lease, 1, &p),
+                Err(InputError::BadDuration { what: "lease", .. })
+            ));
+        }
+    }
 }

@@ -210,4 +210,23 @@ mod tests {
             );
         }
     }
+
+    /// `max_attempts` is accepted up to its cap, inclusive, and refused
+    /// above it, by one or by far.
+    #[test]
+    fn max_attempts_is_accepted_at_its_cap_and_refused_above() {
+        let p = policy();
+        let cap = p.limits.max_attempts_cap;
+        let at = |n| NewJob::new("q", b"x".to_vec()).max_attempts(n);
+        assert!(validate_new_job(&at(cap), &p).is_ok());
+        for n in [0, cap + 1, cap * 2] {
+            assert!(
+                matches!(
+                    validate_new_job(&at(n), &p),
+                    Err(InputError::BadMaxAttempts { .. })
+                ),
+                "max_attempts {n}"
+            );
+        }
+    }
 }

@@ -370,7 +370,7 @@ impl Wait {
 /// caller in it answered "dropped"). A timer is polled no more once it
 /// completed.
 async fn finish(flush: impl Future<Output = ()>, wait: &mut Wait, grace: &Grace) -> bool {
-    tokio::pin!(flush);
+    let mut flush = std::pin::pin!(flush);
     if let Wait::Limit(first) = wait {
         tokio::select! {
             biased;

@@ -50,11 +50,6 @@ impl Patience {
         }
     }
 
-    /// The caller's limit.
-    pub fn limit(&self) -> Millis {
-        self.limit
-    }
-
     /// The answer of a caller that stopped waiting.
     pub fn expired(&self) -> StoreError {
         StoreError::Unavailable(format!("no answer within {}", self.limit))

@@ -44,6 +44,8 @@ const HEAL_POLL: Duration = Duration::from_millis(250);
 const ENQUEUE_BATCH: usize = 500;
 /// Share of the fault window over which jobs are enqueued (per mille).
 const ENQUEUE_SPREAD_PERMILLE: u128 = 900;
+/// How often a long run says how far it got (on stderr).
+const PROGRESS_EVERY: Duration = Duration::from_secs(30);
 /// Longest wait for the workers to exit after SIGTERM.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -197,6 +199,7 @@ async fn run_on(
     // The fault window.
     let window_start = Instant::now();
     let window_start_ms = wall_ms();
+    let mut next_progress = PROGRESS_EVERY;
     // Bounded by the window's length.
     while window_start.elapsed() < cfg.duration {
         if interrupted.load(Ordering::SeqCst) {
@@ -214,6 +217,19 @@ async fn run_on(
             problems.push(what);
             fleet.restart(slot)?;
         }
+        if elapsed >= next_progress {
+            next_progress += PROGRESS_EVERY;
+            eprintln!(
+                "  progress: {}s of {}s of faults, {} of {} jobs enqueued, {} faults injected, \
+                 {} worker processes started",
+                elapsed.as_secs(),
+                cfg.duration.as_secs(),
+                enqueued,
+                jobs.len(),
+                nemesis.injected.len(),
+                fleet.incarnations.len()
+            );
+        }
         tokio::time::sleep(TICK).await;
     }
     let window_end_ms = wall_ms();
@@ -222,6 +238,7 @@ async fn run_on(
     nemesis.heal(&mut fleet)?;
     let heal_start = Instant::now();
     let mut healed = None;
+    let mut next_progress = PROGRESS_EVERY;
     // Bounded by the heal timeout.
     while heal_start.elapsed() < cfg.heal_timeout {
         if interrupted.load(Ordering::SeqCst) {
@@ -241,9 +258,19 @@ async fn run_on(
             fleet.restart(slot)?;
         }
         nemesis.watch_listeners(&fleet, store).await;
-        if let Ok(0) = store.unfinished().await {
+        let unfinished = store.unfinished().await;
+        if let Ok(0) = unfinished {
             healed = Some(heal_start.elapsed());
             break;
+        }
+        if heal_start.elapsed() >= next_progress {
+            next_progress += PROGRESS_EVERY;
+            eprintln!(
+                "  progress: healing for {}s (at most {}s), {} jobs unfinished",
+                heal_start.elapsed().as_secs(),
+                cfg.heal_timeout.as_secs(),
+                unfinished.map_or("unknown".into(), |n| n.to_string())
+            );
         }
         tokio::time::sleep(HEAL_POLL).await;
     }
@@ -296,7 +323,7 @@ async fn run_on(
         incarnations: &fleet.incarnations,
         faults: &nemesis.injected,
         process_problems: &problems,
-        pause_aftermath_ms: 2 * request_timeout(cfg.lease).0 as i64,
+        aftermath_ms: 2 * request_timeout(cfg.lease).0 as i64,
     });
     let succeeded_in_window = events
         .iter()

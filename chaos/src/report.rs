@@ -172,8 +172,9 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  crash reports: {} sweep reclaims, {} matched to an injected fault",
-            s.crash_reports, s.crash_reports_matched
+            "  crash reports: {} sweep reclaims, {} matched to an injected fault \
+             ({} of them only by the aftermath of a pause or restart)",
+            s.crash_reports, s.crash_reports_matched, s.crash_reports_by_aftermath
         )?;
         writeln!(
             f,

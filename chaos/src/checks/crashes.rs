@@ -22,7 +22,7 @@
 //! renew while it releases, so that lease expires and is swept.
 //!
 //! A pause of the holder's own process also explains a lease granted up to
-//! [`Evidence::pause_aftermath_ms`] after it ended (found by the first
+//! [`Evidence::aftermath_ms`] after it ended (found by the first
 //! production-shape runs): a claim a Worker queued in its process's
 //! `BatchMerger` before the pause is abandoned by that Worker at resume
 //! (its request timer is overdue), but stays queued, and the first merged
@@ -30,6 +30,17 @@
 //! store grants a lease nobody runs; it expires and is swept. Each merged
 //! batch ends within a request timeout (or its caller drops it), so twice
 //! the request timeout bounds when such a claim can land.
+//!
+//! A PostgreSQL restart explains a lease granted up to the same aftermath
+//! after the server is back (found by the long production-shape run on
+//! the fix of findings 2 and 3): a claim sent while the server was down
+//! waits for a connection, runs once the restart ends, and its caller's
+//! request timeout can run out while its `COMMIT` is on the wire. The
+//! caller drops the transaction and never learns that the store granted
+//! the lease; it expires and is swept. Such a claim was sent before the
+//! restart ended and its caller waits at most twice the request timeout,
+//! so the same bound holds. A restart's aftermath is store-wide, like the
+//! restart.
 //!
 //! A terminated LISTEN connection (`kill-listener`) explains nothing: it
 //! carries no lease, so a reclaim it caused would be a finding.
@@ -67,9 +78,16 @@ pub fn check(e: &Evidence<'_>, stats: &mut CheckStats) -> Vec<Violation> {
                 let explained = e
                     .faults
                     .iter()
-                    .any(|f| explains(f, holder, pid, sqlite, e.pause_aftermath_ms, window));
+                    .any(|f| explains(f, holder, pid, sqlite, e.aftermath_ms, window));
                 if explained {
                     stats.crash_reports_matched += 1;
+                    let during = e
+                        .faults
+                        .iter()
+                        .any(|f| explains(f, holder, pid, sqlite, 0, window));
+                    if !during {
+                        stats.crash_reports_by_aftermath += 1;
+                    }
                 } else {
                     out.push(
                         Violation::new(
@@ -121,7 +139,7 @@ fn explains(
     holder: &str,
     pid: Option<u32>,
     sqlite: bool,
-    pause_aftermath_ms: i64,
+    aftermath_ms: i64,
     window: (i64, i64),
 ) -> bool {
     let on_holder = f.worker.as_deref() == Some(holder) || (pid.is_some() && f.pid == pid);
@@ -135,12 +153,10 @@ fn explains(
             (on_holder && f.from_ms <= window.1) || (sqlite && meets(instant.0, instant.1))
         }
         FaultKind::KillListener => false,
-        FaultKind::Pause if on_holder => {
-            meets(f.from_ms, f.to_ms.max(f.from_ms) + pause_aftermath_ms)
-        }
+        FaultKind::Pause if on_holder => meets(f.from_ms, f.to_ms.max(f.from_ms) + aftermath_ms),
         FaultKind::Pause => meets(f.from_ms, f.to_ms.max(f.from_ms)),
         FaultKind::TerminateBackend => on_holder && meets(instant.0, instant.1),
-        FaultKind::Restart => meets(f.from_ms, f.to_ms.max(f.from_ms)),
+        FaultKind::Restart => meets(f.from_ms, f.to_ms.max(f.from_ms) + aftermath_ms),
     }
 }
 
@@ -203,6 +219,14 @@ mod tests {
         assert!(explains(&restart, "z", None, false, 0, w));
         let old = fault(FaultKind::Restart, "", 0, 500);
         assert!(!explains(&old, "z", None, false, 0, w));
+        assert!(
+            explains(&old, "z", None, false, 600, w),
+            "a claim sent while the server was down lands after it is back"
+        );
+        assert!(
+            !explains(&old, "z", None, false, 400, w),
+            "but no later than the aftermath"
+        );
         let before = fault(FaultKind::Pause, "a", 200, 900);
         assert!(!explains(&before, "a", None, false, 0, w));
         assert!(
@@ -218,6 +242,89 @@ mod tests {
             !explains(&listener, "a", Some(10), false, 0, w),
             "a LISTEN connection carries no lease"
         );
+    }
+
+    fn event(job: u64, at: i64, kind: EventKind) -> leasehold_core::Event {
+        leasehold_core::Event {
+            job: JobId(job),
+            token: Token(1),
+            worker: Some(leasehold_core::WorkerId::new("p.w0")),
+            from: None,
+            to: leasehold_core::JobState::Running,
+            at: StoreTime(at),
+            version: 2,
+            kind,
+        }
+    }
+
+    /// A lease granted after a restart ended and swept later is explained
+    /// only within the aftermath, and counted as such; one granted during
+    /// the restart is explained by the restart itself.
+    #[test]
+    fn a_restart_explains_a_lease_granted_in_its_aftermath_and_counts_it() {
+        let claimed = |job, at| {
+            event(
+                job,
+                at,
+                EventKind::Claimed {
+                    attempt: 1,
+                    expires_at: StoreTime(at + 3_000),
+                },
+            )
+        };
+        let swept = |job, expired: i64| {
+            event(
+                job,
+                expired + 500,
+                EventKind::Swept {
+                    expired_at: StoreTime(expired),
+                    attempt: 1,
+                },
+            )
+        };
+        let events = [
+            claimed(1, 3_000),
+            swept(1, 6_000),
+            claimed(2, 5_000),
+            swept(2, 8_000),
+        ];
+        let mut restart = fault(FaultKind::Restart, "", 1_000, 4_000);
+        restart.pid = None;
+        restart.worker = None;
+        let faults = [restart];
+        let expected = BTreeMap::new();
+        let run = |aftermath_ms| {
+            let e = Evidence {
+                store: &StoreTarget::Postgres {
+                    url: String::new(),
+                    control: None,
+                },
+                expected: &expected,
+                rows: &[],
+                events: &events,
+                logs: &[],
+                incarnations: &[],
+                faults: &faults,
+                process_problems: &[],
+                aftermath_ms,
+            };
+            let mut stats = CheckStats::default();
+            (check(&e, &mut stats), stats)
+        };
+        let (v, stats) = run(2_000);
+        assert!(v.is_empty(), "{v:?}");
+        assert_eq!(
+            (
+                stats.crash_reports,
+                stats.crash_reports_matched,
+                stats.crash_reports_by_aftermath
+            ),
+            (2, 2, 1)
+        );
+        let (v, stats) = run(0);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].job, Some(JobId(2)), "{v:?}");
+        assert_eq!(stats.crash_reports_matched, 1);
     }
 
     fn incarnation(pid: u32, process: &str, workers: &[&str]) -> Incarnation {

@@ -154,7 +154,7 @@ mod tests {
             incarnations: &[],
             faults: &[],
             process_problems: &[],
-            pause_aftermath_ms: 0,
+            aftermath_ms: 0,
         };
         let mut stats = CheckStats::default();
         (check(&e, &mut stats), stats)

@@ -140,9 +140,10 @@ pub struct Evidence<'a> {
     pub faults: &'a [Injected],
     /// Process problems seen during the run.
     pub process_problems: &'a [String],
-    /// How long after a pause of its holder's process a lease granted then
-    /// may still be the pause's doing (ms; see `crash-reports`).
-    pub pause_aftermath_ms: i64,
+    /// How long after a pause of its holder's process, or after a restart
+    /// of the store, a lease granted then may still be that fault's doing
+    /// (ms; see `crash-reports`).
+    pub aftermath_ms: i64,
 }
 
 /// Counts behind the report.
@@ -158,6 +159,9 @@ pub struct CheckStats {
     pub crash_reports: u64,
     /// Of those, matched to an injected fault.
     pub crash_reports_matched: u64,
+    /// Of the matched, those only a fault's aftermath explains (a lease
+    /// granted after the fault ended: see `crash-reports`).
+    pub crash_reports_by_aftermath: u64,
     /// Audit events checked.
     pub audit_events: u64,
     /// Torn last lines in side-effect logs (processes killed mid-write).

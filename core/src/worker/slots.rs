@@ -264,4 +264,26 @@ mod tests {
         s.end(JobId(2), Token(1));
         assert_eq!(s.tasks(), 1);
     }
+
+    /// Lease tasks alive are bounded by twice the concurrency: as many
+    /// releasing as running, and no more.
+    #[test]
+    fn as_many_tasks_may_release_as_run() {
+        let mut s = slots(4, &[("q", 4)]);
+        for j in 1..=4 {
+            s.start(0, JobId(j), Token(1));
+            s.handler_done(JobId(j), Token(1));
+        }
+        // Four releasing: four more may run (8 = 2 x 4 tasks).
+        assert_eq!(ask(&mut s), [(0, 4)]);
+        for j in 5..=7 {
+            s.start(0, JobId(j), Token(1));
+            s.handler_done(JobId(j), Token(1));
+        }
+        // Seven tasks alive: one more, whatever the free handler slots.
+        assert_eq!(ask(&mut s), [(0, 1)]);
+        s.start(0, JobId(8), Token(1));
+        assert!(ask(&mut s).is_empty());
+        assert_eq!(s.tasks(), 8);
+    }
 }

@@ -153,4 +153,45 @@ mod tests {
         s.announce_all();
         assert!(ready(&mut g));
     }
+
+    /// Which writes wake idle workers: rows that became claimable now, and
+    /// rows that left `running` in a queue with a parallelism limit.
+    #[test]
+    fn only_work_claimable_now_or_a_freed_limited_slot_wakes_workers() {
+        use crate::transition::fixtures::{pending, running};
+        let plain = Policy::default();
+        let limited = Policy::builder()
+            .parallelism("q", 2)
+            .build()
+            .expect("policy");
+        let row = pending(); // queue "q", due at 1000
+        let now = StoreTime(1000);
+        assert!(wakes_workers(None, &row, now, &plain), "an enqueue due now");
+        assert!(
+            !wakes_workers(None, &row, StoreTime(999), &plain),
+            "an enqueue due later is left to the poll"
+        );
+        assert!(
+            !wakes_workers(Some(JobState::Pending), &row, now, &plain),
+            "a pending row that stays pending is no news"
+        );
+        assert!(
+            wakes_workers(Some(JobState::Running), &row, now, &plain),
+            "a returned lease"
+        );
+        let mut done = running(1, 1, 2000);
+        done.state = JobState::Succeeded;
+        assert!(!wakes_workers(Some(JobState::Running), &done, now, &plain));
+        assert!(
+            wakes_workers(Some(JobState::Running), &done, now, &limited),
+            "a finished job frees a slot of a limited queue"
+        );
+        let still = running(2, 1, 3000);
+        assert!(!wakes_workers(
+            Some(JobState::Running),
+            &still,
+            now,
+            &limited
+        ));
+    }
 }

@@ -1,6 +1,6 @@
 //! Test bundle for the worker runtime: a memory store whose clock follows
 //! tokio's paused clock (plus a settable jump), a store wrapper that can
-//! stop answering renews, and a scripted handler that records what happened.
+//! stop answering renews or lose the answers to fires, and a scripted handler that records what happened.
 
 #![allow(dead_code)]
 
@@ -35,6 +35,7 @@ pub fn bundle() -> Bundle {
             hang_first_release: AtomicBool::new(false),
             hung_job: Mutex::new(None),
             releases_sent: Mutex::new(Vec::new()),
+            fire_answers_lost: AtomicU32::new(0),
         }),
         jump,
         events: Arc::new(Mutex::new(Vec::new())),
@@ -82,6 +83,8 @@ pub struct Flaky {
     pub hung_job: Mutex<Option<JobId>>,
     /// Every release that reached the store, in order.
     pub releases_sent: Mutex<Vec<JobId>>,
+    /// The next this many fires are applied, but answered as unknown.
+    pub fire_answers_lost: AtomicU32,
 }
 
 impl Store for Flaky {
@@ -138,7 +141,15 @@ impl Store for Flaky {
         self.inner.remove_schedule(name).await
     }
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
-        self.inner.fire(req).await
+        let made = self.inner.fire(req).await?;
+        let lost = self.fire_answers_lost.load(Ordering::SeqCst);
+        if lost > 0 {
+            self.fire_answers_lost.store(lost - 1, Ordering::SeqCst);
+            return Err(StoreError::Unavailable(format!(
+                "the answer {made} was lost"
+            )));
+        }
+        Ok(made)
     }
     async fn list_schedules(
         &self,

@@ -9,8 +9,11 @@ use leasehold_memory::MemoryStore;
 use metrics::{Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata};
 use metrics::{Recorder, SharedString, Unit};
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+mod support;
 
 /// Counter totals and histogram samples by `name{label=value,...}`.
 #[derive(Clone, Default)]
@@ -243,4 +246,40 @@ async fn scheduler_counts_its_fires() {
         tally.get(names::SCHEDULE_FIRED),
         (fired + again.fired.len()) as f64
     );
+}
+
+/// A fire whose answer is lost is counted unknown, not fired; the next tick
+/// fires that plan time again, and the store answers the job the lost fire
+/// made (no second job).
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_fire_whose_answer_is_lost_counts_unknown_and_is_retried_next_tick() {
+    let tally = Tally::default();
+    let _guard = metrics::set_default_local_recorder(&tally);
+    let b = support::bundle();
+    let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)))
+        .catch_up(CatchUp::Each { max: 10 });
+    b.store.put_schedule(every_10s).await.unwrap();
+    let cfg = SchedulerConfig::builder("lossy").build().unwrap();
+    let mut scheduler = Scheduler::new(b.store.clone(), b.rt.clone(), cfg);
+    b.jump.fetch_add(15_000, Ordering::SeqCst);
+    b.store.fire_answers_lost.store(1, Ordering::SeqCst);
+
+    let lossy = scheduler.tick_once().await.unwrap();
+    assert_eq!(lossy.unknown, 1, "{lossy:?}");
+    assert!(lossy.fired.is_empty(), "{lossy:?}");
+    assert_eq!(tally.get(names::SCHEDULE_FIRE_UNKNOWN), 1.0);
+    assert_eq!(tally.get(names::SCHEDULE_FIRED), 0.0);
+    let made = list_all(&b.store.inner).await.unwrap();
+    assert_eq!(made.len(), 1, "the lost fire was applied");
+
+    let retry = scheduler.tick_once().await.unwrap();
+    assert_eq!(retry.unknown, 0, "{retry:?}");
+    assert_eq!(retry.fired.len(), 1, "{retry:?}");
+    assert_eq!(
+        retry.fired[0].2, made[0].id,
+        "answered with the lost fire's job"
+    );
+    assert_eq!(list_all(&b.store.inner).await.unwrap().len(), 1);
+    assert_eq!(tally.get(names::SCHEDULE_FIRE_UNKNOWN), 1.0);
+    assert_eq!(tally.get(names::SCHEDULE_FIRED), 1.0);
 }

@@ -535,6 +535,61 @@ mod tests {
         }
     }
 
+    /// The cap bounds a merged batch at exactly [`MAX_BATCH_REQUESTS`] of
+    /// each kind: requests that fill it to the cap merge, one more splits
+    /// them, and a single request over the cap still runs, alone.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn merged_batches_fill_to_the_cap_and_a_request_over_it_runs_alone() {
+        let half = MAX_BATCH_REQUESTS / 2;
+        let claims = |n: usize| BatchRequest {
+            releases: vec![],
+            claims: (0..n).map(|_| claim(1)).collect(),
+        };
+        let releases = |from: usize, n: usize| BatchRequest {
+            releases: (from..from + n).map(|j| release(j as u64)).collect(),
+            claims: vec![],
+        };
+        // (requests queued behind a running batch, store calls in all)
+        let cases = [
+            (vec![claims(half), claims(half)], 2),
+            (vec![claims(half), claims(half + 1)], 3),
+            (vec![releases(0, half), releases(half, half)], 2),
+            (vec![releases(0, half), releases(half, half + 1)], 3),
+            (vec![claims(MAX_BATCH_REQUESTS + 1)], 2),
+        ];
+        for (k, (parts, runs)) in cases.into_iter().enumerate() {
+            let merger = Arc::new(BatchMerger::new(1));
+            let calls = Arc::new(AtomicUsize::new(0));
+            let (m, c) = (merger.clone(), calls.clone());
+            let blocker =
+                tokio::spawn(
+                    async move { m.batch(one_release(2), |r| slow(r, 100, c.clone())).await },
+                );
+            // The blocker takes the one flusher; the rest queue behind it.
+            tokio::task::yield_now().await;
+            let mut tasks = Vec::new();
+            for part in parts {
+                let sizes = (part.releases.len(), part.claims.len());
+                let (m, c) = (merger.clone(), calls.clone());
+                tasks.push((
+                    sizes,
+                    tokio::spawn(async move { m.batch(part, |r| fake(r, c.clone())).await }),
+                ));
+            }
+            let limit = std::time::Duration::from_secs(10);
+            for (sizes, t) in tasks {
+                let a = tokio::time::timeout(limit, t)
+                    .await
+                    .unwrap_or_else(|_| panic!("case {k}: a request was never run"))
+                    .unwrap()
+                    .unwrap();
+                assert_eq!((a.releases.len(), a.claims.len()), sizes, "case {k}");
+            }
+            blocker.await.unwrap().unwrap();
+            assert_eq!(calls.load(Ordering::SeqCst), runs, "case {k}: store calls");
+        }
+    }
+
     /// C's batch runs 0–300 ms; A (limit 400 ms) and B queue behind it; A
     /// then runs A's and B's merged batch, 300–600 ms: A's limit passes
     /// mid-batch. A finishes it, so B gets its answers (a plain timeout on

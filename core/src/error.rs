@@ -186,3 +186,28 @@ pub enum Refusal {
     /// The lease has not expired yet.
     NotExpired,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only an unavailable store leaves the outcome unknown; a conflict or
+    /// a refusal changed nothing, so retrying those is always safe.
+    #[test]
+    fn only_an_unavailable_store_leaves_the_outcome_unknown() {
+        let input = StoreError::Input(InputError::BadQueueName {
+            queue: String::new(),
+            reason: "empty",
+        });
+        let cases = [
+            (StoreError::Unavailable("down".into()), true, true),
+            (StoreError::Conflict(JobId(1)), false, true),
+            (input, false, false),
+            (StoreError::Corrupt("row".into()), false, false),
+        ];
+        for (e, unknown, transient) in cases {
+            assert_eq!(e.is_unknown_outcome(), unknown, "{e}");
+            assert_eq!(e.is_transient(), transient, "{e}");
+        }
+    }
+}

@@ -276,6 +276,16 @@ mod key_cap_tests {
     use super::*;
 
     #[test]
+    fn the_longest_backoff_is_its_cap() {
+        let b = Backoff {
+            cap: Millis(7_000),
+            ..Backoff::default()
+        };
+        assert_eq!(b.max_delay(), Millis(7_000));
+        assert!(b.delay(JobId(1), Token(1), 30) <= b.max_delay());
+    }
+
+    #[test]
     fn a_key_length_beyond_what_an_index_holds_is_refused_at_build() {
         let limits = |n| Limits {
             max_key_len: n,

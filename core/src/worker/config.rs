@@ -349,6 +349,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_sweeper_refuses_a_zero_request_timeout_and_keeps_any_other() {
+        let base = SweeperConfig::new(Millis(1000), 10).unwrap();
+        let e = base.clone().with_request_timeout(Millis::ZERO).unwrap_err();
+        assert_eq!(e.field, "request_timeout");
+        let c = base.with_request_timeout(Millis(250)).unwrap();
+        assert_eq!(c.request_timeout, Millis(250));
+    }
+
+    #[test]
     fn defaults_build() {
         let c = WorkerConfig::builder("w", "q").build().unwrap();
         assert!(c.safe_lease > c.renew_interval);

@@ -265,6 +265,17 @@ mod tests {
         assert_eq!(s.tasks(), 1);
     }
 
+    /// Claims asked and not yet answered count against their queue's limit,
+    /// even while handler slots are free.
+    #[test]
+    fn claims_in_flight_count_against_their_queue_limit() {
+        let mut s = slots(4, &[("q", 2)]);
+        assert_eq!(s.plan(), [(0, 2)]);
+        assert!(s.plan().is_empty(), "two asked, the limit is two");
+        s.unreserve(&[(0, 2)]);
+        assert_eq!(ask(&mut s), [(0, 2)]);
+    }
+
     /// Lease tasks alive are bounded by twice the concurrency: as many
     /// releasing as running, and no more.
     #[test]

@@ -43,9 +43,17 @@ if ! command -v cargo-mutants >/dev/null 2>&1; then
     cargo install cargo-mutants --locked --version "$CARGO_MUTANTS_VERSION"
 fi
 
+# Code compiled only with the simulator's `buggy-variants` feature (the
+# bug catalogue) is never built by these tests, so its mutants would count
+# as missed without being judged: the catalogue's own files, and the
+# functions gated on the feature. (The simulator's catalogue scenarios
+# judge that code: each must still catch its bug.) A gated line inside an
+# ungated function is not excluded; docs/MUTANTS.md lists those.
+exclude=(--exclude 'core/src/variants.rs' --exclude 'adapters/memory/src/variants.rs'
+    --exclude-re '(replace|in) (MemoryState::put_raw|MemoryStore::(scratch|sweep_at|bug|set_variant)|BatchMerger::with_variant|[A-Za-z]*ConfigBuilder::variant)( |$)|WorkerConfig::variant -> Option<crate::variants::Variant>|delete match arm Some\(Variant::')
 if [ "$crate" = list ]; then
     for p in leasehold-core leasehold-memory leasehold-sqlite leasehold-postgres; do
-        echo "$p $(cargo mutants --list -p "$p" | wc -l)"
+        echo "$p $(cargo mutants --list -p "$p" "${exclude[@]}" | wc -l)"
     done
     exit 0
 fi
@@ -84,11 +92,11 @@ fi
 start=$SECONDS
 status=0
 CARGO_TARGET_DIR=$PWD/target/mutants/build cargo mutants \
-    --package "$pkg" "${test_args[@]}" \
+    --package "$pkg" "${test_args[@]}" "${exclude[@]}" \
     --timeout-multiplier "$TIMEOUT_MULTIPLIER" \
     --minimum-test-timeout "$MINIMUM_TEST_TIMEOUT" \
     --build-timeout-multiplier "$BUILD_TIMEOUT_MULTIPLIER" \
-    --sharding round-robin --jobs 1 --output "$out" "${args[@]}" || status=$?
+    ${shard:+--sharding round-robin} --jobs 1 --output "$out" "${args[@]}" || status=$?
 m=$out/mutants.out
 count() { [ -f "$m/$1.txt" ] && wc -l <"$m/$1.txt" || echo 0; }
 caught=$(count caught); missed=$(count missed); timeout=$(count timeout); unviable=$(count unviable)

@@ -217,6 +217,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, schedules::schedules_are_put_listed_replaced_and_removed_keeping_their_jobs);
         $crate::conformance_tests!(@case $harness, schedules::fire_makes_one_job_per_plan_time);
         $crate::conformance_tests!(@case $harness, schedules::refused_fires_burn_no_job_id);
+        $crate::conformance_tests!(@case $harness, schedules::enqueued_and_fired_jobs_share_one_id_sequence);
         $crate::conformance_tests!(@case $harness, schedules::schedule_bad_input_is_refused_naming_the_field_and_changes_nothing);
         $crate::conformance_tests!(@case $harness, schedules::concurrent_firers_of_one_plan_time_make_one_job);
         $crate::conformance_tests!(@case $harness, schedules::two_schedulers_fire_each_plan_time_once);

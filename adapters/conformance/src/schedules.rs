@@ -161,6 +161,33 @@ pub async fn refused_fires_burn_no_job_id<H: Harness>(h: &H) {
     assert_eq!(b, JobId(a.0 + 1), "{name}: the refusals took no id");
 }
 
+/// Enqueued and fired jobs take their ids from one sequence: a fire after
+/// an enqueue makes the next id, and neither row overwrites the other.
+pub async fn enqueued_and_fired_jobs_share_one_id_sequence<H: Harness>(h: &H) {
+    let f = h.fresh(suite_policy()).await;
+    let s = &*f.store;
+    let name = h.name();
+    put(s, every("tick")).await;
+    f.time.advance(Millis(2 * EVERY.0)).await;
+    let queued = s
+        .enqueue(NewJob::new("plain-q", b"mine".to_vec()))
+        .await
+        .expect("enqueue");
+    let fired = fire(s, "tick", last_plan_time(s).await)
+        .await
+        .expect("fire");
+    assert_eq!(fired, JobId(queued.0 + 1), "{name}: the next id");
+    let after = s
+        .enqueue(NewJob::new("plain-q", b"later".to_vec()))
+        .await
+        .expect("enqueue");
+    assert_eq!(after, JobId(fired.0 + 1), "{name}: and the next");
+    assert_eq!(row(s, queued).await.payload, b"mine", "{name}");
+    assert_eq!(row(s, fired).await.payload, b"tick", "{name}");
+    assert_eq!(row(s, after).await.payload, b"later", "{name}");
+    assert_eq!(rows(s).await.len(), 3, "{name}: three jobs");
+}
+
 /// The guards: an unknown schedule, a plan time after the store's now or
 /// off the rule, a bad name; a user key in the schedules' namespace; bad
 /// schedules name their field. Nothing changes.

@@ -115,3 +115,23 @@ async fn list_pages_in_id_order() {
     assert_eq!(page.iter().map(|r| r.id.0).collect::<Vec<_>>(), vec![3, 4]);
     assert_eq!(leasehold_core::list_all(&s).await.unwrap().len(), 5);
 }
+
+/// Two stores over one shared state (the simulator's store host and its
+/// restart) see the same rows; each reports the policy it was built with.
+#[tokio::test]
+async fn stores_over_one_state_share_its_rows_and_keep_their_policy() {
+    let (first, clock) = store();
+    let id = first
+        .enqueue(NewJob::new("q", b"kept".to_vec()))
+        .await
+        .unwrap();
+    let policy = Policy::builder()
+        .parallelism("q", 3)
+        .build()
+        .expect("policy");
+    let second = MemoryStore::with_state(policy.clone(), clock, first.state());
+    assert!(Arc::ptr_eq(&first.state(), &second.state()));
+    assert_eq!(second.get(id).await.unwrap().unwrap().payload, b"kept");
+    assert_eq!(second.policy(), &policy);
+    assert_eq!(first.policy(), &Policy::default());
+}

@@ -362,3 +362,18 @@ pub enum CancelOutcome {
     /// The job had already ended in this state; nothing changed.
     AlreadyTerminal(JobState),
 }
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    /// Logs and errors name a state by its stored spelling.
+    #[test]
+    fn a_state_displays_as_its_stored_name() {
+        for st in JobState::ALL {
+            assert_eq!(st.to_string(), st.as_str());
+            assert_eq!(JobState::parse(&st.to_string()), Some(st));
+        }
+        assert_eq!(JobState::Running.to_string(), "running");
+    }
+}

@@ -275,6 +275,15 @@ impl PolicyBuilder {
 mod key_cap_tests {
     use super::*;
 
+    /// The defaults (`DEFAULT_BACKOFF_BASE`, `DEFAULT_BACKOFF_CAP`):
+    /// retries start after 1 s and wait at most 5 minutes.
+    #[test]
+    fn the_default_backoff_runs_from_one_second_to_five_minutes() {
+        let b = Backoff::default();
+        assert_eq!(b.base, Millis(1_000));
+        assert_eq!(b.max_delay(), Millis(300_000));
+    }
+
     #[test]
     fn the_longest_backoff_is_its_cap() {
         let b = Backoff {

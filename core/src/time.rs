@@ -70,3 +70,14 @@ impl fmt::Display for StoreTime {
         write!(f, "@{}ms", self.0)
     }
 }
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+
+    #[test]
+    fn a_store_time_displays_in_milliseconds() {
+        assert_eq!(StoreTime(1_500).to_string(), "@1500ms");
+        assert_eq!(StoreTime(-2).to_string(), "@-2ms");
+    }
+}

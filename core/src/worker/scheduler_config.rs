@@ -213,6 +213,20 @@ mod tests {
     }
 
     #[test]
+    fn at_most_the_cap_of_schedules_may_be_ensured() {
+        let many = |n: usize| {
+            (0..n).fold(SchedulerConfig::builder("s"), |b, i| {
+                b.ensure(s(&format!("s{i}")))
+            })
+        };
+        let c = many(MAX_ENSURED_SCHEDULES).build().unwrap();
+        assert_eq!(c.ensure.len(), MAX_ENSURED_SCHEDULES);
+        let e = many(MAX_ENSURED_SCHEDULES + 1).build().unwrap_err();
+        assert_eq!(e.field, "schedules");
+        assert!(e.reason.contains("at most"), "{e:?}");
+    }
+
+    #[test]
     fn defaults_build() {
         let c = SchedulerConfig::builder("s1").build().unwrap();
         assert!(c.misfire_grace.0 >= 2 * c.tick.0);

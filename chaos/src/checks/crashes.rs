@@ -75,16 +75,16 @@ pub fn check(e: &Evidence<'_>, stats: &mut CheckStats) -> Vec<Violation> {
                     .unwrap_or(*expired_at);
                 let window = (granted.0 - MATCH_SLACK_MS, expired_at.0 + MATCH_SLACK_MS);
                 let pid = pid_of.get(holder).copied();
-                let explained = e
-                    .faults
-                    .iter()
-                    .any(|f| explains(f, holder, pid, sqlite, e.aftermath_ms, window));
-                if explained {
-                    stats.crash_reports_matched += 1;
-                    let during = e
-                        .faults
+                let explained_with = |aftermath_ms| {
+                    e.faults
                         .iter()
-                        .any(|f| explains(f, holder, pid, sqlite, 0, window));
+                        .any(|f| explains(f, holder, pid, sqlite, aftermath_ms, window))
+                };
+                // Most reports are explained by a fault still under way: the
+                // aftermath is looked at only when none is.
+                let during = explained_with(0);
+                if during || explained_with(e.aftermath_ms) {
+                    stats.crash_reports_matched += 1;
                     if !during {
                         stats.crash_reports_by_aftermath += 1;
                     }

@@ -518,6 +518,34 @@ mod tests {
         assert_eq!(e, StoreError::Unavailable("down".into()));
     }
 
+    /// A store that answers a merged batch with one release too few (or
+    /// one claim too many) cannot be split among its callers: each gets a
+    /// `Corrupt` error, never another caller's answer.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_run_answering_the_wrong_number_of_requests_is_an_error_to_each_caller() {
+        for (drop_release, extra_claim) in [(true, false), (false, true)] {
+            let merger = BatchMerger::new(2);
+            let req = BatchRequest {
+                releases: vec![release(2), release(4)],
+                claims: vec![claim(1)],
+            };
+            let e = merger
+                .batch(req, |req| async move {
+                    let mut a = fake(req, Arc::new(AtomicUsize::new(0))).await?;
+                    if drop_release {
+                        a.releases.pop();
+                    }
+                    if extra_claim {
+                        a.claims.push(Ok(Vec::new()));
+                    }
+                    Ok(a)
+                })
+                .await
+                .unwrap_err();
+            assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+        }
+    }
+
     /// A request that takes `ms` (tokio's clock) and answers like [`fake`].
     async fn slow(
         req: BatchRequest,

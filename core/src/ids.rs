@@ -71,3 +71,17 @@ impl fmt::Display for WorkerId {
         f.write_str(&self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Logs, error messages and crash reports name jobs, tokens and
+    /// workers by these forms.
+    #[test]
+    fn ids_display_in_their_logged_forms() {
+        assert_eq!(JobId(42).to_string(), "job-42");
+        assert_eq!(Token(7).to_string(), "t7");
+        assert_eq!(WorkerId::new("w-1").to_string(), "w-1");
+    }
+}

@@ -294,6 +294,29 @@ mod key_cap_tests {
         assert!(b.delay(JobId(1), Token(1), 30) <= b.max_delay());
     }
 
+    /// A jitter of ±100 ‰ on a 10 s delay spreads the delays of different
+    /// jobs over 9 s to 11 s: they differ, and stay within the span.
+    #[test]
+    fn jitter_spreads_delays_over_its_span() {
+        let b = Backoff {
+            base: Millis(10_000),
+            cap: Millis(60_000),
+            jitter_permille: 100,
+            seed: 7,
+        };
+        let delays: std::collections::BTreeSet<u64> =
+            (1..=50).map(|j| b.delay(JobId(j), Token(1), 1).0).collect();
+        assert!(
+            delays.iter().all(|d| (9_000..=11_000).contains(d)),
+            "{delays:?}"
+        );
+        assert!(delays.len() > 10, "the delays differ: {delays:?}");
+        assert!(
+            delays.first().unwrap() < &9_500 && delays.last().unwrap() > &10_500,
+            "the span is ±1 s, not less: {delays:?}"
+        );
+    }
+
     #[test]
     fn a_key_length_beyond_what_an_index_holds_is_refused_at_build() {
         let limits = |n| Limits {

@@ -283,3 +283,33 @@ async fn a_fire_whose_answer_is_lost_counts_unknown_and_is_retried_next_tick() {
     assert_eq!(tally.get(names::SCHEDULE_FIRE_UNKNOWN), 1.0);
     assert_eq!(tally.get(names::SCHEDULE_FIRED), 1.0);
 }
+
+/// The renew round trip is recorded in seconds: a store that takes 250 ms
+/// to answer each renew gives 0.25.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_renew_round_trip_is_recorded_in_seconds() {
+    let tally = Tally::default();
+    let _guard = metrics::set_default_local_recorder(&tally);
+    let b = support::bundle();
+    b.store.renew_delay_ms.store(250, Ordering::SeqCst);
+    let config = WorkerConfig::builder("rtt-worker", "q")
+        .poll_interval(Millis(10))
+        .build()
+        .unwrap();
+    let (stop, shutdown) = shutdown_channel();
+    let worker = Worker::new(
+        b.store.clone(),
+        Sleepy {
+            work: Duration::from_secs(25),
+        },
+        b.rt.clone(),
+        config,
+    );
+    let running = tokio::spawn(worker.run(shutdown));
+    let job = b.store.enqueue(NewJob::new("q", "work")).await.unwrap();
+    b.wait_state(job, JobState::Succeeded, 60_000).await;
+    stop.shutdown();
+    running.await.unwrap();
+    assert_eq!(tally.get(&format!("{}:count", names::RENEW_RTT)), 2.0);
+    assert_eq!(tally.get(&format!("{}:max", names::RENEW_RTT)), 0.25);
+}

@@ -456,3 +456,135 @@ async fn a_release_that_is_never_answered_does_not_hold_back_its_batch() {
     stop.shutdown();
     w.await.unwrap();
 }
+
+/// Enqueues one job on `q`.
+async fn one_job(b: &support::Bundle) -> JobId {
+    b.store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap()
+}
+
+/// `cfg(1)` with time for a release slower than a renew interval.
+fn patient() -> WorkerConfig {
+    WorkerConfig::builder("w1", "q")
+        .concurrency(1)
+        .lease(Millis(LEASE))
+        .renew_interval(Millis(RENEW))
+        .max_drift_ppm(10_000)
+        .fence_margin(Millis(100))
+        .request_timeout(Millis(600))
+        .poll_interval(Millis(50))
+        .grace(Millis(500))
+        .build()
+        .unwrap()
+}
+
+/// A `Worker` hands its releases to its loop, which sends them in its
+/// batches; none goes to the store alone while the loop runs.
+#[tokio::test(start_paused = true)]
+async fn releases_travel_in_the_workers_batches() {
+    let b = bundle();
+    let mut jobs = Vec::new();
+    for _ in 0..5 {
+        jobs.push(one_job(&b).await);
+    }
+    let handler = Scripted::new(Script::Work(10), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(2)).run(sd));
+    for &job in &jobs {
+        b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
+    }
+    let sent = b.store.releases_sent.lock().unwrap().len();
+    let batched = b.store.releases_in_batches.load(Ordering::SeqCst) as usize;
+    stop.shutdown();
+    assert_eq!(w.await.unwrap().committed, 5);
+    assert_eq!(sent, 5, "one release per job");
+    assert_eq!(batched, sent, "every release went in a batch");
+}
+
+/// A release slower than the renew interval: the heartbeat renews the
+/// lease while it waits, so the lease never lapses before the result is in.
+#[tokio::test(start_paused = true)]
+async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    // The handler ends before the first renew is due (RENEW), and its
+    // release takes well past it.
+    b.store.release_delay_ms.store(400, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    let row = b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
+    stop.shutdown();
+    assert_eq!(w.await.unwrap().committed, 1);
+    assert_eq!(row.token, Token(1), "the lease was never lost");
+    let renews = b.store.renews_sent.lock().unwrap().clone();
+    // The release runs from RENEW - 50 to about RENEW + 350: the renews
+    // due at RENEW and 2 * RENEW both go out during it.
+    assert_eq!(
+        renews,
+        vec![job, job],
+        "renews every interval while the release was on its way"
+    );
+}
+
+/// A renew refused for good while the release is on its way ends the
+/// heartbeat: it is not sent again (only unknown outcomes and conflicts
+/// are).
+#[tokio::test(start_paused = true)]
+async fn a_renew_refused_while_releasing_is_not_sent_again() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.release_delay_ms.store(400, Ordering::SeqCst);
+    b.store.renews_rejected.store(true, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
+    stop.shutdown();
+    w.await.unwrap();
+    let renews = b.store.renews_sent.lock().unwrap().clone();
+    assert_eq!(renews, vec![job], "the refused renew was sent once");
+}
+
+/// A release refused for good (not an unknown outcome, not a conflict) is
+/// not sent again: the lease is left to expire and be swept.
+#[tokio::test(start_paused = true)]
+async fn a_release_refused_for_good_is_not_sent_again() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.releases_rejected.store(1, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(10), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    b.wait_state(job, JobState::Running, LEASE).await;
+    // Long enough for every retry a retried release would get.
+    b.sleep(5 * LEASE).await;
+    stop.shutdown();
+    let stats = w.await.unwrap();
+    assert_eq!(stats.committed, 0);
+    assert_eq!(b.store.releases_rejected.load(Ordering::SeqCst), 0);
+    let sent = b.store.releases_sent.lock().unwrap().clone();
+    assert_eq!(sent, vec![job], "the refused release was sent once");
+    let row = b.store.get(job).await.unwrap().unwrap();
+    assert_eq!(row.state, JobState::Running, "left for the sweeper");
+}
+
+/// A release answered `Conflict` applied nothing: it is sent again, and
+/// commits.
+#[tokio::test(start_paused = true)]
+async fn a_release_answered_conflict_is_sent_again_and_commits() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.release_conflicts.store(1, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(10), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    let row = b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
+    stop.shutdown();
+    assert_eq!(w.await.unwrap().committed, 1);
+    assert_eq!(row.token, Token(1));
+    let sent = b.store.releases_sent.lock().unwrap().clone();
+    assert_eq!(sent, vec![job, job], "sent again after the conflict");
+}

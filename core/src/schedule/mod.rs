@@ -315,6 +315,7 @@ mod tests {
             "ok"
         );
         assert_eq!(field(base().jitter(Millis(MAX_JITTER.0 + 1))), "jitter");
+        assert_eq!(field(base().jitter(MAX_JITTER)), "ok");
         let mut s = base();
         s.queue = String::new();
         assert!(field(s).contains("queue"));

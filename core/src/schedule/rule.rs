@@ -320,6 +320,19 @@ mod tests {
         );
     }
 
+    /// An expression of exactly `MAX_CRON_LEN` bytes is parsed (and here
+    /// refused as cron, not for its length); one byte more is too long.
+    #[test]
+    fn a_cron_expression_may_be_max_cron_len_bytes_long() {
+        let message = |expr: String| match Rule::cron(expr).compile() {
+            Err(InputError::BadSchedule { reason, .. }) => reason,
+            other => panic!("expected a bad schedule, got {other:?}"),
+        };
+        let too_long = format!("is longer than {MAX_CRON_LEN} bytes");
+        assert_ne!(message("x".repeat(MAX_CRON_LEN)), too_long);
+        assert_eq!(message("x".repeat(MAX_CRON_LEN + 1)), too_long);
+    }
+
     #[test]
     fn bad_rules_name_their_field() {
         let field = |r: Rule| match r.compile() {

@@ -349,6 +349,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_worker_may_serve_up_to_the_cap_of_queues() {
+        let with = |n: usize| {
+            (1..n).fold(WorkerConfig::builder("w", "q0"), |b, i| {
+                b.queue(format!("q{i}"), 1)
+            })
+        };
+        let c = with(MAX_QUEUES_PER_WORKER).build().unwrap();
+        assert_eq!(c.queues.len(), MAX_QUEUES_PER_WORKER);
+        let e = with(MAX_QUEUES_PER_WORKER + 1).build().unwrap_err();
+        assert_eq!(e.field, "queues");
+    }
+
+    #[test]
     fn a_sweeper_refuses_a_zero_request_timeout_and_keeps_any_other() {
         let base = SweeperConfig::new(Millis(1000), 10).unwrap();
         let e = base.clone().with_request_timeout(Millis::ZERO).unwrap_err();

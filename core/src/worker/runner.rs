@@ -485,3 +485,95 @@ fn count(stats: &mut WorkerStats, end: LeaseEnd) {
         LeaseEnd::Abandoned(_) => stats.abandoned += 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Lease, Outcome, Release};
+    use crate::store::{BatchAnswer, ReleaseRequest};
+    use crate::time::StoreTime;
+    use tokio::sync::oneshot;
+
+    fn lease(job: u64) -> Lease {
+        Lease {
+            job: JobId(job),
+            token: Token(1),
+            queue: "q".into(),
+            payload: Vec::new(),
+            attempt: 1,
+            expires_at: StoreTime(0),
+        }
+    }
+
+    fn cfg() -> WorkerConfig {
+        WorkerConfig::builder("w", "q")
+            .concurrency(2)
+            .build()
+            .unwrap()
+    }
+
+    /// A batch carrying one claim for every free slot (2), answered with
+    /// `granted` leases.
+    fn claim_answered(slots: &mut Slots, granted: u64) -> Option<bool> {
+        let asks = slots.plan();
+        assert_eq!(asks, vec![(0, 2)]);
+        let sent = Sent {
+            t_send: Millis(0),
+            releases: Vec::new(),
+            asks,
+            answer: Ok(BatchAnswer {
+                releases: Vec::new(),
+                claims: vec![Ok((1..=granted).map(lease).collect())],
+            }),
+            wake: Vec::new(),
+            seq: 1,
+        };
+        let mut started = Vec::new();
+        let full = answered(sent, slots, &mut WorkerStats::default(), |l, _| {
+            started.push(l.job)
+        });
+        assert_eq!(started.len() as u64, granted);
+        full
+    }
+
+    /// A claim answered in full may have left more work behind (claim
+    /// again at once); a short one means the queue is drained (wait for a
+    /// wake-up or the poll).
+    #[test]
+    fn a_claim_answered_in_full_says_so_and_a_short_one_does_not() {
+        assert_eq!(claim_answered(&mut Slots::new(&cfg()), 2), Some(true));
+        assert_eq!(claim_answered(&mut Slots::new(&cfg()), 1), Some(false));
+        assert_eq!(claim_answered(&mut Slots::new(&cfg()), 0), Some(false));
+    }
+
+    /// A release answered for sure frees its task slot with the answer; one
+    /// whose outcome is unknown keeps it, as its task will send it again.
+    #[test]
+    fn only_a_release_answered_for_sure_frees_its_task_slot() {
+        let mut slots = Slots::new(&cfg());
+        assert_eq!(claim_answered(&mut slots, 2), Some(true));
+        let pending = |job: u64| {
+            let (reply, _answer) = oneshot::channel();
+            PendingRelease {
+                req: ReleaseRequest {
+                    job: JobId(job),
+                    token: Token(1),
+                    outcome: Outcome::Succeeded(Vec::new()),
+                },
+                reply,
+            }
+        };
+        for job in [1, 2] {
+            slots.handler_done(JobId(job), Token(1));
+        }
+        assert_eq!(slots.tasks(), 2);
+        let answers = vec![
+            Ok(Release::Committed),
+            Err(StoreError::Unavailable("lost".into())),
+        ];
+        mark_answered(&mut slots, &[pending(1), pending(2)], &answers);
+        assert_eq!(slots.tasks(), 1, "job 1's slot is free, job 2's kept");
+        mark_answered(&mut slots, &[pending(2)], &[Ok(Release::Lost)]);
+        assert_eq!(slots.tasks(), 0);
+    }
+}

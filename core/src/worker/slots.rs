@@ -172,7 +172,7 @@ impl Slots {
 
     /// Lease tasks holding a task slot.
     #[cfg(test)]
-    fn tasks(&self) -> u32 {
+    pub(crate) fn tasks(&self) -> u32 {
         self.tasks.len() as u32
     }
 }
@@ -194,6 +194,19 @@ mod tests {
         let asks = s.plan();
         s.unreserve(&asks);
         asks
+    }
+
+    /// A lease granted again while its task waits for its release (only a
+    /// broken store does that) is not started twice.
+    #[test]
+    fn a_lease_whose_release_is_waiting_is_not_started_again() {
+        let mut s = slots(2, &[("q", 2)]);
+        assert!(s.start(0, JobId(1), Token(1)));
+        assert!(!s.start(0, JobId(1), Token(1)), "running");
+        s.handler_done(JobId(1), Token(1));
+        assert!(!s.start(0, JobId(1), Token(1)), "its release waits");
+        s.answered(JobId(1), Token(1));
+        assert!(s.start(0, JobId(1), Token(2)), "a new token is a new lease");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use leasehold_core::worker::RuntimeEvent;
 use leasehold_core::*;
 use leasehold_memory::MemoryStore;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 pub const EPOCH: i64 = 1_700_000_000_000;
@@ -36,6 +36,13 @@ pub fn bundle() -> Bundle {
             hung_job: Mutex::new(None),
             releases_sent: Mutex::new(Vec::new()),
             fire_answers_lost: AtomicU32::new(0),
+            renew_delay_ms: AtomicU64::new(0),
+            renews_rejected: AtomicBool::new(false),
+            renews_sent: Mutex::new(Vec::new()),
+            release_delay_ms: AtomicU64::new(0),
+            releases_rejected: AtomicU32::new(0),
+            release_conflicts: AtomicU32::new(0),
+            releases_in_batches: AtomicU32::new(0),
         }),
         jump,
         events: Arc::new(Mutex::new(Vec::new())),
@@ -72,8 +79,9 @@ impl Bundle {
 
 /// A memory store whose renews can be made to go unanswered, or to fail a
 /// given number of times with an unknown outcome, and whose releases of
-/// one job can be made to go unanswered. It keeps the default
-/// [`Store::batch`] (one call per request), as a user's store would.
+/// one job can be made to go unanswered, slow or refused. Its
+/// [`Store::batch`] counts the releases it carries, then answers as the
+/// default does (one call per request), as a user's store would.
 pub struct Flaky {
     pub inner: MemoryStore,
     pub renew_down: AtomicBool,
@@ -85,6 +93,35 @@ pub struct Flaky {
     pub releases_sent: Mutex<Vec<JobId>>,
     /// The next this many fires are applied, but answered as unknown.
     pub fire_answers_lost: AtomicU32,
+    /// Every renew takes this long (tokio time) before it is applied.
+    pub renew_delay_ms: AtomicU64,
+    /// Every renew is refused for good ([`StoreError::Corrupt`]).
+    pub renews_rejected: AtomicBool,
+    /// Every renew that reached the store, in order.
+    pub renews_sent: Mutex<Vec<JobId>>,
+    /// Every release takes this long (tokio time) before it is applied.
+    pub release_delay_ms: AtomicU64,
+    /// The next this many releases are refused for good
+    /// ([`StoreError::Corrupt`]), nothing applied.
+    pub releases_rejected: AtomicU32,
+    /// The next this many releases answer [`StoreError::Conflict`],
+    /// nothing applied.
+    pub release_conflicts: AtomicU32,
+    /// Releases that came in a [`Store::batch`] (the rest were sent alone).
+    pub releases_in_batches: AtomicU32,
+}
+
+/// Takes one from `n` if it is above zero; whether it did.
+fn take_one(n: &AtomicU32) -> bool {
+    n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
+        .is_ok()
+}
+
+async fn delay(ms: &AtomicU64) {
+    let ms = ms.load(Ordering::SeqCst);
+    if ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+    }
 }
 
 impl Store for Flaky {
@@ -98,6 +135,11 @@ impl Store for Flaky {
         self.inner.claim(req).await
     }
     async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+        self.renews_sent.lock().unwrap().push(req.job);
+        delay(&self.renew_delay_ms).await;
+        if self.renews_rejected.load(Ordering::SeqCst) {
+            return Err(StoreError::Corrupt("renew refused by the test".into()));
+        }
         if self.renew_down.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
         }
@@ -120,7 +162,19 @@ impl Store for Flaky {
         if hung {
             std::future::pending::<()>().await;
         }
+        delay(&self.release_delay_ms).await;
+        if take_one(&self.releases_rejected) {
+            return Err(StoreError::Corrupt("release refused by the test".into()));
+        }
+        if take_one(&self.release_conflicts) {
+            return Err(StoreError::Conflict(req.job));
+        }
         self.inner.release(req).await
+    }
+    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        let n = u32::try_from(req.releases.len()).unwrap();
+        self.releases_in_batches.fetch_add(n, Ordering::SeqCst);
+        batch_by_parts(self, req).await
     }
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
         self.inner.sweep(req).await

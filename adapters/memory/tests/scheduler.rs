@@ -1,0 +1,32 @@
+//! The scheduler on the memory store: what it reads of the store's
+//! schedules.
+
+use leasehold_core::*;
+use leasehold_memory::MemoryStore;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// The scheduler reads the schedules page by page (500 a page): one more
+/// than a page still fires, not only the first page's.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn every_schedule_fires_past_the_first_page() {
+    const SCHEDULES: usize = 501;
+    let clock = ManualStoreClock::new(StoreTime(1_000_000));
+    let store = Arc::new(MemoryStore::with_clock(Policy::default(), clock.clone()));
+    for i in 0..SCHEDULES {
+        let s = Schedule::new(format!("s{i:04}"), "q", "p", Rule::every(Millis(10_000)));
+        store.put_schedule(s).await.unwrap();
+    }
+    let cfg = SchedulerConfig::builder("pages").build().unwrap();
+    let mut scheduler = Scheduler::new(store.clone(), TokioRuntime::new(), cfg);
+    let first = scheduler.tick_once().await.unwrap();
+    clock.advance(Millis(10_000));
+    let second = scheduler.tick_once().await.unwrap();
+    let fired: BTreeSet<&str> = first
+        .fired
+        .iter()
+        .chain(&second.fired)
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    assert_eq!(fired.len(), SCHEDULES, "{second:?}");
+}

@@ -588,3 +588,45 @@ async fn a_release_answered_conflict_is_sent_again_and_commits() {
     let sent = b.store.releases_sent.lock().unwrap().clone();
     assert_eq!(sent, vec![job, job], "sent again after the conflict");
 }
+
+/// A store that never announces work (the default `work_available`): an
+/// idle worker still polls, and takes a job enqueued while it idles
+/// within about one poll interval.
+#[tokio::test(start_paused = true)]
+async fn an_idle_worker_polls_a_store_that_never_wakes_it() {
+    let b = bundle();
+    let handler = Scripted::new(Script::Work(10), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(1)).run(sd));
+    b.sleep(500).await;
+    let job = one_job(&b).await;
+    // The poll interval is 50 ms: well within 10 of them.
+    b.wait_state(job, JobState::Succeeded, 500).await;
+    stop.shutdown();
+    assert_eq!(w.await.unwrap().committed, 1);
+}
+
+/// One sweep call reclaims every expired lease, a batch at a time, up to
+/// its rounds: a full batch means there may be more.
+#[tokio::test(start_paused = true)]
+async fn one_sweep_reclaims_every_expired_lease_batch_by_batch() {
+    let b = bundle();
+    for _ in 0..5 {
+        one_job(&b).await;
+    }
+    let claim = ClaimRequest {
+        worker: WorkerId::new("gone"),
+        queue: "q".into(),
+        lease: Millis(LEASE),
+        max: 5,
+    };
+    assert_eq!(b.store.claim(claim).await.unwrap().len(), 5);
+    b.jump.fetch_add(2 * LEASE as i64, Ordering::SeqCst);
+    let sweeper = Sweeper::new(
+        b.store.clone(),
+        b.rt.clone(),
+        SweeperConfig::new(Millis(50), 2).unwrap(),
+    );
+    let reports = sweeper.sweep_once().await.unwrap();
+    assert_eq!(reports.len(), 5, "batches of 2, 2 and 1");
+}

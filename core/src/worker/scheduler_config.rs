@@ -264,5 +264,11 @@ mod tests {
         let zero = Schedule::new("c", "q", "p", Rule::every(Millis(0)));
         let e = f(SchedulerConfig::builder("s").ensure(zero));
         assert!(e.reason.contains("schedules[0].rule.interval"), "{e}");
+        let bad_queue = Schedule::new("c", "a queue", "p", Rule::every(Millis(1000)));
+        let e = f(SchedulerConfig::builder("s").ensure(bad_queue));
+        assert!(e.reason.contains("schedules[0].queue"), "{e}");
+        let no_tries = Schedule::new("c", "q", "p", Rule::every(Millis(1000))).max_attempts(0);
+        let e = f(SchedulerConfig::builder("s").ensure(no_tries));
+        assert!(e.reason.contains("schedules[0].max_attempts"), "{e}");
     }
 }

@@ -317,6 +317,20 @@ mod key_cap_tests {
         );
     }
 
+    /// The smallest jitter, one millisecond each way, reaches both ends.
+    #[test]
+    fn a_jitter_of_one_millisecond_reaches_both_ends() {
+        let b = Backoff {
+            base: Millis(10),
+            cap: Millis(60_000),
+            jitter_permille: 100,
+            seed: 1,
+        };
+        let delays: std::collections::BTreeSet<u64> =
+            (1..=60).map(|j| b.delay(JobId(j), Token(1), 1).0).collect();
+        assert_eq!(delays, [9, 10, 11].into_iter().collect());
+    }
+
     #[test]
     fn a_key_length_beyond_what_an_index_holds_is_refused_at_build() {
         let limits = |n| Limits {

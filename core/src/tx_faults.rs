@@ -113,6 +113,14 @@ mod tests {
     }
 
     #[test]
+    fn debug_shows_what_is_armed() {
+        let f = TxFaults::default();
+        assert_eq!(format!("{f:?}"), "TxFaults { failures: 0, stall: false }");
+        let _rx = f.arm_stall();
+        assert!(format!("{f:?}").contains("stall: true"), "{f:?}");
+    }
+
+    #[test]
     fn unarmed_commits() {
         assert_eq!(now(TxFaults::default().at_commit()), Some(AtCommit::Commit));
     }

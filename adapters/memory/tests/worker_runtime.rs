@@ -630,3 +630,45 @@ async fn one_sweep_reclaims_every_expired_lease_batch_by_batch() {
     let reports = sweeper.sweep_once().await.unwrap();
     assert_eq!(reports.len(), 5, "batches of 2, 2 and 1");
 }
+
+/// While a release goes unanswered and every renew fails with an unknown
+/// outcome, the heartbeat keeps trying until the fence, and not after:
+/// past it the store may have let the lease go.
+#[tokio::test(start_paused = true)]
+async fn the_heartbeat_of_an_unanswered_release_stops_at_the_fence() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.hang_first_release.store(true, Ordering::SeqCst);
+    b.store.renew_failures.store(1_000, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    b.wait_state(job, JobState::Running, LEASE).await;
+    b.sleep(4 * LEASE).await;
+    let renews = b.store.renew_times_ms.lock().unwrap().clone();
+    stop.shutdown();
+    w.await.unwrap();
+    assert!(renews.len() >= 2, "the heartbeat retried: {renews:?}");
+    assert!(
+        renews.iter().all(|&t| t < SAFE),
+        "a renew after the fence ({SAFE} ms): {renews:?}"
+    );
+}
+
+/// A release answered `Conflict` is retried after a pause that doubles
+/// (200 ms, then 400 ms capped at the renew interval), not at once.
+#[tokio::test(start_paused = true)]
+async fn release_retries_back_off() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.release_conflicts.store(2, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(10), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
+    stop.shutdown();
+    w.await.unwrap();
+    let t = b.store.release_times_ms.lock().unwrap().clone();
+    assert_eq!(t.len(), 3, "{t:?}");
+    assert!(t[1] - t[0] >= 200 && t[2] - t[1] >= RENEW, "{t:?}");
+}

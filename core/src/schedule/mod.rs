@@ -316,6 +316,13 @@ mod tests {
         );
         assert_eq!(field(base().jitter(Millis(MAX_JITTER.0 + 1))), "jitter");
         assert_eq!(field(base().jitter(MAX_JITTER)), "ok");
+        let cap = p.limits.max_payload_bytes;
+        let with_payload =
+            |n: usize| Schedule::new("s", "q", vec![b'x'; n], Rule::every(Millis(1000)));
+        assert_eq!(field(with_payload(cap)), "ok");
+        assert!(field(with_payload(cap + 1)).contains("payload"));
+        assert_eq!(CatchUp::Latest.to_string(), "latest");
+        assert_eq!(CatchUp::Each { max: 3 }.to_string(), "each (at most 3)");
         let mut s = base();
         s.queue = String::new();
         assert!(field(s).contains("queue"));

@@ -289,6 +289,19 @@ mod tests {
         assert_eq!(ask(&mut s), [(0, 2)]);
     }
 
+    /// A running lease counts against its queue's limit until its handler
+    /// is done.
+    #[test]
+    fn running_leases_count_against_their_queue_limit() {
+        let mut s = slots(4, &[("q", 2)]);
+        assert!(s.start(0, JobId(1), Token(1)));
+        assert_eq!(ask(&mut s), [(0, 1)], "one of two running");
+        assert!(s.start(0, JobId(2), Token(1)));
+        assert!(ask(&mut s).is_empty(), "two of two running");
+        s.handler_done(JobId(1), Token(1));
+        assert_eq!(ask(&mut s), [(0, 1)]);
+    }
+
     /// Lease tasks alive are bounded by twice the concurrency: as many
     /// releasing as running, and no more.
     #[test]

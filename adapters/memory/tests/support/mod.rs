@@ -39,6 +39,9 @@ pub fn bundle() -> Bundle {
             renew_delay_ms: AtomicU64::new(0),
             renews_rejected: AtomicBool::new(false),
             renews_sent: Mutex::new(Vec::new()),
+            renew_times_ms: Mutex::new(Vec::new()),
+            release_times_ms: Mutex::new(Vec::new()),
+            born: tokio::time::Instant::now(),
             release_delay_ms: AtomicU64::new(0),
             releases_rejected: AtomicU32::new(0),
             release_conflicts: AtomicU32::new(0),
@@ -99,6 +102,11 @@ pub struct Flaky {
     pub renews_rejected: AtomicBool,
     /// Every renew that reached the store, in order.
     pub renews_sent: Mutex<Vec<JobId>>,
+    /// When each renew reached the store (tokio time since `born`).
+    pub renew_times_ms: Mutex<Vec<u64>>,
+    /// When each release reached the store (tokio time since `born`).
+    pub release_times_ms: Mutex<Vec<u64>>,
+    pub born: tokio::time::Instant,
     /// Every release takes this long (tokio time) before it is applied.
     pub release_delay_ms: AtomicU64,
     /// The next this many releases are refused for good
@@ -109,6 +117,12 @@ pub struct Flaky {
     pub release_conflicts: AtomicU32,
     /// Releases that came in a [`Store::batch`] (the rest were sent alone).
     pub releases_in_batches: AtomicU32,
+}
+
+impl Flaky {
+    fn age_ms(&self) -> u64 {
+        self.born.elapsed().as_millis() as u64
+    }
 }
 
 /// Takes one from `n` if it is above zero; whether it did.
@@ -136,6 +150,7 @@ impl Store for Flaky {
     }
     async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
         self.renews_sent.lock().unwrap().push(req.job);
+        self.renew_times_ms.lock().unwrap().push(self.age_ms());
         delay(&self.renew_delay_ms).await;
         if self.renews_rejected.load(Ordering::SeqCst) {
             return Err(StoreError::Corrupt("renew refused by the test".into()));
@@ -152,6 +167,7 @@ impl Store for Flaky {
     }
     async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
         self.releases_sent.lock().unwrap().push(req.job);
+        self.release_times_ms.lock().unwrap().push(self.age_ms());
         let hung = {
             let mut hung = self.hung_job.lock().unwrap();
             if self.hang_first_release.swap(false, Ordering::SeqCst) {

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 /// The scheduler reads the schedules page by page (500 a page): one more
-/// than a page still fires, not only the first page's.
+/// than a page still fires, not only the first page's. `list_all_schedules`
+/// reads them all too.
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn every_schedule_fires_past_the_first_page() {
     const SCHEDULES: usize = 501;
@@ -17,9 +18,16 @@ async fn every_schedule_fires_past_the_first_page() {
         let s = Schedule::new(format!("s{i:04}"), "q", "p", Rule::every(Millis(10_000)));
         store.put_schedule(s).await.unwrap();
     }
+    let all = list_all_schedules(&*store).await.unwrap();
+    assert_eq!(all.len(), SCHEDULES, "list_all_schedules reads every page");
     let cfg = SchedulerConfig::builder("pages").build().unwrap();
     let mut scheduler = Scheduler::new(store.clone(), TokioRuntime::new(), cfg);
     let first = scheduler.tick_once().await.unwrap();
+    assert_eq!(
+        first.now,
+        Some(StoreTime(1_000_000)),
+        "judged by the store's now"
+    );
     clock.advance(Millis(10_000));
     let second = scheduler.tick_once().await.unwrap();
     let fired: BTreeSet<&str> = first

@@ -672,3 +672,37 @@ async fn release_retries_back_off() {
     assert_eq!(t.len(), 3, "{t:?}");
     assert!(t[1] - t[0] >= 200 && t[2] - t[1] >= RENEW, "{t:?}");
 }
+
+/// A running `Sweeper` reclaims a lease whose holder went silent, with a
+/// crash report, and stops on shutdown.
+#[tokio::test(start_paused = true)]
+async fn a_running_sweeper_reclaims_an_expired_lease() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    let claim = ClaimRequest {
+        worker: WorkerId::new("gone"),
+        queue: "q".into(),
+        lease: Millis(LEASE),
+        max: 1,
+    };
+    assert_eq!(b.store.claim(claim).await.unwrap().len(), 1);
+    let (stop, sd) = shutdown_channel();
+    let sweeper = Sweeper::new(
+        b.store.clone(),
+        b.rt.clone(),
+        SweeperConfig::new(Millis(50), 10).unwrap(),
+    )
+    .with_observer(b.observer());
+    let s = tokio::spawn(sweeper.run(sd));
+    b.jump.fetch_add(2 * LEASE as i64, Ordering::SeqCst);
+    let row = b.wait_state(job, JobState::Pending, LEASE).await;
+    stop.shutdown();
+    s.await.unwrap();
+    assert_eq!(row.token, Token(1));
+    let reports = b
+        .events()
+        .iter()
+        .filter(|e| matches!(e, RuntimeEvent::CrashReported { .. }))
+        .count();
+    assert_eq!(reports, 1);
+}

@@ -267,6 +267,10 @@ mod tests {
         let bad_queue = Schedule::new("c", "a queue", "p", Rule::every(Millis(1000)));
         let e = f(SchedulerConfig::builder("s").ensure(bad_queue));
         assert!(e.reason.contains("schedules[0].queue"), "{e}");
+        let big = vec![0u8; Policy::default().limits.max_payload_bytes + 1];
+        let big = Schedule::new("c", "q", big, Rule::every(Millis(1000)));
+        let e = f(SchedulerConfig::builder("s").ensure(big));
+        assert!(e.reason.contains("schedules[0].payload"), "{e}");
         let no_tries = Schedule::new("c", "q", "p", Rule::every(Millis(1000))).max_attempts(0);
         let e = f(SchedulerConfig::builder("s").ensure(no_tries));
         assert!(e.reason.contains("schedules[0].max_attempts"), "{e}");

@@ -332,6 +332,13 @@ mod key_cap_tests {
     }
 
     #[test]
+    fn a_queue_name_may_be_max_queue_len_bytes_long() {
+        let l = Limits::default();
+        assert!(l.check_queue(&"q".repeat(l.max_queue_len)).is_ok());
+        assert!(l.check_queue(&"q".repeat(l.max_queue_len + 1)).is_err());
+    }
+
+    #[test]
     fn a_key_length_beyond_what_an_index_holds_is_refused_at_build() {
         let limits = |n| Limits {
             max_key_len: n,

@@ -38,3 +38,23 @@ async fn every_schedule_fires_past_the_first_page() {
         .collect();
     assert_eq!(fired.len(), SCHEDULES, "{second:?}");
 }
+
+/// A tick fires only the plan times after the last one it fired: a plan
+/// time fired in one tick is not fired again in the next.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_plan_time_fired_is_not_fired_again_next_tick() {
+    let clock = ManualStoreClock::new(StoreTime(1_000_000));
+    let store = Arc::new(MemoryStore::with_clock(Policy::default(), clock.clone()));
+    let every_10s = Schedule::new("report", "q", "p", Rule::every(Millis(10_000)))
+        .catch_up(CatchUp::Each { max: 10 });
+    store.put_schedule(every_10s).await.unwrap();
+    let cfg = SchedulerConfig::builder("cursor").build().unwrap();
+    let mut scheduler = Scheduler::new(store.clone(), TokioRuntime::new(), cfg);
+    clock.advance(Millis(10_000));
+    let first = scheduler.tick_once().await.unwrap();
+    assert_eq!(first.fired.len(), 1, "{first:?}");
+    clock.advance(Millis(10_000));
+    let second = scheduler.tick_once().await.unwrap();
+    let times: Vec<StoreTime> = second.fired.iter().map(|f| f.1).collect();
+    assert_eq!(times, [StoreTime(1_020_000)], "only the new plan time");
+}

@@ -706,3 +706,19 @@ async fn a_running_sweeper_reclaims_an_expired_lease() {
         .count();
     assert_eq!(reports, 1);
 }
+
+/// A failed claim is counted, and the worker claims again at its next poll.
+#[tokio::test(start_paused = true)]
+async fn a_failed_claim_is_counted_and_claimed_again() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.claim_failures.store(2, Ordering::SeqCst);
+    let handler = Scripted::new(Script::Work(10), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(1)).run(sd));
+    b.wait_state(job, JobState::Succeeded, LEASE).await;
+    stop.shutdown();
+    let stats = w.await.unwrap();
+    assert_eq!(stats.claim_errors, 2);
+    assert_eq!(stats.committed, 1);
+}

@@ -45,6 +45,7 @@ pub fn bundle() -> Bundle {
             release_delay_ms: AtomicU64::new(0),
             releases_rejected: AtomicU32::new(0),
             release_conflicts: AtomicU32::new(0),
+            claim_failures: AtomicU32::new(0),
             releases_in_batches: AtomicU32::new(0),
         }),
         jump,
@@ -115,6 +116,9 @@ pub struct Flaky {
     /// The next this many releases answer [`StoreError::Conflict`],
     /// nothing applied.
     pub release_conflicts: AtomicU32,
+    /// The next this many claims fail with an unknown outcome, nothing
+    /// applied.
+    pub claim_failures: AtomicU32,
     /// Releases that came in a [`Store::batch`] (the rest were sent alone).
     pub releases_in_batches: AtomicU32,
 }
@@ -146,6 +150,9 @@ impl Store for Flaky {
         self.inner.enqueue(job).await
     }
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+        if take_one(&self.claim_failures) {
+            return Err(StoreError::Unavailable("claim lost by the test".into()));
+        }
         self.inner.claim(req).await
     }
     async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {

@@ -80,4 +80,10 @@ mod display_tests {
         assert_eq!(StoreTime(1_500).to_string(), "@1500ms");
         assert_eq!(StoreTime(-2).to_string(), "@-2ms");
     }
+
+    #[test]
+    fn seconds_are_a_thousand_milliseconds() {
+        assert_eq!(Millis::from_secs(0), Millis::ZERO);
+        assert_eq!(Millis::from_secs(3), Millis(3_000));
+    }
 }

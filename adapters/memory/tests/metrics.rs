@@ -313,3 +313,26 @@ async fn the_renew_round_trip_is_recorded_in_seconds() {
     assert_eq!(tally.get(&format!("{}:count", names::RENEW_RTT)), 2.0);
     assert_eq!(tally.get(&format!("{}:max", names::RENEW_RTT)), 0.25);
 }
+
+/// A fire the store refuses (the schedule was removed or replaced since the
+/// listing) is counted refused, not fired; the next tick fires it.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_refused_fire_is_counted_and_fired_next_tick() {
+    let tally = Tally::default();
+    let _guard = metrics::set_default_local_recorder(&tally);
+    let b = support::bundle();
+    let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)));
+    b.store.put_schedule(every_10s).await.unwrap();
+    let cfg = SchedulerConfig::builder("refused").build().unwrap();
+    let mut scheduler = Scheduler::new(b.store.clone(), b.rt.clone(), cfg);
+    b.jump.fetch_add(15_000, Ordering::SeqCst);
+    b.store.fires_refused.store(1, Ordering::SeqCst);
+
+    let refused = scheduler.tick_once().await.unwrap();
+    assert_eq!(refused.refused, 1, "{refused:?}");
+    assert!(refused.fired.is_empty(), "{refused:?}");
+    assert_eq!(tally.get(names::SCHEDULE_FIRE_REFUSED), 1.0);
+    let next = scheduler.tick_once().await.unwrap();
+    assert_eq!(next.fired.len(), 1, "{next:?}");
+    assert_eq!(next.refused, 0);
+}

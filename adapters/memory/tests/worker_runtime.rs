@@ -722,3 +722,32 @@ async fn a_failed_claim_is_counted_and_claimed_again() {
     assert_eq!(stats.claim_errors, 2);
     assert_eq!(stats.committed, 1);
 }
+
+/// An idle worker on a store that announces new work (the memory store
+/// wakes the workers of its process) takes a job at once, long before its
+/// poll interval.
+#[tokio::test(start_paused = true)]
+async fn an_idle_worker_wakes_for_new_work_before_its_poll() {
+    let rt = TokioRuntime::new();
+    let store = std::sync::Arc::new(leasehold_memory::MemoryStore::new(Policy::default()));
+    let cfg = WorkerConfig::builder("w1", "q")
+        .poll_interval(Millis(60_000))
+        .build()
+        .unwrap();
+    let handler = Scripted::new(Script::Work(10), &rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(store.clone(), handler.clone(), rt.clone(), cfg).run(sd));
+    rt.sleep(Millis(1_000)).await;
+    let job = store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .unwrap();
+    rt.sleep(Millis(100)).await;
+    let started = handler.trace().started;
+    assert_eq!(started.len(), 1, "not woken: {started:?}");
+    assert!(started[0] < 1_100, "started at {} ms", started[0]);
+    stop.shutdown();
+    w.await.unwrap();
+    let row = store.get(job).await.unwrap().unwrap();
+    assert_eq!(row.state, JobState::Succeeded);
+}

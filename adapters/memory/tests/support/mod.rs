@@ -46,6 +46,7 @@ pub fn bundle() -> Bundle {
             releases_rejected: AtomicU32::new(0),
             release_conflicts: AtomicU32::new(0),
             claim_failures: AtomicU32::new(0),
+            fires_refused: AtomicU32::new(0),
             releases_in_batches: AtomicU32::new(0),
         }),
         jump,
@@ -119,6 +120,9 @@ pub struct Flaky {
     /// The next this many claims fail with an unknown outcome, nothing
     /// applied.
     pub claim_failures: AtomicU32,
+    /// The next this many fires are refused as if the schedule had been
+    /// removed meanwhile, nothing applied.
+    pub fires_refused: AtomicU32,
     /// Releases that came in a [`Store::batch`] (the rest were sent alone).
     pub releases_in_batches: AtomicU32,
 }
@@ -218,6 +222,9 @@ impl Store for Flaky {
         self.inner.remove_schedule(name).await
     }
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+        if take_one(&self.fires_refused) {
+            return Err(InputError::UnknownSchedule(req.name).into());
+        }
         let made = self.inner.fire(req).await?;
         let lost = self.fire_answers_lost.load(Ordering::SeqCst);
         if lost > 0 {

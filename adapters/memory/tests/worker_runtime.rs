@@ -3,7 +3,7 @@
 
 mod support;
 
-use leasehold_core::worker::{BeliefEnd, RuntimeEvent, WorkerConfig};
+use leasehold_core::worker::{BeliefEnd, RuntimeEvent, WorkerConfig, WorkerStats};
 use leasehold_core::*;
 use std::sync::atomic::Ordering;
 use support::{bundle, Script, Scripted};
@@ -465,6 +465,24 @@ async fn one_job(b: &support::Bundle) -> JobId {
         .unwrap()
 }
 
+/// Runs a worker with `cfg` whose handler follows `script` until `job`
+/// reaches `state` (at most `10 * LEASE`), then shuts it down; the row
+/// then, and the worker's stats.
+async fn run_until(
+    b: &support::Bundle,
+    cfg: WorkerConfig,
+    script: Script,
+    job: JobId,
+    state: JobState,
+) -> (JobRecord, WorkerStats) {
+    let handler = Scripted::new(script, &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg).run(sd));
+    let row = b.wait_state(job, state, 10 * LEASE).await;
+    stop.shutdown();
+    (row, w.await.unwrap())
+}
+
 /// `cfg(1)` with time for a release slower than a renew interval.
 fn patient() -> WorkerConfig {
     WorkerConfig::builder("w1", "q")
@@ -512,12 +530,9 @@ async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
     // The handler ends before the first renew is due (RENEW), and its
     // release takes well past it.
     b.store.release_delay_ms.store(400, Ordering::SeqCst);
-    let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
-    let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
-    let row = b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
-    stop.shutdown();
-    assert_eq!(w.await.unwrap().committed, 1);
+    let work = Script::Work(RENEW - 50);
+    let (row, stats) = run_until(&b, patient(), work, job, JobState::Succeeded).await;
+    assert_eq!(stats.committed, 1);
     assert_eq!(row.token, Token(1), "the lease was never lost");
     let renews = b.store.renews_sent.lock().unwrap().clone();
     // The release runs from RENEW - 50 to about RENEW + 350: the renews
@@ -538,12 +553,8 @@ async fn a_renew_refused_while_releasing_is_not_sent_again() {
     let job = one_job(&b).await;
     b.store.release_delay_ms.store(400, Ordering::SeqCst);
     b.store.renews_rejected.store(true, Ordering::SeqCst);
-    let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
-    let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
-    b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
-    stop.shutdown();
-    w.await.unwrap();
+    let work = Script::Work(RENEW - 50);
+    run_until(&b, patient(), work, job, JobState::Succeeded).await;
     let renews = b.store.renews_sent.lock().unwrap().clone();
     assert_eq!(renews, vec![job], "the refused renew was sent once");
 }
@@ -578,12 +589,8 @@ async fn a_release_answered_conflict_is_sent_again_and_commits() {
     let b = bundle();
     let job = one_job(&b).await;
     b.store.release_conflicts.store(1, Ordering::SeqCst);
-    let handler = Scripted::new(Script::Work(10), &b.rt);
-    let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
-    let row = b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
-    stop.shutdown();
-    assert_eq!(w.await.unwrap().committed, 1);
+    let (row, stats) = run_until(&b, patient(), Script::Work(10), job, JobState::Succeeded).await;
+    assert_eq!(stats.committed, 1);
     assert_eq!(row.token, Token(1));
     let sent = b.store.releases_sent.lock().unwrap().clone();
     assert_eq!(sent, vec![job, job], "sent again after the conflict");
@@ -662,12 +669,7 @@ async fn release_retries_back_off() {
     let b = bundle();
     let job = one_job(&b).await;
     b.store.release_conflicts.store(2, Ordering::SeqCst);
-    let handler = Scripted::new(Script::Work(10), &b.rt);
-    let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
-    b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
-    stop.shutdown();
-    w.await.unwrap();
+    run_until(&b, patient(), Script::Work(10), job, JobState::Succeeded).await;
     let t = b.store.release_times_ms.lock().unwrap().clone();
     assert_eq!(t.len(), 3, "{t:?}");
     assert!(t[1] - t[0] >= 200 && t[2] - t[1] >= RENEW, "{t:?}");
@@ -713,12 +715,7 @@ async fn a_failed_claim_is_counted_and_claimed_again() {
     let b = bundle();
     let job = one_job(&b).await;
     b.store.claim_failures.store(2, Ordering::SeqCst);
-    let handler = Scripted::new(Script::Work(10), &b.rt);
-    let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(1)).run(sd));
-    b.wait_state(job, JobState::Succeeded, LEASE).await;
-    stop.shutdown();
-    let stats = w.await.unwrap();
+    let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
     assert_eq!(stats.claim_errors, 2);
     assert_eq!(stats.committed, 1);
 }

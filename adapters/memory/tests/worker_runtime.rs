@@ -748,3 +748,33 @@ async fn an_idle_worker_wakes_for_new_work_before_its_poll() {
     let row = store.get(job).await.unwrap().unwrap();
     assert_eq!(row.state, JobState::Succeeded);
 }
+
+/// A handler that ignores a cancel is dropped after the grace, and the
+/// cancel is acknowledged (the job ends `Cancelled`), not returned as on a
+/// shutdown.
+#[tokio::test(start_paused = true)]
+async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_cancelled() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    let handler = Scripted::new(Script::Stubborn(100 * LEASE), &b.rt);
+    let (stop, sd) = shutdown_channel();
+    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+        .with_observer(b.observer());
+    let w = tokio::spawn(worker.run(sd));
+    b.wait_state(job, JobState::Running, LEASE).await;
+    assert_eq!(b.store.cancel(job).await.unwrap(), CancelOutcome::Requested);
+    let row = b.wait_state(job, JobState::Cancelled, 4 * LEASE).await;
+    stop.shutdown();
+    w.await.unwrap();
+    assert_eq!(row.token, Token(1));
+    assert_eq!(handler.trace().dropped.len(), 1, "dropped after the grace");
+    let ends: Vec<BeliefEnd> = b
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            RuntimeEvent::BeliefEnded { why, .. } => Some(*why),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ends, [BeliefEnd::CancelTimeout]);
+}

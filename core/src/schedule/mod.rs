@@ -282,6 +282,12 @@ mod tests {
         assert!(spread.len() > 10, "jitter spreads: {spread:?}");
         let none = Schedule::new("s", "q", "p", Rule::every(Millis(1000)));
         assert_eq!(none.jitter_of(StoreTime(5)), Millis::ZERO);
+        // Both bounds are reached: 0 and the jitter itself.
+        let small = Schedule::new("s", "q", "p", Rule::every(Millis(1000))).jitter(Millis(2));
+        let reached: std::collections::BTreeSet<u64> = (0..60)
+            .map(|t| small.jitter_of(StoreTime(t * 1000)).0)
+            .collect();
+        assert_eq!(reached, [0, 1, 2].into_iter().collect());
     }
 
     #[test]

@@ -778,3 +778,15 @@ async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_canc
         .collect();
     assert_eq!(ends, [BeliefEnd::CancelTimeout]);
 }
+
+/// A batch that fails whole counts each claim it carried as a claim
+/// error; the worker claims again and the job runs.
+#[tokio::test(start_paused = true)]
+async fn a_failed_batch_counts_its_claims_as_claim_errors() {
+    let b = bundle();
+    let job = one_job(&b).await;
+    b.store.batch_failures.store(1, Ordering::SeqCst);
+    let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
+    assert_eq!(stats.claim_errors, 1);
+    assert_eq!(stats.committed, 1);
+}

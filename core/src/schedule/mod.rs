@@ -333,5 +333,8 @@ mod tests {
         s.queue = String::new();
         assert!(field(s).contains("queue"));
         assert!(field(base().max_attempts(0)).contains("max_attempts"));
+        let cap = p.limits.max_attempts_cap;
+        assert_eq!(field(base().max_attempts(cap)), "ok");
+        assert!(field(base().max_attempts(cap + 1)).contains("max_attempts"));
     }
 }

@@ -47,6 +47,7 @@ pub fn bundle() -> Bundle {
             release_conflicts: AtomicU32::new(0),
             claim_failures: AtomicU32::new(0),
             fires_refused: AtomicU32::new(0),
+            batch_failures: AtomicU32::new(0),
             releases_in_batches: AtomicU32::new(0),
         }),
         jump,
@@ -123,6 +124,9 @@ pub struct Flaky {
     /// The next this many fires are refused as if the schedule had been
     /// removed meanwhile, nothing applied.
     pub fires_refused: AtomicU32,
+    /// The next this many batches fail whole with an unknown outcome,
+    /// nothing applied.
+    pub batch_failures: AtomicU32,
     /// Releases that came in a [`Store::batch`] (the rest were sent alone).
     pub releases_in_batches: AtomicU32,
 }
@@ -199,6 +203,9 @@ impl Store for Flaky {
         self.inner.release(req).await
     }
     async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        if take_one(&self.batch_failures) {
+            return Err(StoreError::Unavailable("batch lost by the test".into()));
+        }
         let n = u32::try_from(req.releases.len()).unwrap();
         self.releases_in_batches.fetch_add(n, Ordering::SeqCst);
         batch_by_parts(self, req).await

@@ -227,6 +227,16 @@ mod tests {
     }
 
     #[test]
+    fn max_fires_per_tick_may_be_its_cap() {
+        let at = |n| SchedulerConfig::builder("s").max_fires_per_tick(n).build();
+        assert!(at(MAX_FIRES_PER_TICK_CAP).is_ok());
+        assert_eq!(
+            at(MAX_FIRES_PER_TICK_CAP + 1).unwrap_err().field,
+            "max_fires_per_tick"
+        );
+    }
+
+    #[test]
     fn defaults_build() {
         let c = SchedulerConfig::builder("s1").build().unwrap();
         assert!(c.misfire_grace.0 >= 2 * c.tick.0);

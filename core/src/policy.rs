@@ -339,6 +339,21 @@ mod key_cap_tests {
     }
 
     #[test]
+    fn a_backoff_cap_may_equal_its_base_but_not_be_below_it() {
+        let with = |base: u64, cap: u64| {
+            Policy::builder()
+                .backoff(Backoff {
+                    base: Millis(base),
+                    cap: Millis(cap),
+                    ..Backoff::default()
+                })
+                .build()
+        };
+        assert!(with(1_000, 1_000).is_ok());
+        assert_eq!(with(1_000, 999).unwrap_err().field, "backoff.cap");
+    }
+
+    #[test]
     fn a_key_length_beyond_what_an_index_holds_is_refused_at_build() {
         let limits = |n| Limits {
             max_key_len: n,

@@ -575,6 +575,7 @@ async fn a_release_refused_for_good_is_not_sent_again() {
     stop.shutdown();
     let stats = w.await.unwrap();
     assert_eq!(stats.committed, 0);
+    assert_eq!(stats.release_unknown, 1, "the release gave up: {stats:?}");
     assert_eq!(b.store.releases_rejected.load(Ordering::SeqCst), 0);
     let sent = b.store.releases_sent.lock().unwrap().clone();
     assert_eq!(sent, vec![job], "the refused release was sent once");

@@ -340,6 +340,11 @@ mod tests {
             other => panic!("expected a bad schedule, got {other:?}"),
         };
         assert_eq!(field(Rule::every(Millis(0))), "rule.interval");
+        assert_eq!(
+            field(Rule::every(Millis(i64::MAX as u64 + 1))),
+            "rule.interval"
+        );
+        assert!(Rule::every(Millis(i64::MAX as u64)).compile().is_ok());
         assert_eq!(field(Rule::cron("61 * * * *")), "rule.cron");
         assert_eq!(field(Rule::cron("not cron")), "rule.cron");
         assert_eq!(field(Rule::cron("")), "rule.cron");

@@ -90,3 +90,16 @@ pub trait Handler: Send + Sync + 'static {
         stop: StopSignal,
     ) -> impl Future<Output = Result<Vec<u8>, HandlerError>> + Send;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_signal_tells_its_reason_once_raised() {
+        let (tx, signal) = StopSignal::new();
+        assert_eq!(signal.reason(), None);
+        tx.send(Some(StopReason::Cancel)).unwrap();
+        assert_eq!(signal.reason(), Some(StopReason::Cancel));
+    }
+}

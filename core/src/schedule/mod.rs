@@ -333,6 +333,12 @@ mod tests {
         s.queue = String::new();
         assert!(field(s).contains("queue"));
         assert!(field(base().max_attempts(0)).contains("max_attempts"));
+        let mut s = base();
+        s.name = "n".repeat(MAX_SCHEDULE_NAME_LEN);
+        assert_eq!(field(s), "ok");
+        let mut s = base();
+        s.name = "n".repeat(MAX_SCHEDULE_NAME_LEN + 1);
+        assert_eq!(field(s), "name");
         let cap = p.limits.max_attempts_cap;
         assert_eq!(field(base().max_attempts(cap)), "ok");
         assert!(field(base().max_attempts(cap + 1)).contains("max_attempts"));

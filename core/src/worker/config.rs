@@ -349,6 +349,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_renew_interval_must_be_shorter_than_the_lease() {
+        let with = |renew: u64| {
+            WorkerConfig::builder("w", "q")
+                .lease(Millis(1_000))
+                .renew_interval(Millis(renew))
+                .build()
+        };
+        let e = with(1_000).unwrap_err();
+        assert_eq!(e.field, "renew_interval");
+        assert!(e.reason.contains("shorter than the lease"), "{e}");
+        let e = with(990).unwrap_err();
+        assert!(e.reason.contains("no time to renew"), "{e}");
+        assert!(with(300).is_ok());
+    }
+
+    #[test]
     fn a_worker_may_serve_up_to_the_cap_of_queues() {
         let with = |n: usize| {
             (1..n).fold(WorkerConfig::builder("w", "q0"), |b, i| {

@@ -289,6 +289,15 @@ mod tests {
         assert_eq!(ask(&mut s), [(0, 2)]);
     }
 
+    /// The last free slot goes to one queue, even when the others have
+    /// room in the same round.
+    #[test]
+    fn the_last_free_slot_is_asked_of_one_queue_only() {
+        let mut s = slots(1, &[("a", 1), ("b", 1), ("c", 1)]);
+        assert_eq!(s.plan(), [(0, 1)]);
+        assert!(s.plan().is_empty(), "the one slot is asked for");
+    }
+
     /// A running lease counts against its queue's limit until its handler
     /// is done.
     #[test]

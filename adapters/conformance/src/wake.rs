@@ -12,8 +12,9 @@
 //! when the worker's claim came back short, so the case enqueues only once
 //! the worker is idle (no sleeps).
 
+use super::cases::sweep;
 use super::cases::{claim_one, enqueue, release};
-use super::{suite_policy, Harness, LONG_LEASE};
+use super::{suite_policy, Harness, LONG_LEASE, SHORT_LEASE};
 use leasehold_core::clock::TokioRuntime;
 use leasehold_core::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use leasehold_core::worker::{
@@ -22,11 +23,12 @@ use leasehold_core::worker::{
 use leasehold_core::CrashReport;
 use leasehold_core::JobId;
 use leasehold_core::StoreError;
-use leasehold_core::{CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal};
+use leasehold_core::{CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Policy};
 use leasehold_core::{
     ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest,
 };
 use leasehold_core::{Millis, StoreTime};
+use leasehold_core::{Release, Renewal};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -355,5 +357,40 @@ pub async fn without_wake_ups_the_poll_still_finds_the_job<H: Harness>(h: &H) {
     store.short_claims_above(0, WAKE_BOUND).await;
     let job = enqueue(&*f.store, NewJob::new(QUEUE, b"p".to_vec())).await;
     assert_eq!(w.next_claim(WAKE_BOUND, &name).await, job, "{name}");
+    w.stop().await;
+}
+
+/// A sweep that frees a slot of a queue with a parallelism limit wakes an
+/// idle worker within [`WAKE_BOUND`], even when the reclaimed job does not
+/// come back (its attempts are spent): the job the limit held back is now
+/// claimable.
+pub async fn a_sweep_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness>(h: &H) {
+    let policy = Policy::builder()
+        .backoff(suite_policy().backoff)
+        .parallelism(QUEUE, 1)
+        .build()
+        .expect("policy");
+    let f = h.fresh(policy).await;
+    let name = h.name();
+    let s = &*f.store;
+    let last_try = enqueue(s, NewJob::new(QUEUE, b"a".to_vec()).max_attempts(1)).await;
+    let lease = claim_one(s, "gone", QUEUE, SHORT_LEASE).await;
+    assert_eq!(lease.job, last_try);
+    let held_back = enqueue(s, NewJob::new(QUEUE, b"b".to_vec())).await;
+    let store = Arc::new(Counted::new(f.store.clone(), true));
+    let mut w = Running::start(store.clone(), "waker-6", LONG_POLL);
+    store.short_claims_above(0, WAKE_BOUND).await;
+    f.time.advance(SHORT_LEASE).await;
+    let t = Instant::now();
+    let reports = sweep(s, 10).await;
+    assert_eq!(reports.len(), 1, "{name}: the expired lease is reclaimed");
+    assert_eq!(
+        reports[0].to,
+        JobState::Dead,
+        "{name}: its attempts are spent"
+    );
+    let got = w.next_claim(WAKE_BOUND, &name).await;
+    assert_eq!(got, held_back, "{name}");
+    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
     w.stop().await;
 }

@@ -109,6 +109,7 @@ pub struct Flaky {
     pub renew_times_ms: Mutex<Vec<u64>>,
     /// When each release reached the store (tokio time since `born`).
     pub release_times_ms: Mutex<Vec<u64>>,
+    /// When the store was made (tokio time).
     pub born: tokio::time::Instant,
     /// Every release takes this long (tokio time) before it is applied.
     pub release_delay_ms: AtomicU64,

@@ -394,3 +394,29 @@ pub async fn a_sweep_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness>(
     assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
     w.stop().await;
 }
+
+/// A sweep that returns a job to `pending` (attempts left) wakes an idle
+/// worker within [`WAKE_BOUND`]: the reclaimed job is claimable at once.
+pub async fn a_sweep_that_returns_a_job_wakes_an_idle_worker<H: Harness>(h: &H) {
+    let f = h.fresh(suite_policy()).await;
+    let name = h.name();
+    let s = &*f.store;
+    let job = enqueue(s, NewJob::new(QUEUE, b"s".to_vec())).await;
+    let lease = claim_one(s, "gone", QUEUE, SHORT_LEASE).await;
+    assert_eq!(lease.job, job);
+    let store = Arc::new(Counted::new(f.store.clone(), true));
+    let mut w = Running::start(store.clone(), "waker-7", LONG_POLL);
+    store.short_claims_above(0, WAKE_BOUND).await;
+    f.time.advance(SHORT_LEASE).await;
+    let t = Instant::now();
+    let reports = sweep(s, 10).await;
+    assert_eq!(reports.len(), 1, "{name}: the expired lease is reclaimed");
+    assert_eq!(
+        reports[0].to,
+        JobState::Pending,
+        "{name}: it has attempts left"
+    );
+    assert_eq!(w.next_claim(WAKE_BOUND, &name).await, job, "{name}");
+    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
+    w.stop().await;
+}

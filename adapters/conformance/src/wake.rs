@@ -14,7 +14,7 @@
 
 use super::cases::sweep;
 use super::cases::{claim_one, enqueue, release};
-use super::{suite_policy, Harness, LONG_LEASE, SHORT_LEASE};
+use super::{suite_policy, Fixture, Harness, LONG_LEASE, SHORT_LEASE};
 use leasehold_core::clock::TokioRuntime;
 use leasehold_core::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use leasehold_core::worker::{
@@ -360,6 +360,30 @@ pub async fn without_wake_ups_the_poll_still_finds_the_job<H: Harness>(h: &H) {
     w.stop().await;
 }
 
+/// With one lease of `f`'s store expiring (lease [`SHORT_LEASE`]): starts an
+/// idle worker, lets the lease expire, sweeps it (the job goes `to`), and
+/// checks that the worker claims `expected` within [`WAKE_BOUND`] of the
+/// sweep, though its poll interval is [`LONG_POLL`].
+async fn sweep_wakes_the_worker_for<S: Store>(
+    f: &Fixture<S>,
+    name: &str,
+    worker: &str,
+    to: JobState,
+    expected: JobId,
+) {
+    let store = Arc::new(Counted::new(f.store.clone(), true));
+    let mut w = Running::start(store.clone(), worker, LONG_POLL);
+    store.short_claims_above(0, WAKE_BOUND).await;
+    f.time.advance(SHORT_LEASE).await;
+    let t = Instant::now();
+    let reports = sweep(&*f.store, 10).await;
+    assert_eq!(reports.len(), 1, "{name}: the expired lease is reclaimed");
+    assert_eq!(reports[0].to, to, "{name}: where the reclaimed job goes");
+    assert_eq!(w.next_claim(WAKE_BOUND, name).await, expected, "{name}");
+    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
+    w.stop().await;
+}
+
 /// A sweep that frees a slot of a queue with a parallelism limit wakes an
 /// idle worker within [`WAKE_BOUND`], even when the reclaimed job does not
 /// come back (its attempts are spent): the job the limit held back is now
@@ -371,52 +395,21 @@ pub async fn a_sweep_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness>(
         .build()
         .expect("policy");
     let f = h.fresh(policy).await;
-    let name = h.name();
     let s = &*f.store;
     let last_try = enqueue(s, NewJob::new(QUEUE, b"a".to_vec()).max_attempts(1)).await;
     let lease = claim_one(s, "gone", QUEUE, SHORT_LEASE).await;
     assert_eq!(lease.job, last_try);
     let held_back = enqueue(s, NewJob::new(QUEUE, b"b".to_vec())).await;
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-6", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
-    f.time.advance(SHORT_LEASE).await;
-    let t = Instant::now();
-    let reports = sweep(s, 10).await;
-    assert_eq!(reports.len(), 1, "{name}: the expired lease is reclaimed");
-    assert_eq!(
-        reports[0].to,
-        JobState::Dead,
-        "{name}: its attempts are spent"
-    );
-    let got = w.next_claim(WAKE_BOUND, &name).await;
-    assert_eq!(got, held_back, "{name}");
-    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
-    w.stop().await;
+    sweep_wakes_the_worker_for(&f, &h.name(), "waker-6", JobState::Dead, held_back).await;
 }
 
 /// A sweep that returns a job to `pending` (attempts left) wakes an idle
 /// worker within [`WAKE_BOUND`]: the reclaimed job is claimable at once.
 pub async fn a_sweep_that_returns_a_job_wakes_an_idle_worker<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
-    let name = h.name();
     let s = &*f.store;
     let job = enqueue(s, NewJob::new(QUEUE, b"s".to_vec())).await;
     let lease = claim_one(s, "gone", QUEUE, SHORT_LEASE).await;
     assert_eq!(lease.job, job);
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-7", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
-    f.time.advance(SHORT_LEASE).await;
-    let t = Instant::now();
-    let reports = sweep(s, 10).await;
-    assert_eq!(reports.len(), 1, "{name}: the expired lease is reclaimed");
-    assert_eq!(
-        reports[0].to,
-        JobState::Pending,
-        "{name}: it has attempts left"
-    );
-    assert_eq!(w.next_claim(WAKE_BOUND, &name).await, job, "{name}");
-    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
-    w.stop().await;
+    sweep_wakes_the_worker_for(&f, &h.name(), "waker-7", JobState::Pending, job).await;
 }

@@ -3,7 +3,8 @@
 //! by one: a batch mixing committed, repeated, lost (stale token), refused
 //! (token never issued) and unknown-job releases, a `Returned` job claimed
 //! again by the batch's own claims, and a bad claim; then a batch larger
-//! than one statement carries (the adapters split it).
+//! than one statement carries (the adapters split it), a claim wider than
+//! one read page, and the SQL stores' `release_many` outside a batch.
 //!
 //! The reference is the memory store answering the same requests one after
 //! another, on the same manual clock; answers, final rows and audit events
@@ -231,6 +232,20 @@ async fn large<S: Store>(
     send(s, req, one_by_one).await
 }
 
+/// `n` pending jobs, then one claim for all of them.
+async fn wide<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool, n: u32) -> BatchAnswer {
+    for i in 0..n {
+        let job = NewJob::new("wide", i.to_le_bytes().to_vec());
+        s.enqueue(job).await.expect("enqueue");
+    }
+    clock.advance(Millis(5));
+    let req = BatchRequest {
+        releases: Vec::new(),
+        claims: vec![claim_req("w", "wide", n)],
+    };
+    send(s, req, one_by_one).await
+}
+
 async fn finish<S: Store>(s: &S, answer: BatchAnswer, events: Option<Vec<Event>>) -> Outcome3 {
     Outcome3 {
         answer,
@@ -334,5 +349,98 @@ async fn a_batch_larger_than_one_statement_answers_as_one_by_one() {
     for (i, a) in r.answer.releases.iter().enumerate() {
         let committed = *a == Ok(leasehold_core::Release::Committed);
         assert_eq!(committed, i % 7 != 3, "release {i}: {a:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_wider_than_one_read_page_takes_its_max() {
+    // Above the SQLite adapter's 200 rows per aggregate read, which it
+    // reads page by page; every page but the last is full.
+    let n = 450;
+    let r = compare!(Policy::default(), wide, n);
+    let granted = r.answer.claims[0].as_ref().map(Vec::len);
+    assert_eq!(granted, Ok(n as usize), "one claim takes all {n} jobs");
+}
+
+/// The releases of `mixed` (committed, repeated, lost, refused, unknown
+/// job, returned) for four leases of queue `rm` held by `s`.
+async fn release_many_requests<S: Store>(s: &S, clock: &ManualStoreClock) -> Vec<ReleaseRequest> {
+    for i in 0..4u8 {
+        s.enqueue(NewJob::new("rm", vec![i]))
+            .await
+            .expect("enqueue");
+    }
+    clock.advance(Millis(5));
+    let l = s.claim(claim_req("w", "rm", 4)).await.expect("claim");
+    assert_eq!(l.len(), 4);
+    clock.advance(Millis(5));
+    vec![
+        release(l[0].job, l[0].token, done("a")),
+        release(l[0].job, l[0].token, done("a")),
+        release(l[0].job, l[0].token, done("other")),
+        release(l[1].job, Token(l[1].token.0 + 5), done("b")),
+        release(JobId(999_999), Token(1), done("g")),
+        release(l[2].job, l[2].token, Outcome::Returned),
+        release(
+            l[3].job,
+            l[3].token,
+            Outcome::Failed {
+                error: "x".into(),
+                retryable: true,
+            },
+        ),
+    ]
+}
+
+/// `release_many` (the SQL stores' one-transaction releases, outside
+/// `Store::batch`) answers each request, and leaves rows and audit events,
+/// as the memory store answering the same requests one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_many_answers_as_its_requests_one_by_one() {
+    let clock = ManualStoreClock::new(MANUAL_EPOCH);
+    let mem = MemoryStore::with_clock(Policy::default(), clock.clone());
+    let reqs = release_many_requests(&mem, &clock).await;
+    let mut answers = Vec::new();
+    for r in reqs {
+        answers.push(mem.release(r).await);
+    }
+    use leasehold_core::Release;
+    assert_eq!(answers.len(), 7);
+    assert_eq!(answers[0], Ok(Release::Committed));
+    assert_eq!(answers[2], Ok(Release::Lost), "same token, other outcome");
+    let answer = BatchAnswer {
+        releases: answers,
+        claims: Vec::new(),
+    };
+    let reference = finish(&mem, answer, Some(mem.events())).await;
+
+    let clock = ManualStoreClock::new(MANUAL_EPOCH);
+    let lite = sqlite_store(Policy::default(), clock.clone()).await;
+    let reqs = release_many_requests(lite.inner(), &clock).await;
+    let answers = lite
+        .inner()
+        .release_many(&reqs)
+        .await
+        .expect("release_many");
+    let answer = BatchAnswer {
+        releases: answers,
+        claims: Vec::new(),
+    };
+    let events = lite.inner().events().await.expect("sqlite events");
+    let got = finish(lite.inner(), answer, Some(events)).await;
+    assert_eq!(got, reference, "sqlite");
+
+    if let Some(url) = database_url() {
+        let clock = ManualStoreClock::new(MANUAL_EPOCH);
+        let pg = pg_store(&url, Policy::default(), Some(clock.clone())).await;
+        let reqs = release_many_requests(pg.inner(), &clock).await;
+        let answers = pg.inner().release_many(&reqs).await.expect("release_many");
+        let answer = BatchAnswer {
+            releases: answers,
+            claims: Vec::new(),
+        };
+        let events = pg.inner().events().await.expect("postgres events");
+        let got = finish(pg.inner(), answer, Some(events)).await;
+        assert_eq!(got, reference, "postgres");
     }
 }

@@ -32,6 +32,10 @@ const BEFORE: usize = 8;
 const DURING: usize = 24;
 /// The worker's slots: all of them hold a gated lease when the disk fills.
 const CONCURRENCY: u32 = 4;
+/// Jobs in the one `enqueue_many` sent on the full disk, and each one's
+/// payload (the default cap): 4 MiB, twice SQLite's default page cache.
+const SPILL_JOBS: u8 = 4;
+const SPILL_PAYLOAD: usize = 1 << 20;
 /// A failing write must answer within this (not hang).
 const ANSWER_LIMIT: Duration = Duration::from_secs(5);
 /// How long the disk stays full while the worker keeps trying.
@@ -108,6 +112,16 @@ impl Direct {
             "enqueue",
             cause,
             tokio::time::timeout(ANSWER_LIMIT, enqueue).await,
+        );
+        // Larger than the page cache: the rows spill to the WAL while they
+        // are inserted, so the insert itself (not only the commit) fails.
+        let big: Vec<NewJob> = (0..SPILL_JOBS)
+            .map(|i| NewJob::new("jobs", vec![i; SPILL_PAYLOAD]))
+            .collect();
+        assert_fails(
+            "enqueue_many",
+            cause,
+            tokio::time::timeout(ANSWER_LIMIT, store.enqueue_many(&big)).await,
         );
         assert_fails(
             "claim",

@@ -161,15 +161,22 @@ pub const CASES: &[&str] = &[
     "long_error_is_cut_at_a_character_boundary_within_its_cap",
     "idempotency_key_at_its_cap_works_and_one_byte_more_is_refused",
     "every_limit_holds_at_the_default_caps",
+    "nul_in_an_error_is_replaced_and_in_a_key_is_refused",
     "concurrent_claimers_claim_each_job_exactly_once_per_token",
     "parallelism_limit_holds_under_concurrent_claimers",
     "concurrent_enqueues_of_one_key_make_one_job",
     "poison_payload_is_dead_after_one_attempt",
-    "nul_in_an_error_is_replaced_and_in_a_key_is_refused",
+    "one_worker_serves_several_queues_within_their_limits",
+    "batch_answers_each_release_and_claim_on_its_own",
+    "empty_batch_answers_nothing",
+    "a_job_returned_in_a_batch_is_claimable_by_its_claims",
+    "a_slot_freed_in_a_batch_is_claimable_by_its_claims",
     "schedules_are_put_listed_replaced_and_removed_keeping_their_jobs",
     "fire_makes_one_job_per_plan_time",
     "refused_fires_burn_no_job_id",
+    "enqueued_and_fired_jobs_share_one_id_sequence",
     "schedule_bad_input_is_refused_naming_the_field_and_changes_nothing",
+    "schedules_are_held_to_the_stores_own_limits",
     "concurrent_firers_of_one_plan_time_make_one_job",
     "two_schedulers_fire_each_plan_time_once",
 ];
@@ -219,6 +226,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, schedules::refused_fires_burn_no_job_id);
         $crate::conformance_tests!(@case $harness, schedules::enqueued_and_fired_jobs_share_one_id_sequence);
         $crate::conformance_tests!(@case $harness, schedules::schedule_bad_input_is_refused_naming_the_field_and_changes_nothing);
+        $crate::conformance_tests!(@case $harness, schedules::schedules_are_held_to_the_stores_own_limits);
         $crate::conformance_tests!(@case $harness, schedules::concurrent_firers_of_one_plan_time_make_one_job);
         $crate::conformance_tests!(@case $harness, schedules::two_schedulers_fire_each_plan_time_once);
     };
@@ -230,4 +238,24 @@ macro_rules! conformance_tests {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    /// `CASES` names every case the macro generates, in its order: a case
+    /// added to one and not the other is caught here.
+    #[test]
+    fn cases_lists_every_generated_case_in_order() {
+        let source = include_str!("lib.rs");
+        let generated: Vec<&str> = source
+            .lines()
+            .filter_map(|l| {
+                l.trim()
+                    .strip_prefix("$crate::conformance_tests!(@case $harness, ")
+            })
+            .filter_map(|l| l.strip_suffix(");"))
+            .filter_map(|l| l.split("::").nth(1))
+            .collect();
+        assert_eq!(generated, super::CASES);
+    }
 }

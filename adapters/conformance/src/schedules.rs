@@ -5,6 +5,7 @@
 //! runs on a manual clock and on a real database clock alike.
 
 use super::cases::{now, row, rows};
+use super::limits::small_limits_policy;
 use super::{suite_policy, Harness, RACE_CLAIMERS};
 use leasehold_core::schedule::{job_key, CatchUp, FireRequest, Rule, Schedule, MAX_CATCH_UP};
 use leasehold_core::worker::{Scheduler, SchedulerConfig};
@@ -13,6 +14,7 @@ use leasehold_core::TokioRuntime;
 use leasehold_core::{list_all_schedules, Store};
 use leasehold_core::{InputError, StoreError};
 use leasehold_core::{JobState, NewJob};
+use leasehold_core::{Limits, Policy};
 use leasehold_core::{Millis, StoreTime};
 use std::sync::Arc;
 use tokio::sync::Barrier;
@@ -277,6 +279,80 @@ pub async fn schedule_bad_input_is_refused_naming_the_field_and_changes_nothing<
     assert!(rows(s).await.is_empty(), "{name}: no job was made");
     let listed = list_all_schedules(s).await.expect("list");
     assert_eq!(listed.len(), 1, "{name}: only tick is stored");
+}
+
+/// A schedule is checked against the limits of the policy the store was
+/// opened with, not the defaults: under small limits a payload or attempt
+/// budget the defaults allow is refused and one at the small caps is
+/// stored; under looser limits an attempt budget only the defaults refuse
+/// is stored.
+pub async fn schedules_are_held_to_the_stores_own_limits<H: Harness>(h: &H) {
+    let policy = small_limits_policy();
+    let cap = policy.limits.max_payload_bytes;
+    let attempts_cap = 3;
+    let policy = Policy::builder()
+        .limits(Limits {
+            max_attempts_cap: attempts_cap,
+            ..policy.limits
+        })
+        .backoff(policy.backoff)
+        .build()
+        .expect("the case's policy is valid");
+    assert!(cap < Limits::default().max_payload_bytes);
+    assert!(attempts_cap < Limits::default().max_attempts_cap);
+    let f = h.fresh(policy).await;
+    let s = &*f.store;
+    let name = h.name();
+    let sched =
+        |payload: usize| Schedule::new("own", "cron-q", vec![b'p'; payload], Rule::every(EVERY));
+    match s.put_schedule(sched(cap + 1)).await {
+        Err(StoreError::Input(InputError::PayloadTooLarge { size, cap: got })) => {
+            assert_eq!((size, got), (cap + 1, cap), "{name}")
+        }
+        other => panic!("{name}: a payload over the store's cap: {other:?}"),
+    }
+    match s
+        .put_schedule(sched(1).max_attempts(attempts_cap + 1))
+        .await
+    {
+        Err(StoreError::Input(InputError::BadMaxAttempts { value, cap: got })) => {
+            assert_eq!((value, got), (attempts_cap + 1, attempts_cap), "{name}")
+        }
+        other => panic!("{name}: an attempt budget over the store's cap: {other:?}"),
+    }
+    assert!(
+        list_all_schedules(s).await.expect("list").is_empty(),
+        "{name}: a refused schedule was stored"
+    );
+    put(s, sched(cap).max_attempts(attempts_cap)).await;
+    let listed = list_all_schedules(s).await.expect("list");
+    assert_eq!(
+        listed.len(),
+        1,
+        "{name}: the schedule at the caps is stored"
+    );
+    assert_eq!(listed[0].schedule.payload.len(), cap, "{name}");
+
+    // Looser than the defaults: what only the defaults refuse is stored.
+    let loose_cap = 2 * Limits::default().max_attempts_cap;
+    let loose = Policy::builder()
+        .limits(Limits {
+            max_attempts_cap: loose_cap,
+            ..Limits::default()
+        })
+        .backoff(suite_policy().backoff)
+        .build()
+        .expect("the loose policy is valid");
+    let f = h.fresh(loose).await;
+    let s = &*f.store;
+    put(s, sched(1).max_attempts(loose_cap)).await;
+    let listed = list_all_schedules(s).await.expect("list");
+    assert_eq!(
+        listed.len(),
+        1,
+        "{name}: the schedule at the loose cap is stored"
+    );
+    assert_eq!(listed[0].schedule.max_attempts, loose_cap, "{name}");
 }
 
 /// Many firers of one plan time at once (schedulers racing): one job, and

@@ -12,11 +12,11 @@
 //! when the worker's claim came back short, so the case enqueues only once
 //! the worker is idle (no sleeps).
 
-use super::cases::sweep;
 use super::cases::{claim_one, enqueue, release};
+use super::cases::{now, sweep};
 use super::{suite_policy, Fixture, Harness, LONG_LEASE, SHORT_LEASE};
 use leasehold_core::clock::TokioRuntime;
-use leasehold_core::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
+use leasehold_core::schedule::{FireRequest, ListSchedulesRequest, Rule, Schedule, ScheduleRecord};
 use leasehold_core::worker::{
     shutdown_channel, Handler, HandlerError, RuntimeEvent, StopSignal, Worker, WorkerConfig,
 };
@@ -412,4 +412,34 @@ pub async fn a_sweep_that_returns_a_job_wakes_an_idle_worker<H: Harness>(h: &H) 
     let lease = claim_one(s, "gone", QUEUE, SHORT_LEASE).await;
     assert_eq!(lease.job, job);
     sweep_wakes_the_worker_for(&f, &h.name(), "waker-7", JobState::Pending, job).await;
+}
+
+/// A job made by a schedule's fire wakes an idle worker of its queue
+/// within [`WAKE_BOUND`], as an enqueue does: a scheduler's jobs are not
+/// left for the poll.
+pub async fn a_fired_job_wakes_an_idle_worker<H: Harness>(h: &H) {
+    const EVERY: Millis = Millis(1000);
+    let f = h.fresh(suite_policy()).await;
+    let s = &*f.store;
+    let name = h.name();
+    let schedule = Schedule::new("wake-tick", QUEUE, b"f".to_vec(), Rule::every(EVERY));
+    s.put_schedule(schedule).await.expect("put_schedule");
+    f.time.advance(Millis(2 * EVERY.0)).await;
+    let store = Arc::new(Counted::new(f.store.clone(), true));
+    let mut w = Running::start(store.clone(), "waker-8", LONG_POLL);
+    store.short_claims_above(0, WAKE_BOUND).await;
+    let t = now(s).await;
+    let plan_time = StoreTime(t.0 - t.0.rem_euclid(EVERY.0 as i64));
+    let started = Instant::now();
+    let job = s
+        .fire(FireRequest {
+            name: "wake-tick".into(),
+            plan_time,
+        })
+        .await
+        .expect("fire");
+    assert_eq!(w.next_claim(WAKE_BOUND, &name).await, job, "{name}");
+    let took = started.elapsed();
+    assert!(took < WAKE_BOUND, "{name}: took {took:?}");
+    w.stop().await;
 }

@@ -19,7 +19,7 @@ use std::process::Command;
 /// Bytes a filler write adds at a time.
 const FILL_CHUNK: usize = 64 * 1024;
 /// The environment variable that forces the file-size limit.
-const FORCE_LIMIT: &str = "LEASEHOLD_SMALL_DISK";
+pub const FORCE_LIMIT: &str = "LEASEHOLD_SMALL_DISK";
 
 /// How the disk is made full.
 enum Kind {
@@ -65,6 +65,11 @@ impl SmallDisk {
             Kind::Tmpfs(_) => "disk full (SQLITE_FULL)",
             Kind::SizeLimit(_) => "disk I/O error (SQLITE_IOERR",
         }
+    }
+
+    /// Whether the disk fills by a file-size limit (not a `tmpfs`).
+    pub fn uses_size_limit(&self) -> bool {
+        matches!(self.kind, Kind::SizeLimit(_))
     }
 
     /// Which way the disk fills, for the test's output.

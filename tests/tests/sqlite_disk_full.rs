@@ -8,8 +8,10 @@
 //! or "disk I/O error" under a file-size limit), fast and without a panic;
 //! what committed before is still there with its results; and once the
 //! space is freed the run heals by itself: every job succeeds and the file
-//! passes `PRAGMA integrity_check`. This binary holds one test: the
-//! file-size limit holds for the whole process.
+//! passes `PRAGMA integrity_check`. Where the disk is a tmpfs, the test
+//! then runs itself again in a child under the file-size limit, so both
+//! errors are checked. This binary holds one test: the file-size limit
+//! holds for the whole process.
 
 use leasehold_core::{
     list_all, shutdown_channel, ClaimRequest, Handler, HandlerError, JobId, JobRecord, JobState,
@@ -18,7 +20,7 @@ use leasehold_core::{
     WorkerConfig, WorkerId,
 };
 use leasehold_sqlite::SqliteStore;
-use leasehold_tests::small_disk::SmallDisk;
+use leasehold_tests::small_disk::{self, SmallDisk};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -313,6 +315,37 @@ async fn a_full_disk_fails_writes_clearly_keeps_commits_and_heals() {
         .expect("integrity check");
     assert_eq!(check, "ok");
     store.close().await;
+    if !disk.uses_size_limit() {
+        the_size_limit_way_passes_too();
+    }
+}
+
+/// Runs this test again in a child process with the disk filled by the
+/// file-size limit, so both ways of failing (`SQLITE_FULL` on a tmpfs,
+/// `SQLITE_IOERR` under the limit) are checked wherever a tmpfs can be
+/// mounted. A child, because the limit holds for the whole process.
+fn the_size_limit_way_passes_too() {
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "a_full_disk_fails_writes_clearly_keeps_commits_and_heals",
+            "--nocapture",
+        ])
+        .env(small_disk::FORCE_LIMIT, "limit")
+        .output()
+        .expect("run the size-limit child");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "under a file-size limit: {}\n{}{stderr}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        stderr.contains("RLIMIT_FSIZE"),
+        "the child did not fill by the limit:\n{stderr}"
+    );
 }
 
 async fn enqueue(store: &SqliteStore, prefix: &str, n: usize) -> Vec<JobId> {

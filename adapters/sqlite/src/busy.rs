@@ -83,4 +83,24 @@ mod tests {
         assert_eq!(slice(Duration::from_millis(5)), Duration::from_millis(5));
         assert_eq!(slice(Duration::ZERO), Duration::ZERO);
     }
+
+    /// Only a lock held by another connection is waited out: any other
+    /// error at `BEGIN IMMEDIATE` (here, a transaction already open on the
+    /// connection) is answered at once, as itself, not as a busy timeout.
+    #[tokio::test]
+    async fn an_error_other_than_busy_is_answered_at_once() {
+        use sqlx::Connection;
+        let mut conn = SqliteConnection::connect("sqlite::memory:")
+            .await
+            .expect("connect");
+        sqlx::query("BEGIN").execute(&mut conn).await.expect("begin");
+        let busy_timeout = Duration::from_secs(2);
+        let started = Instant::now();
+        let e = begin_immediate(&mut conn, busy_timeout)
+            .await
+            .expect_err("a transaction is already open");
+        let took = started.elapsed();
+        assert!(took < busy_timeout / 2, "retried for {took:?}: {e}");
+        assert!(!e.to_string().contains("database is locked"), "{e}");
+    }
 }

@@ -4,7 +4,8 @@
 //! (token never issued) and unknown-job releases, a `Returned` job claimed
 //! again by the batch's own claims, and a bad claim; then a batch larger
 //! than one statement carries (the adapters split it), a claim wider than
-//! one read page, and the SQL stores' `release_many` outside a batch.
+//! one read page, and the SQL stores' `release_many` and `enqueue_many`
+//! outside a batch.
 //!
 //! The reference is the memory store answering the same requests one after
 //! another, on the same manual clock; answers, final rows and audit events
@@ -442,5 +443,89 @@ async fn release_many_answers_as_its_requests_one_by_one() {
         let events = pg.inner().events().await.expect("postgres events");
         let got = finish(pg.inner(), answer, Some(events)).await;
         assert_eq!(got, reference, "postgres");
+    }
+}
+
+/// The job whose key is taken before `enqueue_many` is called.
+fn taken() -> NewJob {
+    NewJob::new("em", b"b".to_vec()).idempotency_key("taken")
+}
+
+/// The jobs of the `enqueue_many` cases: plain ones, a key already taken
+/// before the call, and a key repeated inside it.
+fn many_jobs() -> Vec<NewJob> {
+    vec![
+        NewJob::new("em", b"a".to_vec()),
+        taken(),
+        NewJob::new("em", b"c".to_vec()).priority(3),
+        NewJob::new("em", b"d".to_vec()).idempotency_key("twice"),
+        NewJob::new("em", b"d".to_vec()).idempotency_key("twice"),
+        NewJob::new("other", b"f".to_vec()),
+    ]
+}
+
+/// What `enqueue_many` must leave: the ids and rows of the same jobs
+/// enqueued one by one.
+async fn enqueued_one_by_one(clock: &ManualStoreClock) -> (Vec<JobId>, Outcome3) {
+    let mem = MemoryStore::with_clock(Policy::default(), clock.clone());
+    mem.enqueue(taken()).await.expect("enqueue");
+    let mut ids = Vec::new();
+    for job in many_jobs() {
+        ids.push(mem.enqueue(job).await.expect("enqueue"));
+    }
+    let events = Some(mem.events());
+    (ids, finish(&mem, BatchAnswer::default(), events).await)
+}
+
+/// `enqueue_many` (the SQL stores' one-transaction enqueue) answers each
+/// job's id, and leaves rows and audit events, as the same jobs enqueued
+/// one by one; one bad job refuses the whole call and stores nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_many_answers_as_its_jobs_one_by_one() {
+    let (ids, reference) = enqueued_one_by_one(&ManualStoreClock::new(MANUAL_EPOCH)).await;
+    assert_eq!(ids.len(), 6);
+    assert_eq!(ids[1], JobId(1), "the taken key answers the first job");
+    assert_eq!(ids[3], ids[4], "a key repeated in the call is one job");
+    let bad = [
+        NewJob::new("em", b"x".to_vec()),
+        NewJob::new("", b"y".to_vec()),
+    ];
+
+    let clock = ManualStoreClock::new(MANUAL_EPOCH);
+    let lite = sqlite_store(Policy::default(), clock.clone()).await;
+    let s = lite.inner();
+    s.enqueue(taken()).await.expect("enqueue");
+    let got = s.enqueue_many(&many_jobs()).await.expect("enqueue_many");
+    assert_eq!(got, ids, "sqlite ids");
+    let refused = s.enqueue_many(&bad).await;
+    assert!(
+        matches!(refused, Err(leasehold_core::StoreError::Input(_))),
+        "sqlite: {refused:?}"
+    );
+    let events = s.events().await.expect("sqlite events");
+    assert_eq!(
+        finish(s, BatchAnswer::default(), Some(events)).await,
+        reference,
+        "sqlite"
+    );
+
+    if let Some(url) = database_url() {
+        let clock = ManualStoreClock::new(MANUAL_EPOCH);
+        let pg = pg_store(&url, Policy::default(), Some(clock.clone())).await;
+        let s = pg.inner();
+        s.enqueue(taken()).await.expect("enqueue");
+        let got = s.enqueue_many(&many_jobs()).await.expect("enqueue_many");
+        assert_eq!(got, ids, "postgres ids");
+        let refused = s.enqueue_many(&bad).await;
+        assert!(
+            matches!(refused, Err(leasehold_core::StoreError::Input(_))),
+            "postgres: {refused:?}"
+        );
+        let events = s.events().await.expect("postgres events");
+        assert_eq!(
+            finish(s, BatchAnswer::default(), Some(events)).await,
+            reference,
+            "postgres"
+        );
     }
 }

@@ -93,7 +93,10 @@ mod tests {
         let mut conn = SqliteConnection::connect("sqlite::memory:")
             .await
             .expect("connect");
-        sqlx::query("BEGIN").execute(&mut conn).await.expect("begin");
+        sqlx::query("BEGIN")
+            .execute(&mut conn)
+            .await
+            .expect("begin");
         let busy_timeout = Duration::from_secs(2);
         let started = Instant::now();
         let e = begin_immediate(&mut conn, busy_timeout)

@@ -84,6 +84,20 @@ mod tests {
         assert_eq!(slice(Duration::ZERO), Duration::ZERO);
     }
 
+    /// A free lock is taken at the first try, whatever the busy timeout,
+    /// down to zero (a store that never waits still writes).
+    #[tokio::test]
+    async fn a_free_lock_is_taken_under_any_busy_timeout() {
+        use sqlx::Connection;
+        for ms in [0, 1, 9, 10, 11, 10_000] {
+            let mut conn = SqliteConnection::connect("sqlite::memory:")
+                .await
+                .expect("connect");
+            let r = begin_immediate(&mut conn, Duration::from_millis(ms)).await;
+            assert!(r.is_ok(), "busy timeout {ms} ms: {r:?}");
+        }
+    }
+
     /// Only a lock held by another connection is waited out: any other
     /// error at `BEGIN IMMEDIATE` (here, a transaction already open on the
     /// connection) is answered at once, as itself, not as a busy timeout.

@@ -75,6 +75,8 @@
 
 mod batch;
 mod busy;
+#[cfg(test)]
+mod close_tests;
 mod error;
 mod row;
 mod row_set;

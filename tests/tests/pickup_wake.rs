@@ -15,6 +15,7 @@ macro_rules! wake_cases {
         wake_cases!(@case $harness, a_sweep_that_frees_a_limited_slot_wakes_an_idle_worker);
         wake_cases!(@case $harness, a_sweep_that_returns_a_job_wakes_an_idle_worker);
         wake_cases!(@case $harness, a_fired_job_wakes_an_idle_worker);
+        wake_cases!(@case $harness, a_release_that_frees_a_limited_slot_wakes_an_idle_worker);
     };
     (@case $harness:path, $case:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -443,3 +443,33 @@ pub async fn a_fired_job_wakes_an_idle_worker<H: Harness>(h: &H) {
     assert!(took < WAKE_BOUND, "{name}: took {took:?}");
     w.stop().await;
 }
+
+/// A release that ends a job (here `Succeeded`) on a queue with a
+/// parallelism limit wakes an idle worker within [`WAKE_BOUND`]: the slot
+/// it frees lets the job the limit held back be claimed.
+pub async fn a_release_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness>(h: &H) {
+    let policy = Policy::builder()
+        .backoff(suite_policy().backoff)
+        .parallelism(QUEUE, 1)
+        .build()
+        .expect("policy");
+    let f = h.fresh(policy).await;
+    let s = &*f.store;
+    let name = h.name();
+    let first = enqueue(s, NewJob::new(QUEUE, b"a".to_vec())).await;
+    let lease = claim_one(s, "other", QUEUE, LONG_LEASE).await;
+    assert_eq!(lease.job, first);
+    let held_back = enqueue(s, NewJob::new(QUEUE, b"b".to_vec())).await;
+    let store = Arc::new(Counted::new(f.store.clone(), true));
+    let mut w = Running::start(store.clone(), "waker-9", LONG_POLL);
+    store.short_claims_above(0, WAKE_BOUND).await;
+    let t = Instant::now();
+    let done = Outcome::Succeeded(b"done".to_vec());
+    assert_eq!(
+        release(s, first, lease.token, done).await,
+        Release::Committed
+    );
+    assert_eq!(w.next_claim(WAKE_BOUND, &name).await, held_back, "{name}");
+    assert!(t.elapsed() < WAKE_BOUND, "{name}: took {:?}", t.elapsed());
+    w.stop().await;
+}

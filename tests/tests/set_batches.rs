@@ -233,16 +233,22 @@ async fn large<S: Store>(
     send(s, req, one_by_one).await
 }
 
-/// `n` pending jobs, then one claim for all of them.
-async fn wide<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool, n: u32) -> BatchAnswer {
-    for i in 0..n {
+/// `jobs` pending jobs, then one batch of claims for `maxes` of them.
+async fn wide<S: Store>(
+    s: &S,
+    clock: &ManualStoreClock,
+    one_by_one: bool,
+    jobs: u32,
+    maxes: &[u32],
+) -> BatchAnswer {
+    for i in 0..jobs {
         let job = NewJob::new("wide", i.to_le_bytes().to_vec());
         s.enqueue(job).await.expect("enqueue");
     }
     clock.advance(Millis(5));
     let req = BatchRequest {
         releases: Vec::new(),
-        claims: vec![claim_req("w", "wide", n)],
+        claims: maxes.iter().map(|&m| claim_req("w", "wide", m)).collect(),
     };
     send(s, req, one_by_one).await
 }
@@ -356,11 +362,26 @@ async fn a_batch_larger_than_one_statement_answers_as_one_by_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_claim_wider_than_one_read_page_takes_its_max() {
     // Above the SQLite adapter's 200 rows per aggregate read, which it
-    // reads page by page; every page but the last is full.
-    let n = 450;
-    let r = compare!(Policy::default(), wide, n);
-    let granted = r.answer.claims[0].as_ref().map(Vec::len);
-    assert_eq!(granted, Ok(n as usize), "one claim takes all {n} jobs");
+    // reads page by page; every page but the last is full, and the last
+    // stops at what the batch may take though more jobs wait: its claims'
+    // maxes, or (below them) the queue's parallelism limit.
+    let granted = |r: &Outcome3| -> Vec<usize> {
+        r.answer
+            .claims
+            .iter()
+            .map(|c| c.as_ref().map_or(0, Vec::len))
+            .collect()
+    };
+    let r = compare!(Policy::default(), wide, 450, &[450]);
+    assert_eq!(granted(&r), [450], "as many jobs as asked");
+    let r = compare!(Policy::default(), wide, 500, &[450]);
+    assert_eq!(granted(&r), [450], "no more than asked");
+    let limited = Policy::builder()
+        .parallelism("wide", 450)
+        .build()
+        .expect("policy");
+    let r = compare!(limited, wide, 700, &[300, 300]);
+    assert_eq!(granted(&r), [300, 150], "no more than the limit");
 }
 
 /// The releases of `mixed` (committed, repeated, lost, refused, unknown

@@ -76,5 +76,35 @@ fn export_without_a_database_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--database-url"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--database-url"), "{stderr}");
+    assert!(stderr.contains(USAGE), "{stderr}");
+}
+
+/// The usage line every argument error ends with, and `--help` prints.
+const USAGE: &str = "usage: leasehold-export [--database-url URL] [--schema NAME]";
+
+#[test]
+fn export_help_prints_the_usage_and_succeeds() {
+    for flag in ["--help", "-h"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_leasehold-export"))
+            .arg(flag)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.starts_with(USAGE), "{flag}: {stdout}");
+    }
+}
+
+#[test]
+fn export_with_an_unknown_argument_names_it_and_shows_the_usage() {
+    let out = Command::new(env!("CARGO_BIN_EXE_leasehold-export"))
+        .args(["--database-url", "postgres://nowhere/db", "--shema", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown argument \"--shema\""), "{stderr}");
+    assert!(stderr.contains(USAGE), "{stderr}");
 }

@@ -26,14 +26,15 @@ fn usage() -> String {
     "usage: leasehold-export [--database-url URL] [--schema NAME] > history.jsonl".into()
 }
 
-fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
+/// The arguments, or `None` when help was asked for.
+fn parse(mut argv: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
     let mut url = std::env::var("DATABASE_URL").ok();
     let mut schema = None;
     while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--database-url" => url = Some(argv.next().ok_or("--database-url needs a value")?),
             "--schema" => schema = Some(argv.next().ok_or("--schema needs a value")?),
-            "-h" | "--help" => return Err(usage()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other:?}\n{}", usage())),
         }
     }
@@ -43,7 +44,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
             usage()
         )
     })?;
-    Ok(Args { url, schema })
+    Ok(Some(Args { url, schema }))
 }
 
 async fn export(args: Args) -> Result<u64, String> {
@@ -76,7 +77,11 @@ async fn export(args: Args) -> Result<u64, String> {
 
 fn main() -> ExitCode {
     let args = match parse(std::env::args().skip(1)) {
-        Ok(a) => a,
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{}", usage());
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("leasehold-export: {e}");
             return ExitCode::from(2);

@@ -119,4 +119,39 @@ mod postgres_listener {
         w.stop().await;
         admin.close().await;
     }
+
+    /// Closing the store ends its `LISTEN` connection for good: the backend
+    /// leaves `pg_stat_activity` and the listener does not reconnect.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closing_the_store_ends_its_listener() {
+        let Some(url) = database_url() else { return };
+        let pg = Arc::new(pg_store(&url, Policy::default(), None).await);
+        let app = pg.inner().schema().expect("schema").to_string();
+        let admin = sqlx::PgPool::connect(&url).await.expect("admin");
+        let store = Arc::new(Counted::new(pg.clone(), true));
+        let w = Running::start(store.clone(), "close-1", LONG_POLL);
+        store.short_claims_above(0, WAKE_BOUND).await;
+        listener_pid(&admin, &app, None).await;
+        w.stop().await;
+        pg.inner().close().await;
+        let listeners = || async {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+            )
+            .bind(&app)
+            .fetch_one(&admin)
+            .await
+            .expect("pg_stat_activity");
+            n
+        };
+        let t = Instant::now();
+        while listeners().await > 0 {
+            assert!(t.elapsed() < WAKE_BOUND, "the listener outlived close");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Longer than the listener's first reconnect delay.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(listeners().await, 0, "the listener came back after close");
+        admin.close().await;
+    }
 }

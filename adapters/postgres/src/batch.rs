@@ -18,8 +18,8 @@ use crate::error;
 use crate::row::{decode, to_i64, Batch, COLUMNS};
 use crate::{listener, Locked, PgStore, LIVE_CLOCK, MAX_CONFLICT_RETRIES, STMT_CLOCK};
 use leasehold_core::{
-    BatchAnswer, BatchRequest, ClaimRequest, JobId, JobRecord, Lease, Outcome, Release, StoreError,
-    StoreTime,
+    BatchAnswer, BatchRequest, ClaimRequest, JobId, JobRecord, Lease, Outcome, Policy, Release,
+    StoreError, StoreTime,
 };
 use sqlx::postgres::PgConnection;
 use sqlx::Row;
@@ -54,7 +54,7 @@ impl PgStore {
         req: &BatchRequest,
         valid: &[usize],
     ) -> Result<Answered, StoreError> {
-        if let Some(queue) = self.one_read_queue(req, valid) {
+        if let Some(queue) = one_read_queue(&self.policy, req, valid) {
             return self.batch_one_read(conn, req, valid, queue).await;
         }
         let mut batch = Batch::default();
@@ -77,25 +77,6 @@ impl PgStore {
         };
         self.write(conn, batch).await?;
         Ok((released, granted))
-    }
-
-    /// The queue of the one-read path, when it answers exactly as the
-    /// general one (see the module docs).
-    fn one_read_queue<'r>(&self, req: &'r BatchRequest, valid: &[usize]) -> Option<&'r str> {
-        let first = req.claims.get(*valid.first()?)?.queue.as_str();
-        let one_queue = valid.iter().all(|&i| req.claims[i].queue == first);
-        let requeues = req.releases.iter().any(|r| {
-            matches!(
-                r.outcome,
-                Outcome::Returned
-                    | Outcome::Failed {
-                        retryable: true,
-                        ..
-                    }
-            )
-        });
-        let limited = self.policy.parallelism_of(first).is_some();
-        (!req.releases.is_empty() && one_queue && !requeues && !limited).then_some(first)
     }
 
     /// Reads the releases' rows and the claims' candidates in one
@@ -166,5 +147,105 @@ impl PgStore {
         };
         self.write(conn, batch).await?;
         Ok((released, granted))
+    }
+}
+
+/// The queue of the one-read path, when it answers exactly as the general
+/// one (see the module docs): the batch has releases, none of them can make
+/// a job claimable, and its valid claims name one queue without a
+/// parallelism limit.
+fn one_read_queue<'r>(policy: &Policy, req: &'r BatchRequest, valid: &[usize]) -> Option<&'r str> {
+    let first = req.claims.get(*valid.first()?)?.queue.as_str();
+    let one_queue = valid.iter().all(|&i| req.claims[i].queue == first);
+    let requeues = req.releases.iter().any(|r| {
+        matches!(
+            r.outcome,
+            Outcome::Returned
+                | Outcome::Failed {
+                    retryable: true,
+                    ..
+                }
+        )
+    });
+    let limited = policy.parallelism_of(first).is_some();
+    (!req.releases.is_empty() && one_queue && !requeues && !limited).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_read_queue;
+    use leasehold_core::{
+        BatchRequest, ClaimRequest, JobId, Millis, Outcome, Policy, ReleaseRequest, Token, WorkerId,
+    };
+
+    fn claim(queue: &str) -> ClaimRequest {
+        ClaimRequest {
+            worker: WorkerId::new("w"),
+            queue: queue.into(),
+            lease: Millis(1_000),
+            max: 4,
+        }
+    }
+
+    fn release(outcome: Outcome) -> ReleaseRequest {
+        ReleaseRequest {
+            job: JobId(1),
+            token: Token(1),
+            outcome,
+        }
+    }
+
+    fn done() -> Outcome {
+        Outcome::Succeeded(Vec::new())
+    }
+
+    fn batch(releases: Vec<ReleaseRequest>, claims: &[&str]) -> BatchRequest {
+        BatchRequest {
+            releases,
+            claims: claims.iter().map(|q| claim(q)).collect(),
+        }
+    }
+
+    /// The one-read path is taken exactly when it answers as the general
+    /// one: releases that cannot requeue, claims of one unlimited queue.
+    #[test]
+    fn the_one_read_path_is_taken_only_where_it_answers_the_same() {
+        let free = Policy::default();
+        let all = [0, 1];
+        let b = batch(vec![release(done())], &["q", "q"]);
+        assert_eq!(one_read_queue(&free, &b, &all), Some("q"));
+        let failed = Outcome::Failed {
+            error: "x".into(),
+            retryable: false,
+        };
+        let b = batch(vec![release(done()), release(failed)], &["q", "q"]);
+        assert_eq!(
+            one_read_queue(&free, &b, &all),
+            Some("q"),
+            "a final failure"
+        );
+        // Only the valid claims count: claim 1 (another queue) was refused.
+        let b = batch(vec![release(done())], &["q", "other"]);
+        assert_eq!(one_read_queue(&free, &b, &[0]), Some("q"));
+
+        let b = batch(vec![release(done())], &["q", "other"]);
+        assert_eq!(one_read_queue(&free, &b, &all), None, "two queues");
+        let b = batch(vec![release(done()), release(Outcome::Returned)], &["q"]);
+        assert_eq!(one_read_queue(&free, &b, &[0]), None, "a returned job");
+        let retry = Outcome::Failed {
+            error: "x".into(),
+            retryable: true,
+        };
+        let b = batch(vec![release(retry)], &["q"]);
+        assert_eq!(one_read_queue(&free, &b, &[0]), None, "a retry");
+        let b = batch(Vec::new(), &["q"]);
+        assert_eq!(one_read_queue(&free, &b, &[0]), None, "no release");
+        let b = batch(vec![release(done())], &["q"]);
+        assert_eq!(one_read_queue(&free, &b, &[]), None, "no valid claim");
+        let limited = Policy::builder()
+            .parallelism("q", 2)
+            .build()
+            .expect("policy");
+        assert_eq!(one_read_queue(&limited, &b, &[0]), None, "a limited queue");
     }
 }

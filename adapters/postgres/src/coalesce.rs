@@ -189,3 +189,31 @@ impl Store for Coalescing {
         self.store.work_available(queue)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{next_batch, Pending, Queue};
+    use std::sync::Arc;
+    use tokio::sync::{mpsc, oneshot, Mutex};
+
+    /// A batch takes what is queued, never more than its cap, and the rest
+    /// waits for the next one; `None` once the senders are gone.
+    #[tokio::test]
+    async fn a_batch_takes_what_is_queued_up_to_its_cap() {
+        let (tx, rx) = mpsc::channel(16);
+        let queue: Queue<u32, ()> = Arc::new(Mutex::new(rx));
+        let mut replies = Vec::new();
+        for req in 0..5 {
+            let (reply, answer) = oneshot::channel();
+            replies.push(answer);
+            tx.send(Pending { req, reply }).await.expect("queued");
+        }
+        let reqs = |b: Vec<Pending<u32, ()>>| b.into_iter().map(|p| p.req).collect::<Vec<_>>();
+        let first = next_batch(&queue, 3).await.expect("a batch");
+        assert_eq!(reqs(first), [0, 1, 2]);
+        let second = next_batch(&queue, 3).await.expect("a batch");
+        assert_eq!(reqs(second), [3, 4]);
+        drop(tx);
+        assert!(next_batch(&queue, 3).await.is_none());
+    }
+}

@@ -213,6 +213,18 @@ async fn listener_wakes_on_enqueue_and_falls_back_after_a_bounded_wait() {
     );
     assert!(t.elapsed() < Duration::from_secs(5), "and not much longer");
 
+    // A job on another queue notifies the channel, and is not work for
+    // this one: the wait runs its full bound.
+    store
+        .enqueue(NewJob::new("other", b"x".to_vec()))
+        .await
+        .expect("enqueue");
+    let woke = listener
+        .wait_for_work("mail", Duration::from_millis(300))
+        .await
+        .expect("wait");
+    assert!(!woke, "a job on another queue woke the listener");
+
     let s = store.clone();
     let producer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;

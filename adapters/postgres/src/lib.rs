@@ -1087,3 +1087,33 @@ impl Store for PgStore {
         self.wake.work_available(queue)
     }
 }
+
+#[cfg(test)]
+mod identifier_tests {
+    use super::check_identifier;
+
+    /// Schema and channel names are spliced into SQL, so only plain
+    /// identifiers pass: letters, digits and `_`, not starting with a
+    /// digit, at most 63 bytes (PostgreSQL's limit).
+    #[test]
+    fn only_plain_identifiers_pass() {
+        let longest = "a".repeat(63);
+        for ok in ["leasehold", "a_1", "_x", "Schema9", longest.as_str()] {
+            assert!(check_identifier(ok).is_ok(), "{ok:?}");
+        }
+        let too_long = "a".repeat(64);
+        for bad in [
+            "",
+            "1abc",
+            "a-b",
+            "a b",
+            "x\"y",
+            "é",
+            "a;drop",
+            too_long.as_str(),
+        ] {
+            let e = check_identifier(bad).expect_err(bad);
+            assert!(e.to_string().contains("bad identifier"), "{bad:?}: {e}");
+        }
+    }
+}

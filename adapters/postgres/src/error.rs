@@ -38,3 +38,40 @@ pub(crate) fn map(e: sqlx::Error) -> StoreError {
 pub(crate) fn map_commit(e: sqlx::Error) -> StoreError {
     StoreError::Unavailable(format!("postgres commit: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{map, map_commit};
+    use leasehold_core::StoreError;
+
+    /// A row the adapter cannot read is corruption, not an outage: the
+    /// caller must not retry it as if the database were away.
+    #[test]
+    fn undecodable_rows_are_corrupt_and_outages_unavailable() {
+        let corrupt = [
+            sqlx::Error::ColumnNotFound("state".into()),
+            sqlx::Error::ColumnIndexOutOfBounds { index: 30, len: 21 },
+            sqlx::Error::Decode("not a job state".into()),
+            sqlx::Error::ColumnDecode {
+                index: "payload".into(),
+                source: "bytes expected".into(),
+            },
+        ];
+        for e in corrupt {
+            let what = e.to_string();
+            assert!(matches!(map(e), StoreError::Corrupt(_)), "{what}");
+        }
+        assert!(matches!(
+            map(sqlx::Error::PoolTimedOut),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            map(sqlx::Error::PoolClosed),
+            StoreError::Unavailable(_)
+        ));
+        assert!(matches!(
+            map_commit(sqlx::Error::ColumnNotFound("x".into())),
+            StoreError::Unavailable(_)
+        ));
+    }
+}

@@ -305,7 +305,7 @@ mod schedules;
 /// (the simulator's injected serialization or deadlock failure), and
 /// answers the error the adapter maps it to.
 pub(crate) async fn raise_injected(conn: &mut PgConnection, sqlstate: &str) -> StoreError {
-    if sqlstate.len() != 5 || !sqlstate.chars().all(|c| c.is_ascii_alphanumeric()) {
+    if !is_sqlstate(sqlstate) {
         return StoreError::Unavailable(format!("bad injected SQLSTATE {sqlstate:?}"));
     }
     let sql = format!(
@@ -315,6 +315,12 @@ pub(crate) async fn raise_injected(conn: &mut PgConnection, sqlstate: &str) -> S
         Err(e) => error::map(e),
         Ok(_) => StoreError::Unavailable("the injected failure was not raised".into()),
     }
+}
+
+/// Whether `s` has a SQLSTATE's shape (five letters or digits), so it can
+/// be spliced into the `RAISE` of [`raise_injected`].
+fn is_sqlstate(s: &str) -> bool {
+    s.len() == 5 && s.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// One answer (or input error) per release request.
@@ -1089,8 +1095,19 @@ impl Store for PgStore {
 }
 
 #[cfg(test)]
-mod identifier_tests {
-    use super::check_identifier;
+mod spliced_names {
+    use super::{check_identifier, is_sqlstate};
+
+    /// Only a SQLSTATE's shape is spliced into the injected `RAISE`.
+    #[test]
+    fn only_sqlstates_are_raised() {
+        for ok in ["40001", "40P01", "23505"] {
+            assert!(is_sqlstate(ok), "{ok:?}");
+        }
+        for bad in ["", "4000", "400011", "40'01", "4000\u{e9}", "40 01"] {
+            assert!(!is_sqlstate(bad), "{bad:?}");
+        }
+    }
 
     /// Schema and channel names are spliced into SQL, so only plain
     /// identifiers pass: letters, digits and `_`, not starting with a

@@ -187,8 +187,14 @@ async fn listen_loop(opts: PgConnectOptions, channel: String, signal: Arc<WorkSi
             Err(e) => tracing::debug!(error = %e, ?backoff, "wake listener cannot connect"),
         }
         tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(LISTEN_RETRY_CAP);
+        backoff = next_backoff(backoff);
     }
+}
+
+/// The wait after `backoff` failed again: doubled, up to
+/// [`LISTEN_RETRY_CAP`].
+fn next_backoff(backoff: Duration) -> Duration {
+    (backoff * 2).min(LISTEN_RETRY_CAP)
 }
 
 /// Sends one `NOTIFY channel, queue` per queue in `queues`, inside the
@@ -210,4 +216,28 @@ pub(crate) async fn notify_queues(
         .await
         .map_err(error::map)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_backoff, LISTEN_RETRY_CAP, LISTEN_RETRY_FIRST};
+    use std::time::Duration;
+
+    /// A database that stays down is tried less and less often: 50 ms,
+    /// 100 ms, … up to the cap, and then at the cap.
+    #[test]
+    fn the_reconnect_backoff_doubles_up_to_its_cap() {
+        let mut b = LISTEN_RETRY_FIRST;
+        let mut waits = vec![b];
+        for _ in 0..10 {
+            b = next_backoff(b);
+            waits.push(b);
+        }
+        assert_eq!(waits[1], LISTEN_RETRY_FIRST * 2);
+        assert_eq!(waits[2], LISTEN_RETRY_FIRST * 4);
+        assert!(waits.windows(2).all(|w| w[1] >= w[0]), "{waits:?}");
+        assert_eq!(*waits.last().expect("waits"), LISTEN_RETRY_CAP);
+        assert_eq!(next_backoff(LISTEN_RETRY_CAP), LISTEN_RETRY_CAP);
+        assert!(LISTEN_RETRY_FIRST > Duration::ZERO);
+    }
 }

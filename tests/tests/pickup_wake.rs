@@ -120,6 +120,39 @@ mod postgres_listener {
         admin.close().await;
     }
 
+    /// Dropping the store (without `close`) ends its `LISTEN` connection
+    /// too: the listener task does not outlive the store.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropping_the_store_ends_its_listener() {
+        let Some(url) = database_url() else { return };
+        let pg = Arc::new(pg_store(&url, Policy::default(), None).await);
+        let app = pg.inner().schema().expect("schema").to_string();
+        let admin = sqlx::PgPool::connect(&url).await.expect("admin");
+        let store = Arc::new(Counted::new(pg.clone(), true));
+        let w = Running::start(store.clone(), "drop-1", LONG_POLL);
+        store.short_claims_above(0, WAKE_BOUND).await;
+        let pid = listener_pid(&admin, &app, None).await;
+        w.stop().await;
+        drop(store);
+        let pg = Arc::into_inner(pg).expect("the test holds the last handle");
+        drop(pg);
+        let t = Instant::now();
+        loop {
+            let alive: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
+                    .bind(pid)
+                    .fetch_one(&admin)
+                    .await
+                    .expect("pg_stat_activity");
+            if alive == 0 {
+                break;
+            }
+            assert!(t.elapsed() < WAKE_BOUND, "the listener outlived its store");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        admin.close().await;
+    }
+
     /// Closing the store ends its `LISTEN` connection for good: the backend
     /// leaves `pg_stat_activity` and the listener does not reconnect.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

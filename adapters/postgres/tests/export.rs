@@ -63,6 +63,11 @@ async fn export_writes_every_audit_event_as_one_json_line() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     assert_eq!(events.len(), 3, "enqueue, claim, release");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("leasehold-export: 3 events"),
+        "the count it reports: {stderr}"
+    );
     assert_eq!(events, expected);
     assert!(
         matches!(&events[2].kind, EventKind::Released { outcome: Outcome::Succeeded(r), .. } if r == b"r")

@@ -185,6 +185,34 @@ mod postgres_listener {
         // Longer than the listener's first reconnect delay.
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(listeners().await, 0, "the listener came back after close");
+
+        // A store closed before any worker asked for wake-ups starts no
+        // listener when one asks afterwards.
+        let unused = pg_store(&url, Policy::default(), None).await;
+        let app = unused.inner().schema().expect("schema").to_string();
+        unused.inner().close().await;
+        let count = |app: String| {
+            let admin = admin.clone();
+            async move {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                )
+                .bind(app)
+                .fetch_one(&admin)
+                .await
+                .expect("pg_stat_activity");
+                n
+            }
+        };
+        // The pool's last backends may take a moment to leave.
+        let t = Instant::now();
+        while count(app.clone()).await > 0 {
+            assert!(t.elapsed() < WAKE_BOUND, "the pool outlived close");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(unused.work_available(QUEUE));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(count(app).await, 0, "a closed store started a listener");
         admin.close().await;
     }
 }

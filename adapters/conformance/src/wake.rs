@@ -384,17 +384,21 @@ async fn sweep_wakes_the_worker_for<S: Store>(
     w.stop().await;
 }
 
+/// The suite policy with [`QUEUE`] limited to one running job.
+fn one_slot_policy() -> Policy {
+    Policy::builder()
+        .backoff(suite_policy().backoff)
+        .parallelism(QUEUE, 1)
+        .build()
+        .expect("policy")
+}
+
 /// A sweep that frees a slot of a queue with a parallelism limit wakes an
 /// idle worker within [`WAKE_BOUND`], even when the reclaimed job does not
 /// come back (its attempts are spent): the job the limit held back is now
 /// claimable.
 pub async fn a_sweep_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness>(h: &H) {
-    let policy = Policy::builder()
-        .backoff(suite_policy().backoff)
-        .parallelism(QUEUE, 1)
-        .build()
-        .expect("policy");
-    let f = h.fresh(policy).await;
+    let f = h.fresh(one_slot_policy()).await;
     let s = &*f.store;
     let last_try = enqueue(s, NewJob::new(QUEUE, b"a".to_vec()).max_attempts(1)).await;
     let lease = claim_one(s, "gone", QUEUE, SHORT_LEASE).await;
@@ -448,12 +452,7 @@ pub async fn a_fired_job_wakes_an_idle_worker<H: Harness>(h: &H) {
 /// parallelism limit wakes an idle worker within [`WAKE_BOUND`]: the slot
 /// it frees lets the job the limit held back be claimed.
 pub async fn a_release_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness>(h: &H) {
-    let policy = Policy::builder()
-        .backoff(suite_policy().backoff)
-        .parallelism(QUEUE, 1)
-        .build()
-        .expect("policy");
-    let f = h.fresh(policy).await;
+    let f = h.fresh(one_slot_policy()).await;
     let s = &*f.store;
     let name = h.name();
     let first = enqueue(s, NewJob::new(QUEUE, b"a".to_vec())).await;

@@ -50,7 +50,8 @@ mod postgres_coalescing {
 mod postgres_listener {
     use leasehold_conformance::wake::{Counted, Running, LONG_POLL, QUEUE, WAKE_BOUND};
     use leasehold_core::{NewJob, Policy, Store};
-    use leasehold_tests::{database_url, pg_store};
+    use leasehold_postgres::PgStore;
+    use leasehold_tests::{database_url, pg_store, Guarded, SchemaGuard};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -77,6 +78,53 @@ mod postgres_listener {
         panic!("no LISTEN connection for {app}");
     }
 
+    /// A store on a schema of its own with an idle worker (`worker_id`,
+    /// poll interval [`LONG_POLL`]) whose wake-ups come through the store's
+    /// listener, and an admin pool to watch the server with.
+    struct Listening {
+        pg: Arc<Guarded<PgStore, SchemaGuard>>,
+        /// The store's `application_name`: its backends carry it.
+        app: String,
+        admin: sqlx::PgPool,
+        store: Arc<Counted<Guarded<PgStore, SchemaGuard>>>,
+        worker: Running,
+        /// Short claims the worker had made when it went idle.
+        seen: u64,
+    }
+
+    impl Listening {
+        async fn start(url: &str, worker_id: &str) -> Listening {
+            let pg = Arc::new(pg_store(url, Policy::default(), None).await);
+            let app = pg.inner().schema().expect("schema").to_string();
+            let admin = sqlx::PgPool::connect(url).await.expect("admin");
+            let store = Arc::new(Counted::new(pg.clone(), true));
+            let worker = Running::start(store.clone(), worker_id, LONG_POLL);
+            let seen = store.short_claims_above(0, WAKE_BOUND).await;
+            Listening {
+                pg,
+                app,
+                admin,
+                store,
+                worker,
+                seen,
+            }
+        }
+    }
+
+    /// How many `LISTEN` connections carry `application_name` `app`. (Only
+    /// those: the pool's own backends may outlive `close` for a while; see
+    /// the note of the stop that added this.)
+    async fn listeners(admin: &sqlx::PgPool, app: &str) -> i64 {
+        sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+             AND query LIKE 'LISTEN%'",
+        )
+        .bind(app)
+        .fetch_one(admin)
+        .await
+        .expect("pg_stat_activity")
+    }
+
     /// The listener's backend is terminated; a job enqueued right after is
     /// still claimed well before the 30 s poll (the listener reconnects and
     /// wakes every queue, since notifications were lost meanwhile), and
@@ -84,12 +132,14 @@ mod postgres_listener {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn worker_wakes_after_its_listener_connection_is_terminated() {
         let Some(url) = database_url() else { return };
-        let pg = Arc::new(pg_store(&url, Policy::default(), None).await);
-        let app = pg.inner().schema().expect("schema").to_string();
-        let admin = sqlx::PgPool::connect(&url).await.expect("admin");
-        let store = Arc::new(Counted::new(pg.clone(), true));
-        let mut w = Running::start(store.clone(), "reconnect-1", LONG_POLL);
-        let seen = store.short_claims_above(0, WAKE_BOUND).await;
+        let Listening {
+            pg,
+            app,
+            admin,
+            store,
+            worker: mut w,
+            seen,
+        } = Listening::start(&url, "reconnect-1").await;
 
         let old = listener_pid(&admin, &app, None).await;
         let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
@@ -125,12 +175,14 @@ mod postgres_listener {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dropping_the_store_ends_its_listener() {
         let Some(url) = database_url() else { return };
-        let pg = Arc::new(pg_store(&url, Policy::default(), None).await);
-        let app = pg.inner().schema().expect("schema").to_string();
-        let admin = sqlx::PgPool::connect(&url).await.expect("admin");
-        let store = Arc::new(Counted::new(pg.clone(), true));
-        let w = Running::start(store.clone(), "drop-1", LONG_POLL);
-        store.short_claims_above(0, WAKE_BOUND).await;
+        let Listening {
+            pg,
+            app,
+            admin,
+            store,
+            worker: w,
+            ..
+        } = Listening::start(&url, "drop-1").await;
         let pid = listener_pid(&admin, &app, None).await;
         w.stop().await;
         drop(store);
@@ -158,61 +210,35 @@ mod postgres_listener {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn closing_the_store_ends_its_listener() {
         let Some(url) = database_url() else { return };
-        let pg = Arc::new(pg_store(&url, Policy::default(), None).await);
-        let app = pg.inner().schema().expect("schema").to_string();
-        let admin = sqlx::PgPool::connect(&url).await.expect("admin");
-        let store = Arc::new(Counted::new(pg.clone(), true));
-        let w = Running::start(store.clone(), "close-1", LONG_POLL);
-        store.short_claims_above(0, WAKE_BOUND).await;
+        let Listening {
+            pg,
+            app,
+            admin,
+            worker: w,
+            ..
+        } = Listening::start(&url, "close-1").await;
         listener_pid(&admin, &app, None).await;
         w.stop().await;
         pg.inner().close().await;
-        let listeners = || async {
-            let n: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-            )
-            .bind(&app)
-            .fetch_one(&admin)
-            .await
-            .expect("pg_stat_activity");
-            n
-        };
         let t = Instant::now();
-        while listeners().await > 0 {
+        while listeners(&admin, &app).await > 0 {
             assert!(t.elapsed() < WAKE_BOUND, "the listener outlived close");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         // Longer than the listener's first reconnect delay.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(listeners().await, 0, "the listener came back after close");
+        let back = listeners(&admin, &app).await;
+        assert_eq!(back, 0, "the listener came back after close");
 
         // A store closed before any worker asked for wake-ups starts no
         // listener when one asks afterwards.
         let unused = pg_store(&url, Policy::default(), None).await;
         let app = unused.inner().schema().expect("schema").to_string();
         unused.inner().close().await;
-        let count = |app: String| {
-            let admin = admin.clone();
-            async move {
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
-                )
-                .bind(app)
-                .fetch_one(&admin)
-                .await
-                .expect("pg_stat_activity");
-                n
-            }
-        };
-        // The pool's last backends may take a moment to leave.
-        let t = Instant::now();
-        while count(app.clone()).await > 0 {
-            assert!(t.elapsed() < WAKE_BOUND, "the pool outlived close");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         drop(unused.work_available(QUEUE));
         tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(count(app).await, 0, "a closed store started a listener");
+        let started = listeners(&admin, &app).await;
+        assert_eq!(started, 0, "a closed store started a listener");
         admin.close().await;
     }
 }

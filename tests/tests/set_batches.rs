@@ -261,6 +261,29 @@ async fn finish<S: Store>(s: &S, answer: BatchAnswer, events: Option<Vec<Event>>
     }
 }
 
+/// Runs `$body` with `$s` bound to a fresh SQLite store applying `$policy`,
+/// then (with `DATABASE_URL`) to a fresh PostgreSQL one, each on a manual
+/// clock of its own bound to `$clock`, and `$name` naming the store.
+macro_rules! on_each_sql_store {
+    ($policy:expr, |$s:ident, $clock:ident, $name:ident| $body:block) => {{
+        let policy: Policy = $policy;
+        {
+            let $clock = ManualStoreClock::new(MANUAL_EPOCH);
+            let lite = sqlite_store(policy.clone(), $clock.clone()).await;
+            let $s = lite.inner();
+            let $name = "sqlite";
+            $body
+        }
+        if let Some(url) = database_url() {
+            let $clock = ManualStoreClock::new(MANUAL_EPOCH);
+            let pg = pg_store(&url, policy.clone(), Some($clock.clone())).await;
+            let $s = pg.inner();
+            let $name = "postgres";
+            $body
+        }
+    }};
+}
+
 /// Runs `scenario` on the memory reference (one by one) and on every SQL
 /// store (as one batch), and compares everything.
 macro_rules! compare {
@@ -270,26 +293,14 @@ macro_rules! compare {
         let mem = MemoryStore::with_clock(policy.clone(), clock.clone());
         let a = $scenario(&mem, &clock, true $(, $arg)*).await;
         let reference = finish(&mem, a, Some(mem.events())).await;
-
-        let clock = ManualStoreClock::new(MANUAL_EPOCH);
-        let lite = sqlite_store(policy.clone(), clock.clone()).await;
-        let a = $scenario(lite.inner(), &clock, false $(, $arg)*).await;
-        let events = lite.inner().events().await.expect("sqlite events");
-        let got = finish(lite.inner(), a, Some(events)).await;
-        assert_eq!(got.answer, reference.answer, "sqlite answers");
-        assert_eq!(got.rows, reference.rows, "sqlite rows");
-        assert_eq!(got.events, reference.events, "sqlite audit events");
-
-        if let Some(url) = database_url() {
-            let clock = ManualStoreClock::new(MANUAL_EPOCH);
-            let pg = pg_store(&url, policy.clone(), Some(clock.clone())).await;
-            let a = $scenario(pg.inner(), &clock, false $(, $arg)*).await;
-            let events = pg.inner().events().await.expect("postgres events");
-            let got = finish(pg.inner(), a, Some(events)).await;
-            assert_eq!(got.answer, reference.answer, "postgres answers");
-            assert_eq!(got.rows, reference.rows, "postgres rows");
-            assert_eq!(got.events, reference.events, "postgres audit events");
-        }
+        on_each_sql_store!(policy, |s, clock, name| {
+            let a = $scenario(s, &clock, false $(, $arg)*).await;
+            let events = s.events().await.expect("events");
+            let got = finish(s, a, Some(events)).await;
+            assert_eq!(got.answer, reference.answer, "{name} answers");
+            assert_eq!(got.rows, reference.rows, "{name} rows");
+            assert_eq!(got.events, reference.events, "{name} audit events");
+        });
         reference
     }};
 }
@@ -435,36 +446,17 @@ async fn release_many_answers_as_its_requests_one_by_one() {
         claims: Vec::new(),
     };
     let reference = finish(&mem, answer, Some(mem.events())).await;
-
-    let clock = ManualStoreClock::new(MANUAL_EPOCH);
-    let lite = sqlite_store(Policy::default(), clock.clone()).await;
-    let reqs = release_many_requests(lite.inner(), &clock).await;
-    let answers = lite
-        .inner()
-        .release_many(&reqs)
-        .await
-        .expect("release_many");
-    let answer = BatchAnswer {
-        releases: answers,
-        claims: Vec::new(),
-    };
-    let events = lite.inner().events().await.expect("sqlite events");
-    let got = finish(lite.inner(), answer, Some(events)).await;
-    assert_eq!(got, reference, "sqlite");
-
-    if let Some(url) = database_url() {
-        let clock = ManualStoreClock::new(MANUAL_EPOCH);
-        let pg = pg_store(&url, Policy::default(), Some(clock.clone())).await;
-        let reqs = release_many_requests(pg.inner(), &clock).await;
-        let answers = pg.inner().release_many(&reqs).await.expect("release_many");
+    on_each_sql_store!(Policy::default(), |s, clock, name| {
+        let reqs = release_many_requests(s, &clock).await;
+        let answers = s.release_many(&reqs).await.expect("release_many");
         let answer = BatchAnswer {
             releases: answers,
             claims: Vec::new(),
         };
-        let events = pg.inner().events().await.expect("postgres events");
-        let got = finish(pg.inner(), answer, Some(events)).await;
-        assert_eq!(got, reference, "postgres");
-    }
+        let events = s.events().await.expect("events");
+        let got = finish(s, answer, Some(events)).await;
+        assert_eq!(got, reference, "{name}");
+    });
 }
 
 /// The job whose key is taken before `enqueue_many` is called.
@@ -512,41 +504,17 @@ async fn enqueue_many_answers_as_its_jobs_one_by_one() {
         NewJob::new("", b"y".to_vec()),
     ];
 
-    let clock = ManualStoreClock::new(MANUAL_EPOCH);
-    let lite = sqlite_store(Policy::default(), clock.clone()).await;
-    let s = lite.inner();
-    s.enqueue(taken()).await.expect("enqueue");
-    let got = s.enqueue_many(&many_jobs()).await.expect("enqueue_many");
-    assert_eq!(got, ids, "sqlite ids");
-    let refused = s.enqueue_many(&bad).await;
-    assert!(
-        matches!(refused, Err(leasehold_core::StoreError::Input(_))),
-        "sqlite: {refused:?}"
-    );
-    let events = s.events().await.expect("sqlite events");
-    assert_eq!(
-        finish(s, BatchAnswer::default(), Some(events)).await,
-        reference,
-        "sqlite"
-    );
-
-    if let Some(url) = database_url() {
-        let clock = ManualStoreClock::new(MANUAL_EPOCH);
-        let pg = pg_store(&url, Policy::default(), Some(clock.clone())).await;
-        let s = pg.inner();
+    on_each_sql_store!(Policy::default(), |s, _clock, name| {
         s.enqueue(taken()).await.expect("enqueue");
         let got = s.enqueue_many(&many_jobs()).await.expect("enqueue_many");
-        assert_eq!(got, ids, "postgres ids");
+        assert_eq!(got, ids, "{name} ids");
         let refused = s.enqueue_many(&bad).await;
         assert!(
             matches!(refused, Err(leasehold_core::StoreError::Input(_))),
-            "postgres: {refused:?}"
+            "{name}: {refused:?}"
         );
-        let events = s.events().await.expect("postgres events");
-        assert_eq!(
-            finish(s, BatchAnswer::default(), Some(events)).await,
-            reference,
-            "postgres"
-        );
-    }
+        let events = s.events().await.expect("events");
+        let got = finish(s, BatchAnswer::default(), Some(events)).await;
+        assert_eq!(got, reference, "{name}");
+    });
 }

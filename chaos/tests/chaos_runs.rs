@@ -284,6 +284,10 @@ const PRODUCTION_FAULTS_POSTGRES: &str = "kill,terminate-backend,kill-listener,k
 /// Production's shape on SQLite: four processes of four Workers each at
 /// concurrency 32 on one store, three queues with limits; kills aimed at
 /// merged batches and at a write transaction other Workers wait behind.
+/// 40 s, not 20: over 20 s seed 31 plans `kill-merged` 3 times, and only
+/// 1 of 3 landed in two of three local runs. The test failed once in a
+/// full run of this file (its output not kept); none landing is the likely
+/// cause. Over 40 s it plans 6 or 7, and 4 or 5 landed in each of 3 runs.
 #[test]
 fn the_production_shape_on_sqlite_passes_and_its_faults_land() {
     let dir = tempfile::tempdir().unwrap();
@@ -295,16 +299,16 @@ fn the_production_shape_on_sqlite_passes_and_its_faults_land() {
             "--seed",
             "31",
             "--jobs",
-            "2000",
+            "4000",
             "--duration",
-            "20s",
+            "40s",
             "--fault-every",
             "600ms",
             "--faults",
             PRODUCTION_FAULTS_SQLITE,
         ],
     );
-    assert_clean_with(code, &text, 2000);
+    assert_clean_with(code, &text, 4000);
     assert_production_shape(&text, &["kill-writer", "kill-merged"]);
     // `kill-writer-queued` must be tried; whether its moment (the write
     // lock held while two Workers' writes are out) comes within the aim's

@@ -112,8 +112,8 @@ mod postgres_listener {
     }
 
     /// How many `LISTEN` connections carry `application_name` `app`. (Only
-    /// those: the pool's own backends may outlive `close` for a while; see
-    /// the note of the stop that added this.)
+    /// those: the pool's own backends after `close` are the subject of
+    /// `postgres_adapter.rs`'s `close_leaves_no_backend_behind`.)
     async fn listeners(admin: &sqlx::PgPool, app: &str) -> i64 {
         sqlx::query_scalar(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \

@@ -81,6 +81,7 @@
 mod coalesce;
 mod error;
 mod listener;
+mod pool_close;
 mod row;
 
 pub use coalesce::{Coalescing, COALESCE_QUEUE_CAP, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
@@ -409,10 +410,11 @@ impl PgStore {
         self.schema.as_deref()
     }
 
-    /// Closes the pool (and stops the wake listener).
+    /// Closes the pool (and stops the wake listener): when it returns, the
+    /// store holds no connection (see `pool_close.rs`).
     pub async fn close(&self) {
         self.wake.close();
-        self.pool.close().await;
+        pool_close::close_pool(&self.pool).await;
     }
 
     /// A listener for enqueue notifications on this store's channel.

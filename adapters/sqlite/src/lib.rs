@@ -78,6 +78,7 @@ mod busy;
 #[cfg(test)]
 mod close_tests;
 mod error;
+mod pool_close;
 mod row;
 mod row_set;
 mod set_sql;
@@ -334,10 +335,11 @@ impl SqliteStore {
         &self.tx_faults
     }
 
-    /// Closes both pools, waiting for connections to finish.
+    /// Closes both pools, waiting for connections to finish: when it
+    /// returns, no connection holds the file (see `pool_close.rs`).
     pub async fn close(&self) {
-        self.writers.close().await;
-        self.pool.close().await;
+        pool_close::close_pool(&self.writers).await;
+        pool_close::close_pool(&self.pool).await;
     }
 
     /// The audit log: one event per accepted transition, in commit order.

@@ -3,7 +3,7 @@
 
 use crate::SqliteStore;
 use leasehold_core::{NewJob, Policy, Store};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A fresh directory for one test's database file.
 fn temp_dir(test: &str) -> PathBuf {
@@ -16,19 +16,25 @@ fn temp_dir(test: &str) -> PathBuf {
     dir
 }
 
-#[tokio::test]
-async fn a_closed_store_refuses_work_and_leaves_no_write_ahead_log() {
-    let dir = temp_dir("close");
-    let db = dir.join("jobs.db");
-    let store = SqliteStore::open(&db, Policy::default())
+/// A store on `dir/name` with one job written, and the path of its WAL,
+/// which that write made.
+async fn written_store(dir: &Path, name: &str) -> (SqliteStore, PathBuf) {
+    let store = SqliteStore::open(&dir.join(name), Policy::default())
         .await
         .expect("open");
     store
         .enqueue(NewJob::new("q", b"x".to_vec()))
         .await
         .expect("enqueue");
-    let wal = dir.join("jobs.db-wal");
+    let wal = dir.join(format!("{name}-wal"));
     assert!(wal.exists(), "a write before close left no WAL at {wal:?}");
+    (store, wal)
+}
+
+#[tokio::test]
+async fn a_closed_store_refuses_work_and_leaves_no_write_ahead_log() {
+    let dir = temp_dir("close");
+    let (store, wal) = written_store(&dir, "jobs.db").await;
     store.close().await;
     let after = store.enqueue(NewJob::new("q", b"y".to_vec())).await;
     assert!(after.is_err(), "a closed store took a job: {after:?}");
@@ -49,16 +55,7 @@ async fn a_connection_being_returned_during_close_is_closed_too() {
     const ROUNDS: usize = 10;
     let dir = temp_dir("close-returning");
     for round in 0..ROUNDS {
-        let db = dir.join(format!("jobs-{round}.db"));
-        let store = SqliteStore::open(&db, Policy::default())
-            .await
-            .expect("open");
-        store
-            .enqueue(NewJob::new("q", b"x".to_vec()))
-            .await
-            .expect("enqueue");
-        let wal = dir.join(format!("jobs-{round}.db-wal"));
-        assert!(wal.exists(), "a write before close left no WAL at {wal:?}");
+        let (store, wal) = written_store(&dir, &format!("jobs-{round}.db")).await;
         for pool in [store.pool(), store.write_pool()] {
             let conn = pool.acquire().await.expect("a connection");
             drop(conn);

@@ -1,5 +1,6 @@
 //! Postgres-only behaviour the shared suite cannot express: connections
-//! killed mid-transaction, `LISTEN/NOTIFY` wake-ups, and batch release.
+//! killed mid-transaction, `LISTEN/NOTIFY` wake-ups, batch release, and a
+//! `close` that leaves no backend behind.
 //! Needs `DATABASE_URL` (see `leasehold_tests::database_url`).
 
 use leasehold_core::{

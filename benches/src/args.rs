@@ -77,6 +77,11 @@ pub struct Settings {
     /// batch_flushers`); unset, the store's default.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub flushers: Option<u32>,
+    /// On PostgreSQL, `VACUUM leasehold_jobs` every this many
+    /// milliseconds on a connection of its own, during every phase (what a
+    /// very eager autovacuum would do); unset, none but the server's own.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub vacuum_every: Option<u64>,
     /// Arrivals per second (`--mode latency`).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rate: u32,

@@ -36,6 +36,7 @@ mod cpu;
 mod figures;
 mod latency;
 mod rounds;
+mod vacuum;
 mod wal;
 
 use args::{Mode, Settings};
@@ -459,6 +460,15 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
             DEFAULT_FLUSHERS,
         ))
     });
+    let vacuum = match s.vacuum_every {
+        Some(every) => Some((
+            every,
+            vacuum::start(&url, &schema, every)
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("vacuum connection: {e}")))?,
+        )),
+        None => None,
+    };
     let mut rounds = Vec::new();
     let mut result = Ok(());
     for round in 1..=s.rounds() {
@@ -478,6 +488,16 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
         f.wal = before.zip(after).map(|(a, b)| a.until(&b));
         report("postgres", &detail, s, round, &f);
         rounds.push(f);
+    }
+    if let Some((every, (task, tally))) = vacuum {
+        task.abort();
+        let _ = task.await;
+        let line = format!("   {}", tally.line(every));
+        if s.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
     }
     let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .execute(store.pool())

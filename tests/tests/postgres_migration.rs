@@ -1,6 +1,7 @@
 //! A database created by the previous schema (migrations 0001 and 0002:
 //! one `lease_events` row per event) migrates to the current one without
-//! losing a job or an audit event, and keeps working after.
+//! losing a job or an audit event, and keeps working after; and the jobs
+//! table carries migration 0004's autovacuum thresholds.
 //! Needs `DATABASE_URL` (see `leasehold_tests::database_url`).
 
 use leasehold_core::{
@@ -22,6 +23,46 @@ fn claim(worker: &str, max: u32) -> ClaimRequest {
         lease: Millis(60_000),
         max,
     }
+}
+
+/// The storage parameters migration 0004 gives `leasehold_jobs`.
+const AUTOVACUUM: [&str; 2] = [
+    "autovacuum_vacuum_scale_factor=0.01",
+    "autovacuum_vacuum_threshold=1000",
+];
+
+/// `leasehold_jobs`'s storage parameters, in the pool's schema (none: empty).
+async fn table_options(pool: &sqlx::PgPool) -> Vec<String> {
+    let options: Option<Vec<String>> = sqlx::query_scalar(
+        "SELECT reloptions FROM pg_class WHERE oid = 'leasehold_jobs'::regclass",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    options.unwrap_or_default()
+}
+
+/// A new database gets the autovacuum thresholds too, and an operator's
+/// own setting survives a later `migrate()` (sqlx applies a migration once).
+#[tokio::test]
+async fn a_new_database_gets_the_autovacuum_thresholds_and_keeps_an_operators_own() {
+    let Some(url) = database_url() else { return };
+    let store = pg_store(&url, Default::default(), None).await;
+    let pool = store.inner().pool();
+    assert_eq!(table_options(pool).await, AUTOVACUUM);
+    sqlx::query("ALTER TABLE leasehold_jobs SET (autovacuum_vacuum_scale_factor = 0.05)")
+        .execute(pool)
+        .await
+        .unwrap();
+    store.inner().migrate().await.unwrap();
+    assert_eq!(
+        table_options(pool).await,
+        [
+            "autovacuum_vacuum_threshold=1000",
+            "autovacuum_vacuum_scale_factor=0.05"
+        ],
+        "the operator's scale factor stands"
+    );
 }
 
 /// Enqueues three jobs on `store`, runs one to success and leaves one
@@ -100,9 +141,20 @@ async fn a_database_of_the_previous_schema_migrates_without_losing_a_job_or_an_e
         .unwrap();
     assert_eq!(old_rows, 6, "the previous schema's one row per event");
 
+    assert_eq!(
+        table_options(old.pool()).await,
+        Vec::<String>::new(),
+        "the previous schema set no storage parameter"
+    );
+
     // Migrate, and read everything back.
     old.migrate().await.unwrap();
     let store = old;
+    assert_eq!(
+        table_options(store.pool()).await,
+        AUTOVACUUM,
+        "migration 0004 sets the jobs table's autovacuum thresholds"
+    );
     assert_eq!(
         store.events().await.unwrap(),
         events_before,

@@ -77,10 +77,10 @@ pub struct Settings {
     /// batch_flushers`); unset, the store's default.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub flushers: Option<u32>,
-    /// On PostgreSQL, `VACUUM leasehold_jobs` every this many
-    /// milliseconds on a connection of its own, during every phase (what a
-    /// very eager autovacuum would do); unset, none but the server's own.
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    /// On PostgreSQL, the store vacuums `leasehold_jobs` itself, looking
+    /// every this many milliseconds (`PgStoreBuilder::vacuum_every`);
+    /// unset, only the server's autovacuum runs.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
     pub vacuum_every: Option<u64>,
     /// Arrivals per second (`--mode latency`).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -135,5 +135,26 @@ impl Settings {
             SqliteSync::Full => Durability::Full,
             SqliteSync::Normal => Durability::Normal,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Settings;
+    use clap::Parser;
+
+    /// `--vacuum-every` takes what `PgStoreBuilder::vacuum_every` accepts.
+    #[test]
+    fn the_vacuum_period_is_checked_when_parsed() {
+        let ok = Settings::try_parse_from(["leasehold-bench", "--vacuum-every", "500"]);
+        assert_eq!(ok.expect("500 ms is a period").vacuum_every, Some(500));
+        for bad in ["49", "0", "3600001", "soon"] {
+            let e = Settings::try_parse_from(["leasehold-bench", "--vacuum-every", bad]);
+            assert!(e.is_err(), "--vacuum-every {bad} must be refused");
+        }
+        let unset = Settings::try_parse_from(["leasehold-bench"]).expect("defaults");
+        assert_eq!(unset.vacuum_every, None, "no vacuum unless asked");
+        assert_eq!(leasehold_postgres::MIN_VACUUM_PERIOD.as_millis(), 50);
+        assert_eq!(leasehold_postgres::MAX_VACUUM_PERIOD.as_millis(), 3_600_000);
     }
 }

@@ -36,7 +36,6 @@ mod cpu;
 mod figures;
 mod latency;
 mod rounds;
-mod vacuum;
 mod wal;
 
 use args::{Mode, Settings};
@@ -426,6 +425,9 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
     if let Some(n) = s.flushers {
         builder = builder.batch_flushers(n as usize);
     }
+    if let Some(ms) = s.vacuum_every {
+        builder = builder.vacuum_every(Duration::from_millis(ms));
+    }
     let store = builder.connect().await?;
     store.migrate().await?;
     let version: String = sqlx::query_scalar("SHOW server_version")
@@ -460,15 +462,6 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
             DEFAULT_FLUSHERS,
         ))
     });
-    let vacuum = match s.vacuum_every {
-        Some(every) => Some((
-            every,
-            vacuum::start(&url, &schema, every)
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("vacuum connection: {e}")))?,
-        )),
-        None => None,
-    };
     let mut rounds = Vec::new();
     let mut result = Ok(());
     for round in 1..=s.rounds() {
@@ -489,10 +482,12 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
         report("postgres", &detail, s, round, &f);
         rounds.push(f);
     }
-    if let Some((every, (task, tally))) = vacuum {
-        task.abort();
-        let _ = task.await;
-        let line = format!("   {}", tally.line(every));
+    if let (Some(every), Some(v)) = (s.vacuum_every, store.vacuum_stats()) {
+        let mean = v.micros.checked_div(v.runs).unwrap_or(0) as f64 / 1000.0;
+        let line = format!(
+            "   store vacuum every {every} ms: {} run(s), {mean:.1} ms each on average, {} idle look(s), {} failed",
+            v.runs, v.idle, v.failed
+        );
         if s.json {
             eprintln!("{line}");
         } else {

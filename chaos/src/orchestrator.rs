@@ -345,6 +345,7 @@ async fn run_on(
         workers_per_process: cfg.workers_per_process,
         queues: cfg.queues(),
         coalescing: coalesces(cfg),
+        vacuum_every_ms: vacuums(cfg),
         concurrency: cfg.concurrency,
         lease_ms: cfg.lease.0,
         planted_bug: cfg.planted_bug,
@@ -432,10 +433,21 @@ fn worker_args(cfg: &ChaosConfig, schema: &str, sqlite_db: &Path) -> Vec<OsStrin
     if let Some(bug) = cfg.planted_bug {
         push("--planted-bug", bug.as_str().to_string());
     }
+    if let Some(ms) = vacuums(cfg) {
+        push("--vacuum-every-ms", ms.to_string());
+    }
     if coalesces(cfg) {
         a.push("--coalesce".into());
     }
     a
+}
+
+/// The period of the workers' PostgreSQL store's own vacuums, if any.
+fn vacuums(cfg: &ChaosConfig) -> Option<u64> {
+    match cfg.store {
+        StoreTarget::Postgres { .. } => cfg.shape.vacuum_every_ms(),
+        StoreTarget::Sqlite => None,
+    }
 }
 
 /// Whether the workers wrap their PostgreSQL store in `Coalescing`.
@@ -487,14 +499,17 @@ mod tests {
         assert_eq!(value(&a, "--queue"), ["chaos", "chaos-b:8", "chaos-c:2"]);
         assert_eq!(value(&a, "--poll-ms"), ["1000"]);
         assert!(a.iter().any(|x| x == "--coalesce"), "{a:?}");
+        assert_eq!(value(&a, "--vacuum-every-ms"), ["500"]);
         let a = args(StoreTarget::Sqlite, Shape::Production);
         assert!(
             !a.iter().any(|x| x == "--coalesce"),
             "no Coalescing on SQLite"
         );
+        assert!(value(&a, "--vacuum-every-ms").is_empty(), "PostgreSQL only");
         let a = args(pg, Shape::Single);
         assert_eq!(value(&a, "--workers"), ["1"]);
         assert_eq!(value(&a, "--queue"), ["chaos"]);
         assert!(!a.iter().any(|x| x == "--coalesce"), "{a:?}");
+        assert!(value(&a, "--vacuum-every-ms").is_empty(), "{a:?}");
     }
 }

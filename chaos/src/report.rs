@@ -29,6 +29,8 @@ pub struct Report {
     pub queues: Vec<QueueLimit>,
     /// Whether the PostgreSQL store is wrapped in `Coalescing`.
     pub coalescing: bool,
+    /// The period of the PostgreSQL store's own vacuums, if it runs them.
+    pub vacuum_every_ms: Option<u64>,
     /// Jobs per `Worker` at once.
     pub concurrency: u32,
     /// The lease.
@@ -119,7 +121,7 @@ impl fmt::Display for Report {
         let queues: Vec<String> = self.queues.iter().map(queue_arg).collect();
         writeln!(
             f,
-            "  shape:         queues {} (NAME:LIMIT per Worker){}",
+            "  shape:         queues {} (NAME:LIMIT per Worker){}{}",
             queues.join(", "),
             if self.coalescing {
                 "; one store per process, Coalescing, LISTEN/NOTIFY"
@@ -127,7 +129,10 @@ impl fmt::Display for Report {
                 "; one store per process, LISTEN/NOTIFY"
             } else {
                 "; one store per process"
-            }
+            },
+            self.vacuum_every_ms.map_or(String::new(), |ms| format!(
+                ", its own vacuums every {ms} ms"
+            ))
         )?;
         writeln!(
             f,

@@ -38,6 +38,11 @@ pub const SINGLE_CONCURRENCY: u32 = 8;
 /// Poll interval of the single shape: without wake-ups it must poll fast.
 pub const SINGLE_POLL: Millis = Millis(50);
 
+/// Period of the production shape's PostgreSQL vacuums, in ms (the store
+/// looks this often, and vacuums after 1,000 dead rows; see
+/// `PgStoreBuilder::vacuum_every`).
+pub const PRODUCTION_VACUUM_EVERY_MS: u64 = 500;
+
 /// The queues of the production shape: name, each Worker's limit on it
 /// (`None`: the Worker's concurrency) and its share of the jobs (per mille).
 pub const PRODUCTION_QUEUES: [(&str, Option<u32>, u64); 3] = [
@@ -122,6 +127,13 @@ impl Shape {
     /// Whether the PostgreSQL store is wrapped in `Coalescing`.
     pub fn coalesces(self) -> bool {
         self == Shape::Production
+    }
+
+    /// The period of the PostgreSQL store's own vacuums
+    /// (`PgStoreBuilder::vacuum_every`), if it runs them: production runs
+    /// them, so that they meet every fault too.
+    pub fn vacuum_every_ms(self) -> Option<u64> {
+        (self == Shape::Production).then_some(PRODUCTION_VACUUM_EVERY_MS)
     }
 
     /// The queue of each of `jobs` jobs, drawn from `seed` on a stream of

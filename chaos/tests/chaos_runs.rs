@@ -353,7 +353,7 @@ fn the_production_shape_on_postgres_passes_and_its_faults_land() {
     assert_clean_with(code, &text, 3000);
     assert_production_shape(&text, &["kill-listener", "kill-merged"]);
     assert!(
-        line(&text, "shape:").contains("Coalescing, LISTEN/NOTIFY"),
+        line(&text, "shape:").contains("Coalescing, LISTEN/NOTIFY, its own vacuums every 500 ms"),
         "{text}"
     );
     let (hit, _) = landed(&text, "kill-listener");

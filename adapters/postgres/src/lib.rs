@@ -71,6 +71,13 @@
 //! shows one row per event for SQL users. [`PgStore::events`] reads them
 //! back in insertion order (per job, in version order).
 //!
+//! ## Vacuums
+//! A claim leaves the job's old entry in the claim index until a vacuum,
+//! and later claim scans step over it. Migration 0004 has autovacuum visit
+//! `leasehold_jobs` after 1 % of its rows died; a server whose autovacuum
+//! still looks too seldom can be helped by the store itself with
+//! [`PgStoreBuilder::vacuum_every`] (off by default; `vacuum.rs`).
+//!
 //! ## Depends on
 //! `leasehold-core` and sqlx (PostgreSQL). It must never depend on another
 //! adapter, the conformance suite (which tests it from `tests/`) or the
@@ -83,9 +90,13 @@ mod error;
 mod listener;
 mod pool_close;
 mod row;
+mod vacuum;
 
 pub use coalesce::{Coalescing, COALESCE_QUEUE_CAP, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
 pub use listener::WorkListener;
+pub use vacuum::{
+    VacuumStats, MAX_VACUUM_PERIOD, MIN_VACUUM_PERIOD, VACUUM_CLOSE_WAIT, VACUUM_MIN_DEAD_ROWS,
+};
 
 use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
 pub(crate) use leasehold_core::tx_faults::AtCommit;
@@ -138,6 +149,7 @@ pub struct PgStoreBuilder {
     channel: String,
     application_name: String,
     batch_flushers: usize,
+    vacuum_every: Option<Duration>,
 }
 
 impl PgStoreBuilder {
@@ -192,6 +204,24 @@ impl PgStoreBuilder {
         self
     }
 
+    /// Vacuums `leasehold_jobs` from the store itself: once per `period`,
+    /// when the server counts at least [`VACUUM_MIN_DEAD_ROWS`] dead rows
+    /// in it, on a connection of its own (default: off; `period` between
+    /// [`MIN_VACUUM_PERIOD`] and [`MAX_VACUUM_PERIOD`], checked by
+    /// [`PgStoreBuilder::connect`]).
+    ///
+    /// For a busy queue on a server whose autovacuum looks too seldom:
+    /// every claim leaves an index entry that later claim scans step over
+    /// until a vacuum. A vacuum also passes over every index of the table,
+    /// a cost that grows with the finished jobs it keeps; measure before
+    /// choosing a short period (`docs/PERFORMANCE.md`). Several stores on
+    /// one database share the work: a vacuum running elsewhere is skipped,
+    /// and one that just ran leaves too few dead rows for the next look.
+    pub fn vacuum_every(mut self, period: Duration) -> Self {
+        self.vacuum_every = Some(period);
+        self
+    }
+
     /// The `application_name` its connections report (default `leasehold`).
     pub fn application_name(mut self, name: impl Into<String>) -> Self {
         self.application_name = name.into();
@@ -200,6 +230,7 @@ impl PgStoreBuilder {
 
     /// Connects. Does not migrate: call [`PgStore::migrate`] once.
     pub async fn connect(self) -> Result<PgStore, StoreError> {
+        let vacuum_every = self.vacuum_every.map(vacuum::check_period).transpose()?;
         let mut opts = PgConnectOptions::from_str(&self.url)
             .map_err(|e| StoreError::Unavailable(format!("bad database url: {e}")))?
             .application_name(&self.application_name);
@@ -214,7 +245,10 @@ impl PgStoreBuilder {
             .connect_with(opts)
             .await
             .map_err(error::map)?;
+        let vacuum =
+            vacuum_every.map(|p| vacuum::Vacuum::start((*pool.connect_options()).clone(), p));
         Ok(PgStore {
+            vacuum,
             tx_faults: TxFaults::default(),
             merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
@@ -256,6 +290,8 @@ pub struct PgStore {
     merger: BatchMerger,
     /// Faults the simulator arms at commit points (never in production).
     tx_faults: TxFaults,
+    /// The store's own vacuums, when asked for ([`PgStoreBuilder::vacuum_every`]).
+    vacuum: Option<vacuum::Vacuum>,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
@@ -363,6 +399,7 @@ impl PgStore {
             channel: DEFAULT_NOTIFY_CHANNEL.to_string(),
             application_name: "leasehold".to_string(),
             batch_flushers: DEFAULT_MERGE_FLUSHERS,
+            vacuum_every: None,
         }
     }
 
@@ -410,10 +447,19 @@ impl PgStore {
         self.schema.as_deref()
     }
 
-    /// Closes the pool (and stops the wake listener): when it returns, the
-    /// store holds no connection (see `pool_close.rs`).
+    /// What the store's own vacuum task has done ([`PgStoreBuilder::vacuum_every`]);
+    /// `None` when it was not asked for.
+    pub fn vacuum_stats(&self) -> Option<VacuumStats> {
+        self.vacuum.as_ref().map(vacuum::Vacuum::stats)
+    }
+
+    /// Closes the pool (and stops the wake listener and the vacuum task):
+    /// when it returns, the store holds no connection (see `pool_close.rs`).
     pub async fn close(&self) {
         self.wake.close();
+        if let Some(v) = &self.vacuum {
+            v.close().await;
+        }
         pool_close::close_pool(&self.pool).await;
     }
 

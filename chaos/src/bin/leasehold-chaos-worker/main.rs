@@ -80,6 +80,10 @@ struct Args {
     /// PostgreSQL: answer single claims and releases in batches (`Coalescing`).
     #[arg(long)]
     coalesce: bool,
+    /// PostgreSQL: the store vacuums `leasehold_jobs` itself, looking every
+    /// this many ms (`PgStoreBuilder::vacuum_every`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    vacuum_every_ms: Option<u64>,
     /// Jobs each Worker runs at once.
     #[arg(long, default_value_t = defaults::DEFAULT_CONCURRENCY)]
     concurrency: u32,
@@ -222,7 +226,7 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
         .as_deref()
         .ok_or("set DATABASE_URL (or --database-url), or --sqlite PATH")?;
     let store = tokio::select! {
-        store = connect_postgres(url, args.schema.as_deref(), id) => Arc::new(store?),
+        store = connect_postgres(url, args.schema.as_deref(), id, args.vacuum_every_ms) => Arc::new(store?),
         _ = term.recv() => return Ok(WorkerStats::default()),
     };
     let stats = if args.coalesce {
@@ -235,6 +239,14 @@ async fn run(args: Args, id: &str) -> Result<WorkerStats, Box<dyn std::error::Er
     } else {
         serve(store.clone(), process, term).await?
     };
+    if let Some(v) = store.vacuum_stats() {
+        tracing::info!(
+            runs = v.runs,
+            idle = v.idle,
+            failed = v.failed,
+            "the store's vacuums"
+        );
+    }
     store.close().await;
     Ok(stats)
 }
@@ -276,6 +288,7 @@ async fn connect_postgres(
     url: &str,
     schema: Option<&str>,
     id: &str,
+    vacuum_every_ms: Option<u64>,
 ) -> Result<PgStore, StoreError> {
     let mut last = StoreError::Unavailable("not tried".into());
     for attempt in 1..=CONNECT_TRIES {
@@ -284,6 +297,9 @@ async fn connect_postgres(
         let mut builder = PgStore::builder(url).application_name(id);
         if let Some(schema) = schema {
             builder = builder.schema(schema);
+        }
+        if let Some(ms) = vacuum_every_ms {
+            builder = builder.vacuum_every(Duration::from_millis(ms));
         }
         let connected = match builder.connect().await {
             Ok(store) => store.migrate().await.map(|()| store),

@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backends;
 mod guarded;
 pub mod small_disk;
 

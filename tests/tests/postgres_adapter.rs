@@ -7,6 +7,7 @@ use leasehold_core::{
     ClaimRequest, InputError, JobId, JobState, Millis, NewJob, Outcome, Policy, Release,
     ReleaseRequest, Store, StoreError, SweepRequest, Token, WorkerId,
 };
+use leasehold_tests::backends::{assert_all_gone, backends};
 use leasehold_tests::{database_url, pg_store};
 use sqlx::Connection;
 use std::collections::BTreeMap;
@@ -409,15 +410,6 @@ async fn batch_claim_serves_each_request_in_order_within_limits() {
     }
 }
 
-/// Backends of one application name on the server.
-async fn backends(admin: &sqlx::PgPool, app: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
-        .bind(app)
-        .fetch_one(admin)
-        .await
-        .expect("pg_stat_activity")
-}
-
 /// `close` leaves no backend of the store behind, even when it runs while
 /// a connection is on its way back to the pool. sqlx 0.8 returns a dropped
 /// connection in a task that pings it first; a `close` during that ping
@@ -428,8 +420,6 @@ async fn backends(admin: &sqlx::PgPool, app: &str) -> i64 {
 #[tokio::test]
 async fn close_leaves_no_backend_behind() {
     const ROUNDS: usize = 6;
-    /// A closed connection's backend leaves within milliseconds.
-    const GONE_BOUND: Duration = Duration::from_secs(5);
     let Some(url) = database_url() else { return };
     let admin = sqlx::PgPool::connect(&url).await.expect("admin");
     for round in 0..ROUNDS {
@@ -446,14 +436,7 @@ async fn close_leaves_no_backend_behind() {
         tokio::task::yield_now().await;
         store.close().await;
         assert_eq!(store.pool().size(), 0, "round {round}: open after close");
-        let t = Instant::now();
-        while backends(&admin, &app).await > 0 {
-            assert!(
-                t.elapsed() < GONE_BOUND,
-                "round {round}: a backend outlived close by {GONE_BOUND:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        assert_all_gone(&admin, &app, &format!("round {round}")).await;
     }
     admin.close().await;
 }

@@ -204,6 +204,26 @@ async fn an_idle_table_is_left_alone_and_close_ends_the_task() {
     admin.close().await;
 }
 
+/// Before `migrate` creates the table, a look finds no table: idle, not a
+/// failure (the task starts at `connect`, before any `migrate`).
+#[tokio::test]
+async fn a_table_not_created_yet_counts_as_idle() {
+    let Some(url) = database_url() else { return };
+    let schema = unique_schema();
+    let _guard = SchemaGuard::new(url.as_str(), schema.as_str());
+    let store = PgStore::builder(url.as_str())
+        .schema(schema.clone())
+        .application_name(schema.clone())
+        .vacuum_every(MIN_VACUUM_PERIOD)
+        .connect()
+        .await
+        .expect("connect");
+    wait_for(&store, Duration::from_secs(10), |s| s.idle >= 3).await;
+    let stats = store.vacuum_stats().expect("stats");
+    assert_eq!((stats.runs, stats.failed), (0, 0), "{stats:?}");
+    store.close().await;
+}
+
 /// A period outside the bounds is refused by `connect`, before it tries
 /// the database, with the setting's name.
 #[tokio::test]

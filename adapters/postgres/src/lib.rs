@@ -89,6 +89,7 @@ mod coalesce;
 mod error;
 mod listener;
 mod pool_close;
+mod rollback;
 mod row;
 mod vacuum;
 
@@ -249,6 +250,7 @@ impl PgStoreBuilder {
             vacuum_every.map(|p| vacuum::Vacuum::start((*pool.connect_options()).clone(), p));
         Ok(PgStore {
             vacuum,
+            rollbacks: Arc::default(),
             tx_faults: TxFaults::default(),
             merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
@@ -292,6 +294,8 @@ pub struct PgStore {
     tx_faults: TxFaults,
     /// The store's own vacuums, when asked for ([`PgStoreBuilder::vacuum_every`]).
     vacuum: Option<vacuum::Vacuum>,
+    /// Rollbacks of transactions their callers dropped, still under way.
+    rollbacks: Arc<rollback::Rollbacks>,
 }
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
@@ -301,16 +305,20 @@ macro_rules! in_tx {
         let mut last_conflict = JobId(0);
         let mut answer = None;
         for _ in 0..=MAX_CONFLICT_RETRIES {
-            let mut tx = $self.pool.begin().await.map_err(error::map)?;
+            // A transaction dropped by its caller may still hold row locks
+            // until its rollback is answered (`rollback.rs`).
+            $self.rollbacks.settled().await;
+            let tx = $self.pool.begin().await.map_err(error::map)?;
+            let mut tx = $crate::rollback::TxGuard::new(tx, &$self.rollbacks);
             let result = {
-                let $conn: &mut PgConnection = &mut tx;
+                let $conn: &mut PgConnection = tx.conn();
                 $body
             };
             let result = match result {
                 Ok(v) => match $self.tx_faults.at_commit().await {
                     $crate::AtCommit::Commit => Ok(v),
                     $crate::AtCommit::Fail(code) => {
-                        Err($crate::raise_injected(&mut tx, code).await)
+                        Err($crate::raise_injected(tx.conn(), code).await)
                     }
                 },
                 Err(e) => Err(e),
@@ -322,11 +330,11 @@ macro_rules! in_tx {
                     break;
                 }
                 Err(StoreError::Conflict(id)) => {
-                    let _ = tx.rollback().await;
+                    tx.rollback().await;
                     last_conflict = id;
                 }
                 Err(e) => {
-                    let _ = tx.rollback().await;
+                    tx.rollback().await;
                     return Err(e);
                 }
             }

@@ -17,7 +17,8 @@
 //!
 //! Invariants:
 //! - `pending` counts the spawned rollbacks not yet answered: each spawn
-//!   adds one before it starts, and the task takes it back when it ends;
+//!   adds one before it starts, and the task takes it back when it ends,
+//!   finished or dropped;
 //! - a transaction waits for them at most [`ROLLBACK_WAIT`] (a server that
 //!   does not answer is the pool's to deal with, not a reason to stall).
 
@@ -115,20 +116,31 @@ impl Drop for TxGuard {
             return;
         };
         self.rollbacks.pending.fetch_add(1, Ordering::AcqRel);
-        let rollbacks = self.rollbacks.clone();
+        // Taken back when the task ends, or is dropped unfinished (its
+        // runtime shutting down): the count never stays up for good.
+        let done = Done(self.rollbacks.clone());
         rt.spawn(async move {
+            let _done = done;
             // A connection left mid-statement answers that statement first;
             // a broken one fails here and the server rolls back on its own.
             let _ = tx.rollback().await;
-            rollbacks.pending.fetch_sub(1, Ordering::AcqRel);
-            rollbacks.done.notify_waiters();
         });
+    }
+}
+
+/// Takes one pending rollback back when dropped, and wakes the waiters.
+struct Done(Arc<Rollbacks>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.pending.fetch_sub(1, Ordering::AcqRel);
+        self.0.done.notify_waiters();
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Rollbacks, ROLLBACK_WAIT};
+    use super::{Done, Rollbacks, ROLLBACK_WAIT};
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
     use std::time::Duration;
@@ -158,5 +170,27 @@ mod tests {
         let t = tokio::time::Instant::now();
         r.settled().await;
         assert_eq!(t.elapsed(), ROLLBACK_WAIT, "a rollback that never ends");
+        r.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// A rollback task dropped unfinished (its runtime shut down) still
+    /// takes its count back, so later transactions do not wait for it.
+    #[tokio::test(start_paused = true)]
+    async fn a_rollback_dropped_unfinished_is_taken_back() {
+        let r = Arc::new(Rollbacks::default());
+        r.pending.fetch_add(1, Ordering::AcqRel);
+        let done = Done(r.clone());
+        let task = tokio::spawn(async move {
+            let _done = done;
+            std::future::pending::<()>().await;
+        });
+        tokio::task::yield_now().await;
+        assert_eq!(r.pending(), 1);
+        task.abort();
+        let _ = task.await;
+        assert_eq!(r.pending(), 0);
+        let t = tokio::time::Instant::now();
+        r.settled().await;
+        assert_eq!(t.elapsed(), Duration::ZERO);
     }
 }

@@ -164,10 +164,9 @@ async fn the_store_vacuums_dead_rows_out_of_the_claim_scans_way() {
     );
     eprintln!("claim scan: {before} buffers before, {after} after; {stats:?}");
     // Its own dead rows gone, the next looks find too few to vacuum again.
-    let runs = maintained.vacuum_stats().expect("stats").runs;
-    let idle_then = maintained.vacuum_stats().expect("stats").idle;
-    wait_for(&maintained, FIRST_VACUUM_BOUND, |s| s.idle >= idle_then + 3).await;
-    assert_eq!(maintained.vacuum_stats().expect("stats").runs, runs);
+    let then = maintained.vacuum_stats().expect("stats");
+    wait_for(&maintained, FIRST_VACUUM_BOUND, |s| s.idle >= then.idle + 3).await;
+    assert_eq!(maintained.vacuum_stats().expect("stats").runs, then.runs);
     maintained.close().await;
     plain.close().await;
     drop(guard);

@@ -86,10 +86,8 @@ impl TxGuard {
     /// The transaction's connection (`None` only after commit or rollback,
     /// which consume the guard).
     pub(crate) fn conn(&mut self) -> &mut PgConnection {
-        let tx = self.tx.as_mut();
-        debug_assert!(tx.is_some(), "a guard is used only while open");
-        match tx {
-            Some(tx) => tx,
+        match self.tx.as_deref_mut() {
+            Some(conn) => conn,
             None => unreachable!("commit and rollback consume the guard"),
         }
     }

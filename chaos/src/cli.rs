@@ -78,7 +78,7 @@ pub struct ChaosArgs {
     /// production shape, 1 in the single shape).
     #[arg(long)]
     pub workers_per_process: Option<u32>,
-    /// Jobs each Worker runs at once (default: 32, leasehold's default, in
+    /// Jobs each Worker runs at once (default: 128, leasehold's default, in
     /// the production shape; 8 in the single shape).
     #[arg(long)]
     pub concurrency: Option<u32>,

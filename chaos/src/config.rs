@@ -388,6 +388,7 @@ pub fn default_faults(store: &StoreTarget, workers_per_process: u32) -> Vec<Faul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use leasehold_core::worker::config as defaults;
 
     fn sqlite() -> ChaosConfigBuilder {
         ChaosConfig::builder(StoreTarget::Sqlite, 1, PathBuf::from("w"))
@@ -397,7 +398,10 @@ mod tests {
     fn defaults_build_with_the_faults_of_the_store_and_shape() {
         let c = sqlite().build().unwrap();
         assert_eq!(c.shape, Shape::Production);
-        assert_eq!((c.workers_per_process, c.concurrency), (4, 32));
+        assert_eq!(
+            (c.workers_per_process, c.concurrency),
+            (4, defaults::DEFAULT_CONCURRENCY)
+        );
         assert_eq!(
             c.faults,
             [
@@ -440,8 +444,15 @@ mod tests {
             .iter()
             .map(|q| (q.name.as_str(), q.limit))
             .collect();
-        assert_eq!(q, [("chaos", 32), ("chaos-b", 8), ("chaos-c", 2)]);
-        assert_eq!(w.concurrency, 32);
+        assert_eq!(
+            q,
+            [
+                ("chaos", defaults::DEFAULT_CONCURRENCY),
+                ("chaos-b", 8),
+                ("chaos-c", 2)
+            ]
+        );
+        assert_eq!(w.concurrency, defaults::DEFAULT_CONCURRENCY);
         assert_eq!(
             w.poll_interval,
             leasehold_core::worker::config::DEFAULT_POLL_INTERVAL

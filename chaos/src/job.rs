@@ -23,7 +23,7 @@ pub const MAX_ATTEMPTS: u32 = 1_000;
 pub const DRAWN_WORK_MS: (u64, u64) = (5, 60);
 /// Shortest and longest drawn work per job in the production shape: long
 /// enough that a process's jobs spread over its Workers instead of one
-/// Worker's 32 slots absorbing them all, and that many leases renew.
+/// Worker's slots absorbing them all, and that many leases renew.
 pub const DRAWN_WORK_MS_PRODUCTION: (u64, u64) = (20, 1_000);
 /// Per-mille of jobs whose first attempt fails on purpose.
 pub const FAIL_FIRST_PERMILLE: u64 = 20;

@@ -468,6 +468,7 @@ fn write_lines(path: &Path, lines: impl Iterator<Item = String>) -> Result<(), C
 mod tests {
     use super::*;
     use crate::shape::Shape;
+    use leasehold_core::worker::config as defaults;
 
     fn args(store: StoreTarget, shape: Shape) -> Vec<String> {
         let cfg = ChaosConfig::builder(store, 1, "w".into())
@@ -495,7 +496,10 @@ mod tests {
         };
         let a = args(pg.clone(), Shape::Production);
         assert_eq!(value(&a, "--workers"), ["4"]);
-        assert_eq!(value(&a, "--concurrency"), ["32"]);
+        assert_eq!(
+            value(&a, "--concurrency"),
+            [defaults::DEFAULT_CONCURRENCY.to_string()]
+        );
         assert_eq!(value(&a, "--queue"), ["chaos", "chaos-b:8", "chaos-c:2"]);
         assert_eq!(value(&a, "--poll-ms"), ["1000"]);
         assert!(a.iter().any(|x| x == "--coalesce"), "{a:?}");

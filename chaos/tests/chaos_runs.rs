@@ -100,7 +100,7 @@ fn landed(text: &str, kind: &str) -> (u64, u64) {
 /// least once.
 fn assert_production_shape(text: &str, kinds: &[&str]) {
     assert!(
-        text.contains("production shape: 4 worker processes x 4 Workers x 32 jobs"),
+        text.contains("production shape: 4 worker processes x 4 Workers x 128 jobs"),
         "{text}"
     );
     let shape = line(text, "shape:");
@@ -282,7 +282,7 @@ const PRODUCTION_FAULTS_SQLITE: &str = "kill,kill-writer,kill-merged,kill-writer
 const PRODUCTION_FAULTS_POSTGRES: &str = "kill,terminate-backend,kill-listener,kill-merged";
 
 /// Production's shape on SQLite: four processes of four Workers each at
-/// concurrency 32 on one store, three queues with limits; kills aimed at
+/// the default concurrency on one store, three queues with limits; kills aimed at
 /// merged batches and at a write transaction other Workers wait behind.
 /// 40 s, not 20: over 20 s seed 31 plans `kill-merged` 3 times, and only
 /// 1 of 3 landed in two of three local runs. The test failed once in a

@@ -282,8 +282,9 @@ const PRODUCTION_FAULTS_SQLITE: &str = "kill,kill-writer,kill-merged,kill-writer
 const PRODUCTION_FAULTS_POSTGRES: &str = "kill,terminate-backend,kill-listener,kill-merged";
 
 /// Production's shape on SQLite: four processes of four Workers each at
-/// the default concurrency on one store, three queues with limits; kills aimed at
-/// merged batches and at a write transaction other Workers wait behind.
+/// the default concurrency on one store, three queues with limits; kills
+/// aimed at merged batches and at a write transaction other Workers wait
+/// behind.
 /// 40 s, not 20: over 20 s seed 31 plans `kill-merged` 3 times, and only
 /// 1 of 3 landed in two of three local runs. The test failed once in a
 /// full run of this file (its output not kept); none landing is the likely

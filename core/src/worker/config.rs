@@ -25,12 +25,10 @@ use crate::time::Millis;
 /// store round trip (its release and the claim that refills it travel in
 /// one merged batch), so for short jobs a worker's throughput is its
 /// slots divided by that round trip: more slots make larger batches of
-/// the same few durable commits. Measured on PostgreSQL with no-op jobs
-/// (`docs/PERFORMANCE.md`, "Slots per worker"), 16 workers drained
-/// 38.7k jobs/s at 32 slots, 43.2k–45.9k at 64 and 43.6k–51.1k at 128.
-/// Lower it for handlers that hold scarce resources (a connection, a
-/// core, a rate-limited API): a worker takes up to this many jobs at once
-/// when they are there.
+/// the same few durable commits (`docs/PERFORMANCE.md`, "Slots per
+/// worker", measures 32, 64, 128 and 256). Lower it for handlers that
+/// hold scarce resources (a connection, a core, a rate-limited API): a
+/// worker takes up to this many jobs at once when they are there.
 pub const DEFAULT_CONCURRENCY: u32 = 128;
 /// Default lease duration.
 pub const DEFAULT_LEASE: Millis = Millis(30_000);

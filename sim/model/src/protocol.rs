@@ -1,12 +1,16 @@
 //! A scenario's `[protocol]` as the core's own configuration: the store's
-//! [`Policy`] and a worker's [`WorkerConfig`] builder, built once here so that
-//! scenario validation (`feasible`), the simulated hosts and the madsim
-//! nodes configure the core exactly alike.
+//! [`Policy`], a worker's [`WorkerConfig`] builder and each
+//! `[[schedules]]` entry's [`Schedule`], built once here so that scenario
+//! validation (`feasible`, the schedule checks), the simulated hosts and
+//! the madsim nodes configure the core exactly alike.
 
 use crate::catalogue::{self, Variant};
 use crate::config::SimConfig;
+use crate::schedules::{payload_of, ScheduleSpec};
 use leasehold_core::worker::WorkerConfigBuilder;
-use leasehold_core::{Backoff, Limits, Policy, WorkerConfig, DEFAULT_JITTER_PERMILLE};
+use leasehold_core::{
+    Backoff, CatchUp, Limits, Policy, Rule, Schedule, WorkerConfig, DEFAULT_JITTER_PERMILLE,
+};
 
 /// The store policy of a scenario and seed.
 pub fn policy_of(cfg: &SimConfig, seed: u64) -> Result<Policy, String> {
@@ -71,4 +75,32 @@ pub fn worker_config(
         b = b.queue(q.clone(), limit);
     }
     catalogue::configure_worker(b, variant)
+}
+
+impl ScheduleSpec {
+    /// The core's schedule for this spec in `cfg`.
+    pub fn to_core(&self, cfg: &SimConfig) -> Schedule {
+        let rule = match (&self.every, &self.cron) {
+            (Some(d), _) => Rule::every(d.0),
+            (None, Some(c)) => Rule::cron_in(
+                c.clone(),
+                self.time_zone.clone().unwrap_or_else(|| "UTC".into()),
+            ),
+            (None, None) => Rule::every(leasehold_core::Millis(0)),
+        };
+        let queue = self
+            .queue
+            .clone()
+            .or_else(|| cfg.workload.queues.first().cloned())
+            .unwrap_or_default();
+        let mut s = Schedule::new(self.name.clone(), queue, payload_of(&self.name), rule)
+            .max_attempts(cfg.protocol.max_attempts);
+        if let Some(max) = self.catch_up_max {
+            s = s.catch_up(CatchUp::Each { max });
+        }
+        if let Some(j) = self.jitter {
+            s = s.jitter(j.0);
+        }
+        s
+    }
 }

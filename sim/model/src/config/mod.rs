@@ -1,0 +1,172 @@
+//! The simulation configuration: what one scenario file describes.
+//!
+//! Everything here is plain data with serde derives and `deny_unknown_fields`
+//! so a scenario file maps onto it directly (`scenarios/README.md` documents
+//! the TOML form). Defaults are named constants. [`SimConfig::validate`]
+//! rejects impossible settings (min > max, renew ≥ lease, a host that does
+//! not exist) naming the field path, which the scenario loader turns into a
+//! file:line:column.
+//!
+//! One file per part, each name reachable as `config::Name`: this file
+//! holds the scenario ([`SimConfig`]) and its problems; `settings` the
+//! `[topology]`, `[protocol]`, `[workload]` and `[network]` tables;
+//! `swarm` the `[faults]` ranges; `scripted` the grammar of
+//! `events = [...]`; `invariant` the invariant ids; `range` the `[min, max]`
+//! form; `validate` the checks, one function per section. The parts
+//! import this file, never the other way: the types never reach the checks
+//! (which call into `bounds`, `schedules`, `feasible`, `wire` and
+//! `workload`, which read the types).
+
+mod invariant;
+mod range;
+mod scripted;
+mod settings;
+mod swarm;
+mod validate;
+
+pub use invariant::InvariantId;
+pub use range::Range;
+pub use scripted::ScriptedFault;
+pub use settings::{
+    Network, Protocol, Topology, Workload, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP,
+    DEFAULT_FENCE_MARGIN, DEFAULT_JOBS, DEFAULT_LEASE, DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_DRIFT_PPM,
+    DEFAULT_POLL, DEFAULT_QUEUE, DEFAULT_RENEW, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SWEEP,
+    MAX_VALUE_BYTES,
+};
+pub use swarm::Faults;
+
+use crate::duration::Dur;
+use crate::schedules::ScheduleSpec;
+use crate::store_kind::StoreKind;
+use serde::{Deserialize, Serialize};
+use std::ops::Deref;
+
+/// Default simulated time of one run (fault window, then healing and liveness).
+pub const DEFAULT_DURATION: Dur = Dur::secs(600);
+/// Default seeds per scenario for `leasehold run`.
+pub const DEFAULT_SEEDS: u64 = 20;
+/// Default delivery quantum (`tick`): 1 ms, the simulator's resolution, so
+/// every message arrives at the exact millisecond its latency says. Time
+/// is event-driven; a scenario that sets a coarser `tick` (files written
+/// for the stepped engine set 10 ms) has its arrivals rounded up to it.
+pub const DEFAULT_TICK: Dur = Dur::ms(1);
+
+/// What a run must show.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Expect {
+    /// A violation of this invariant must be found within the seed budget
+    /// (for buggy variants). When unset, every invariant must hold on every seed.
+    pub violation: Option<InvariantId>,
+}
+
+/// One scenario: the world, the workload, the faults and the expectation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Name (defaults to the file name).
+    pub name: String,
+    /// What the scenario tells.
+    pub description: String,
+    /// Default number of seeds for `leasehold run`.
+    pub seeds: u64,
+    /// The first of those seeds: `leasehold run` runs
+    /// `first_seed..first_seed+seeds` (default 0). A regression case that
+    /// `leasehold explore` wrote pins its failing seed here.
+    pub first_seed: u64,
+    /// Simulated time of one run.
+    pub duration: Dur,
+    /// Delivery quantum: message arrivals are rounded up to a multiple of
+    /// it (default 1 ms: exact).
+    pub tick: Dur,
+    /// A deliberately buggy protocol variant (bug catalogue), by name.
+    pub variant: Option<String>,
+    /// The store this scenario runs on unless `--store` says otherwise
+    /// (default: memory).
+    pub store: Option<StoreKind>,
+    /// Hosts.
+    pub topology: Topology,
+    /// Protocol settings.
+    pub protocol: Protocol,
+    /// Workload.
+    pub workload: Workload,
+    /// Network.
+    pub network: Network,
+    /// Swarm fault ranges.
+    pub faults: Faults,
+    /// Scripted faults.
+    pub events: Vec<ScriptedFault>,
+    /// Expectation.
+    pub expect: Expect,
+    /// Schedules (periodic jobs), put by every scheduler host at its start.
+    pub schedules: Vec<ScheduleSpec>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            name: String::new(),
+            description: String::new(),
+            seeds: DEFAULT_SEEDS,
+            first_seed: 0,
+            duration: DEFAULT_DURATION,
+            tick: DEFAULT_TICK,
+            variant: None,
+            store: None,
+            topology: Topology::default(),
+            protocol: Protocol::default(),
+            workload: Workload::default(),
+            network: Network::default(),
+            faults: Faults::default(),
+            events: Vec::new(),
+            expect: Expect::default(),
+            schedules: Vec::new(),
+        }
+    }
+}
+
+/// A setting that cannot work, with the dotted path of the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ConfigProblem {
+    /// Dotted field path, like `protocol.renew_interval` or `events[2]`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+impl SimConfig {
+    /// The names of every host in the world.
+    pub fn host_names(&self) -> Vec<String> {
+        let mut v = vec!["store".to_string(), "client".to_string()];
+        v.extend((1..=self.topology.workers).map(|i| format!("worker-{i}")));
+        v.extend((1..=self.topology.sweepers).map(|i| format!("sweeper-{i}")));
+        v.extend((1..=self.topology.schedulers).map(|i| format!("scheduler-{i}")));
+        v
+    }
+}
+
+/// A [`SimConfig`] that [`SimConfig::validate`] accepted, made only by
+/// [`SimConfig::into_valid`]: whoever runs many seeds of one scenario takes
+/// this and validates once, not once per seed. It reads as the config it
+/// holds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidConfig(SimConfig);
+
+impl ValidConfig {
+    /// The accepted config.
+    pub fn config(&self) -> &SimConfig {
+        &self.0
+    }
+
+    /// The accepted config, to change (it must then be validated again).
+    pub fn into_inner(self) -> SimConfig {
+        self.0
+    }
+}
+
+impl Deref for ValidConfig {
+    type Target = SimConfig;
+    fn deref(&self) -> &SimConfig {
+        &self.0
+    }
+}

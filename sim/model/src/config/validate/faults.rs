@@ -1,0 +1,95 @@
+//! The checks of the faults: the swarm's `[faults]` ranges and the
+//! scripted `events`.
+
+use super::{check_range, Bad};
+use crate::config::{ScriptedFault, SimConfig};
+
+/// The swarm's ranges: rates per minute, probabilities, lengths and clocks.
+pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
+    let f = &cfg.faults;
+    for (path, r) in [
+        ("faults.worker_crash_rate", &f.worker_crash_rate),
+        ("faults.sweeper_crash_rate", &f.sweeper_crash_rate),
+        ("faults.scheduler_crash_rate", &f.scheduler_crash_rate),
+        ("faults.store_crash_rate", &f.store_crash_rate),
+        ("faults.partition_rate", &f.partition_rate),
+        ("faults.pause_rate", &f.pause_rate),
+        ("faults.hold_rate", &f.hold_rate),
+        ("faults.clock_step_rate", &f.clock_step_rate),
+    ] {
+        check_range(bad, path, r);
+        if r.lo < 0.0 || !r.hi.is_finite() || r.hi > 60.0 {
+            bad(path, "rates are per minute, between 0 and 60".into());
+        }
+    }
+    for (path, r) in [
+        ("faults.message_loss", &f.message_loss),
+        ("faults.answer_loss", &f.answer_loss),
+        ("faults.store_conflict", &f.store_conflict),
+        ("faults.wake_loss", &f.wake_loss),
+        ("faults.store_cancel", &f.store_cancel),
+    ] {
+        check_range(bad, path, r);
+        if r.lo < 0.0 || r.hi > 1.0 {
+            bad(path, "probabilities must lie in [0, 1]".into());
+        }
+    }
+    for (path, r) in [
+        ("faults.restart_after", &f.restart_after),
+        ("faults.partition_len", &f.partition_len),
+        ("faults.pause_len", &f.pause_len),
+        ("faults.hold_len", &f.hold_len),
+    ] {
+        check_range(bad, path, r);
+    }
+    check_range(bad, "faults.clock_offset", &f.clock_offset);
+    check_range(bad, "faults.clock_drift_ppm", &f.clock_drift_ppm);
+    check_range(bad, "faults.clock_step", &f.clock_step);
+    if f.clock_drift_ppm.lo <= -1_000_000 || f.clock_drift_ppm.hi >= 1_000_000 {
+        bad(
+            "faults.clock_drift_ppm",
+            "drift must stay within ±1000000 ppm".into(),
+        );
+    }
+}
+
+/// Each scripted event: hosts that exist, a start inside the run, and a
+/// graceful shutdown only of a worker.
+pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
+    let hosts = cfg.host_names();
+    for (i, ev) in cfg.events.iter().enumerate() {
+        for h in ev.hosts() {
+            if !hosts.iter().any(|n| n == h) {
+                bad(
+                    &format!("events[{i}]"),
+                    format!(
+                        "unknown host {h:?} in `{ev}`; hosts are {}",
+                        hosts.join(", ")
+                    ),
+                );
+            }
+        }
+        if ev.start() >= cfg.duration {
+            bad(
+                &format!("events[{i}]"),
+                format!("`{ev}` starts after the run ends at {}", cfg.duration),
+            );
+        }
+        if let ScriptedFault::Shutdown { host, .. } = ev {
+            let worker = host
+                .strip_prefix("worker-")
+                .and_then(|n| n.parse::<u32>().ok())
+                .is_some_and(|n| (1..=cfg.topology.workers).contains(&n));
+            if !worker && hosts.iter().any(|n| n == host) {
+                bad(
+                    &format!("events[{i}]"),
+                    format!(
+                        "`{ev}`: only a worker shuts down gracefully (worker-1 .. worker-{}); \
+                         {host} can crash and restart",
+                        cfg.topology.workers
+                    ),
+                );
+            }
+        }
+    }
+}

@@ -1,5 +1,0 @@
-//! Unix-specific filesystem extensions.
-//!
-//! Provides implementations of `std::os::unix::fs` traits for shimmed types.
-
-pub mod fs;

@@ -1,3 +1,0 @@
-//! Tokio filesystem shims.
-
-pub mod fs;

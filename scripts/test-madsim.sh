@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs leasehold's madsim tests (tests/madsim, crate
 # leasehold-madsim-tests): the real worker runtime inside a madsim
-# simulation, checked by the turmoil simulator's checker.
+# simulation, checked by the simulator's checker (leasehold-check).
 #
 # `--cfg madsim` changes how every crate of the build compiles, so the
 # build lives in its own target directory (target/madsim by default,

@@ -30,7 +30,7 @@ cargo test --workspace --doc
 stage "madsim"
 scripts/test-madsim.sh
 # `cargo test` built these programs for the CLI and chaos tests, in the
-# test profile (the simulator, core and turmoil at opt-level 3: within about
+# test profile (the simulator, core and tokio at opt-level 3: within about
 # 10% of a release build on the scenario library), so no second, release
 # build of the whole tree is needed here.
 bin=target/debug/leasehold

@@ -31,7 +31,8 @@
 //! `leasehold-core`, the two SQL adapters, and the simulator's model and
 //! checker (`leasehold-model`, `leasehold-check`) to judge what the
 //! processes recorded. It must never depend on the simulation engine
-//! (`leasehold-sim`) or turmoil: these are real processes on real clocks.
+//! (`leasehold-sim`) or a simulation runtime (madsim, turmoil): these are
+//! real processes on real clocks.
 
 #![warn(missing_docs)]
 

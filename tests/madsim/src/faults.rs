@@ -4,13 +4,13 @@
 //! `NetSim::clog_link`/`unclog_link` (partitions, both ways or one way) and
 //! `NetSim::update_config` (packet loss; latency is set once per seed).
 //!
-//! Every fault is also written to the history as the turmoil simulator
-//! writes its ground truth: `fault` records (crash, restart, partition,
+//! Every fault is also written to the history as the simulator
+//! (`leasehold-sim`) writes its ground truth: `fault` records (crash, restart, partition,
 //! pause), `host_crashed` when a kill is applied, and `link` records for
 //! the state of each host's link with the store. madsim does not tell
 //! which packets it dropped, so a loss burst is recorded as every link
 //! being impaired for its duration: a request failing then is explained by
-//! the burst (I5), exactly as the turmoil simulator's recorded losses are.
+//! the burst (I5), exactly as the simulator's recorded losses are.
 
 use crate::scenario::{MsRange, Scenario, Scripted};
 use leasehold_model::config::ScriptedFault;

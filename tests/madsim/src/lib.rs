@@ -10,8 +10,8 @@
 //! `leasehold_core::Worker`) and a sweeper node (the real `Sweeper`) as
 //! madsim nodes talking over madsim's network, injects madsim's own faults
 //! (node kill and restart, pause, partitions, packet loss, latency),
-//! records the same history as the turmoil simulator (`leasehold-sim`) and
-//! checks it with the same checker.
+//! records the same history as the simulator (`leasehold-sim`) and checks
+//! it with the same checker.
 //!
 //! - `scenario`: what a run simulates, and the bug catalogue's madsim
 //!   scenarios;
@@ -29,18 +29,19 @@
 //! clock fault to excuse a reclaim: every reclaim must be explained by a
 //! kill, a pause, a partition or a loss burst. The catalogue bugs that need
 //! a skewed clock (`worker-wall-clock-deadline`, `sweeper-own-clock`)
-//! cannot show under madsim; the turmoil simulator covers them.
+//! cannot show under madsim; the simulator (`leasehold-sim`) covers them.
 //!
 //! In a normal build (without `--cfg madsim`) this crate is empty; its
-//! tests there are the turmoil user's example and the README check.
+//! tests there are the turmoil user's example and the check that
+//! docs/EMBEDDING.md shows both examples as compiled.
 //!
 //! [madsim]: https://docs.rs/madsim
 //!
 //! ## Depends on
 //! `leasehold-core`, `leasehold-memory`, madsim, and the simulator's model
 //! and checker (`leasehold-model`, `leasehold-check`), whose wire table,
-//! history records and checks it shares with the turmoil engine. It must
-//! never depend on the turmoil engine (`leasehold-sim`) or a SQL adapter
+//! history records and checks it shares with the simulator. It must never
+//! depend on the simulation engine (`leasehold-sim`) or a SQL adapter
 //! (neither builds under `--cfg madsim`).
 
 #![warn(missing_docs)]

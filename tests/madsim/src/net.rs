@@ -8,7 +8,7 @@
 //! node. A lost request is never executed; a lost answer was executed (the
 //! ambiguous outcome); either way the caller times out and the core sees
 //! [`StoreError::Unavailable`], as in production. The wire types and their
-//! history summaries are the turmoil simulator's own
+//! history summaries are the simulator's own
 //! (`leasehold_model::wire`), so both simulators record the same history.
 
 use crate::world::Host;

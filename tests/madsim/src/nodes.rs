@@ -152,7 +152,7 @@ pub async fn sweeper_node(shared: Arc<Shared>, index: u32) {
     sweeper.run(shutdown).await;
 }
 
-/// Most reclaims per sweep call (as in the turmoil simulator).
+/// Most reclaims per sweep call (as in the simulator, `leasehold-sim`).
 const SWEEP_BATCH: u32 = 100;
 /// Pause between retries of a client operation whose outcome was unknown.
 const RETRY_DELAY: Millis = Millis(500);

@@ -116,8 +116,8 @@ pub struct Scenario {
     pub workers: u32,
     /// Sweeper nodes (`sweeper-1` …).
     pub sweepers: u32,
-    /// Protocol settings (lease, renew, sweep, …) as the turmoil simulator
-    /// spells them.
+    /// Protocol settings (lease, renew, sweep, …) as the simulator's
+    /// scenarios spell them.
     pub protocol: Protocol,
     /// Number of jobs the client enqueues.
     pub jobs: u32,
@@ -335,8 +335,8 @@ impl Scenario {
             duration: Dur::ms(self.duration),
             tick: Dur::ms(TICK_MS),
             variant: self.variant.map(|v| v.name().to_string()),
-            // The madsim world runs no scheduler (I12 is the turmoil
-            // simulator's): zero keeps the schedule checks out of it.
+            // The madsim world runs no scheduler (I12 is judged in the
+            // simulator): zero keeps the schedule checks out of it.
             topology: Topology {
                 workers: self.workers,
                 sweepers: self.sweepers,
@@ -373,6 +373,7 @@ impl Scenario {
 pub const QUEUE: &str = "default";
 
 /// The "step" the checker allows a stopped handler (I3 b) and adds to its
-/// slack. madsim has no steps (time jumps from event to event); this is the
-/// turmoil simulator's default tick, so both simulators are judged alike.
+/// slack. madsim has no steps (time jumps from event to event); 10 ms is
+/// the fixed step the simulator once had, which scenario files written for
+/// it still set as their `tick`.
 pub const TICK_MS: u64 = 10;

@@ -1,6 +1,6 @@
 //! leasehold's worker runtime inside madsim: the correct core on many
 //! seeds of every madsim fault, madsim's determinism check, and catalogued
-//! bugs caught by the turmoil simulator's checker.
+//! bugs caught by the simulator's checker (`leasehold-check`).
 //!
 //! Seeds the madsim way: `MADSIM_TEST_SEED` is the first seed (madsim's
 //! default: the current time), `MADSIM_TEST_NUM` how many (200 here when

@@ -9,40 +9,41 @@ fn read(rel: &str) -> String {
 }
 
 /// The first fenced Rust block after the heading `## {heading}`.
-fn readme_block(heading: &str) -> String {
-    let readme = read("../../docs/EMBEDDING.md");
-    let at = readme
+fn doc_block(heading: &str) -> String {
+    let doc = read("../../docs/EMBEDDING.md");
+    let at = doc
         .find(&format!("\n## {heading}\n"))
         .unwrap_or_else(|| panic!("docs/EMBEDDING.md has no section `## {heading}`"));
-    let rest = &readme[at..];
+    let rest = &doc[at..];
     let open = rest.find("```rust").expect("a rust block in the section");
     let body = &rest[open..];
     let body = &body[body.find('\n').expect("a fence line") + 1..];
     body[..body.find("\n```").expect("a closing fence")].to_string()
 }
 
-/// The lines of a test file between `// README: begin` and `// README: end`.
+/// The lines of a test file between `// EMBEDDING.md: begin` and
+/// `// EMBEDDING.md: end`.
 fn marked(file: &str) -> String {
+    const BEGIN: &str = "// EMBEDDING.md: begin\n";
     let text = read(file);
-    let begin =
-        text.find("// README: begin\n").expect("a begin marker") + "// README: begin\n".len();
-    let end = text.find("\n// README: end").expect("an end marker");
+    let begin = text.find(BEGIN).expect("a begin marker") + BEGIN.len();
+    let end = text.find("\n// EMBEDDING.md: end").expect("an end marker");
     text[begin..end].to_string()
 }
 
 #[test]
-fn readme_madsim_section_is_the_compiled_example() {
+fn embedding_madsim_section_is_the_compiled_example() {
     assert_eq!(
-        readme_block("Inside your madsim simulation"),
+        doc_block("Inside your madsim simulation"),
         marked("tests/madsim_user.rs"),
         "docs/EMBEDDING.md's madsim example and tests/madsim_user.rs differ"
     );
 }
 
 #[test]
-fn readme_turmoil_section_is_the_compiled_example() {
+fn embedding_turmoil_section_is_the_compiled_example() {
     assert_eq!(
-        readme_block("Inside your turmoil simulation"),
+        doc_block("Inside your turmoil simulation"),
         marked("tests/turmoil_user.rs"),
         "docs/EMBEDDING.md's turmoil example and tests/turmoil_user.rs differ"
     );

@@ -3,7 +3,7 @@
 //! exactly the lines between the markers).
 #![cfg(madsim)]
 
-// README: begin
+// EMBEDDING.md: begin
 use leasehold_core::*;
 use leasehold_memory::MemoryStore;
 use std::{sync::Arc, time::Duration};
@@ -31,4 +31,4 @@ async fn leasehold_worker_inside_my_simulation() {
     assert_eq!(row.result.as_deref(), Some(&b"hi"[..]));
     handle.kill(node.id()); // madsim's faults apply to the worker's node
 }
-// README: end
+// EMBEDDING.md: end

@@ -4,7 +4,7 @@
 //! the markers).
 #![cfg(not(madsim))]
 
-// README: begin
+// EMBEDDING.md: begin
 use leasehold_core::*;
 use leasehold_memory::MemoryStore;
 use std::{sync::Arc, time::Duration};
@@ -65,4 +65,4 @@ fn leasehold_worker_inside_my_turmoil_simulation() -> turmoil::Result {
     });
     sim.run()
 }
-// README: end
+// EMBEDDING.md: end

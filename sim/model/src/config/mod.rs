@@ -36,8 +36,6 @@ pub use settings::{
 pub use swarm::Faults;
 
 use crate::duration::Dur;
-use crate::schedules::ScheduleSpec;
-use crate::store_kind::StoreKind;
 use serde::{Deserialize, Serialize};
 use std::ops::Deref;
 
@@ -83,7 +81,7 @@ pub struct SimConfig {
     pub variant: Option<String>,
     /// The store this scenario runs on unless `--store` says otherwise
     /// (default: memory).
-    pub store: Option<StoreKind>,
+    pub store: Option<crate::store_kind::StoreKind>,
     /// Hosts.
     pub topology: Topology,
     /// Protocol settings.
@@ -99,7 +97,7 @@ pub struct SimConfig {
     /// Expectation.
     pub expect: Expect,
     /// Schedules (periodic jobs), put by every scheduler host at its start.
-    pub schedules: Vec<ScheduleSpec>,
+    pub schedules: Vec<crate::schedules::ScheduleSpec>,
 }
 
 impl Default for SimConfig {

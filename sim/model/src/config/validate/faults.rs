@@ -2,12 +2,12 @@
 //! scripted `events`.
 
 use super::{check_range, Bad};
-use crate::config::{ScriptedFault, SimConfig};
+use crate::config::{Range, ScriptedFault, SimConfig};
 
 /// The swarm's ranges: rates per minute, probabilities, lengths and clocks.
 pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
     let f = &cfg.faults;
-    for (path, r) in [
+    let rates = [
         ("faults.worker_crash_rate", &f.worker_crash_rate),
         ("faults.sweeper_crash_rate", &f.sweeper_crash_rate),
         ("faults.scheduler_crash_rate", &f.scheduler_crash_rate),
@@ -16,24 +16,28 @@ pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
         ("faults.pause_rate", &f.pause_rate),
         ("faults.hold_rate", &f.hold_rate),
         ("faults.clock_step_rate", &f.clock_step_rate),
-    ] {
-        check_range(bad, path, r);
-        if r.lo < 0.0 || !r.hi.is_finite() || r.hi > 60.0 {
-            bad(path, "rates are per minute, between 0 and 60".into());
-        }
-    }
-    for (path, r) in [
+    ];
+    let out_of_rate = |r: &Range<f64>| r.lo < 0.0 || !r.hi.is_finite() || r.hi > 60.0;
+    each_within(
+        bad,
+        &rates,
+        out_of_rate,
+        "rates are per minute, between 0 and 60",
+    );
+    let probabilities = [
         ("faults.message_loss", &f.message_loss),
         ("faults.answer_loss", &f.answer_loss),
         ("faults.store_conflict", &f.store_conflict),
         ("faults.wake_loss", &f.wake_loss),
         ("faults.store_cancel", &f.store_cancel),
-    ] {
-        check_range(bad, path, r);
-        if r.lo < 0.0 || r.hi > 1.0 {
-            bad(path, "probabilities must lie in [0, 1]".into());
-        }
-    }
+    ];
+    let out_of_unit = |r: &Range<f64>| r.lo < 0.0 || r.hi > 1.0;
+    each_within(
+        bad,
+        &probabilities,
+        out_of_unit,
+        "probabilities must lie in [0, 1]",
+    );
     for (path, r) in [
         ("faults.restart_after", &f.restart_after),
         ("faults.partition_len", &f.partition_len),
@@ -90,6 +94,22 @@ pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
                     ),
                 );
             }
+        }
+    }
+}
+
+/// Each range in turn: its order, then its bounds (`message` when
+/// `outside` says it leaves them).
+fn each_within(
+    bad: &mut Bad,
+    ranges: &[(&str, &Range<f64>)],
+    outside: impl Fn(&Range<f64>) -> bool,
+    message: &str,
+) {
+    for &(path, r) in ranges {
+        check_range(bad, path, r);
+        if outside(r) {
+            bad(path, message.into());
         }
     }
 }

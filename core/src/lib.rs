@@ -43,7 +43,6 @@
 
 pub mod batch_merge;
 pub mod clock;
-pub mod columns;
 mod error;
 mod history;
 mod ids;

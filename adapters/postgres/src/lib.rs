@@ -88,7 +88,6 @@
 mod coalesce;
 mod error;
 mod listener;
-mod pool_close;
 mod rollback;
 mod row;
 mod vacuum;
@@ -108,7 +107,9 @@ use leasehold_core::{
     Patience, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord,
     Store, StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
 };
-use row::{decode, to_i64, Batch, COLUMNS};
+use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
+use leasehold_sql::pool_close::close_pool;
+use row::Batch;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
 use std::collections::{BTreeMap, BTreeSet};
@@ -383,7 +384,7 @@ fn decode_locked(rows: &[PgRow]) -> Result<Locked, StoreError> {
         now: None,
     };
     for r in rows {
-        out.rows.push(decode(r)?);
+        out.rows.push(decode_job(r)?);
         let t: i64 = r.try_get(20).map_err(error::map)?;
         out.now = Some(
             out.now
@@ -462,13 +463,13 @@ impl PgStore {
     }
 
     /// Closes the pool (and stops the wake listener and the vacuum task):
-    /// when it returns, the store holds no connection (see `pool_close.rs`).
+    /// when it returns, the store holds no connection (see `leasehold_sql::pool_close`).
     pub async fn close(&self) {
         self.wake.close();
         if let Some(v) = &self.vacuum {
             v.close().await;
         }
-        pool_close::close_pool(&self.pool).await;
+        close_pool(&self.pool).await;
     }
 
     /// A listener for enqueue notifications on this store's channel.
@@ -627,7 +628,7 @@ impl PgStore {
                 .await
                 .map_err(error::map)?;
             for r in &rows {
-                let rec = decode(r)?;
+                let rec = decode_job(r)?;
                 if let Some(k) = rec.idempotency_key.clone() {
                     existing.insert(k, rec);
                 }
@@ -1109,7 +1110,7 @@ impl Store for PgStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(error::map)?;
-        row.as_ref().map(decode).transpose()
+        row.as_ref().map(decode_job).transpose()
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
@@ -1122,7 +1123,7 @@ impl Store for PgStore {
             .fetch_all(&self.pool)
             .await
             .map_err(error::map)?;
-        rows.iter().map(decode).collect()
+        rows.iter().map(decode_job).collect()
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {

@@ -1,26 +1,10 @@
-//! Mapping between [`JobRecord`] and the `leasehold_jobs` row: this
-//! driver's typed column reads; the encoding itself is
-//! `leasehold_core::columns`, shared with the other SQL adapter.
+//! Many job rows written by one statement: column arrays for PostgreSQL's
+//! `UNNEST`, with the audit events of the same statement. The column
+//! encoding itself is `leasehold_sql::job_columns`, shared with the other
+//! SQL adapter.
 
 use leasehold_core::{JobRecord, StoreError};
-use sqlx::postgres::PgRow;
-use sqlx::Row;
-
-pub(crate) use leasehold_core::columns::{to_i64, COLUMNS};
-
-fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
-    row: &'r PgRow,
-    i: usize,
-) -> Result<T, StoreError> {
-    row.try_get(i)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-/// Decodes the [`COLUMNS`] of `row`, starting at column 0, and checks the
-/// row invariants (the column encoding lives in `leasehold_core::columns`).
-pub(crate) fn decode(row: &PgRow) -> Result<JobRecord, StoreError> {
-    leasehold_core::read_job_columns!(get, row).into_record()
-}
+use leasehold_sql::job_columns::to_i64;
 
 /// Column arrays for one `UPDATE … FROM UNNEST(…)` of many rows, plus the
 /// audit events written by the same statement: one `leasehold_audit` row

@@ -78,8 +78,6 @@ mod busy;
 #[cfg(test)]
 mod close_tests;
 mod error;
-mod pool_close;
-mod row;
 mod row_set;
 mod set_sql;
 mod write_conn;
@@ -93,7 +91,8 @@ use leasehold_core::{
     Store, StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
     DEFAULT_MERGE_FLUSHERS,
 };
-use row::{decode, to_i64, COLUMNS};
+use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
+use leasehold_sql::pool_close::close_pool;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
     SqliteSynchronous,
@@ -336,10 +335,10 @@ impl SqliteStore {
     }
 
     /// Closes both pools, waiting for connections to finish: when it
-    /// returns, no connection holds the file (see `pool_close.rs`).
+    /// returns, no connection holds the file (see `leasehold_sql::pool_close`).
     pub async fn close(&self) {
-        pool_close::close_pool(&self.writers).await;
-        pool_close::close_pool(&self.pool).await;
+        close_pool(&self.writers).await;
+        close_pool(&self.pool).await;
     }
 
     /// The audit log: one event per accepted transition, in commit order.
@@ -487,7 +486,7 @@ impl SqliteStore {
             .await
             .map_err(error::map)?;
         match row {
-            Some(r) => decode(&r),
+            Some(r) => decode_job(&r),
             None => Err(StoreError::Input(InputError::UnknownJob(id))),
         }
     }
@@ -604,7 +603,7 @@ impl SqliteStore {
                     .fetch_optional(&mut *conn)
                     .await
                     .map_err(error::map)?;
-                row.as_ref().map(decode).transpose()?
+                row.as_ref().map(decode_job).transpose()?
             }
             None => None,
         };
@@ -659,7 +658,7 @@ impl SqliteStore {
         let mut reports = Vec::with_capacity(rows.len());
         let mut set = set_sql::WriteSet::default();
         for row in &rows {
-            let record = decode(row)?;
+            let record = decode_job(row)?;
             // The core re-checks the guard on the row as loaded.
             if let Ok((applied, report)) = transition::sweep(&record, now) {
                 set.push_row(applied.record, record.version);
@@ -756,7 +755,7 @@ impl Store for SqliteStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(error::map)?;
-        row.as_ref().map(decode).transpose()
+        row.as_ref().map(decode_job).transpose()
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
@@ -768,7 +767,7 @@ impl Store for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(error::map)?;
-        rows.iter().map(decode).collect()
+        rows.iter().map(decode_job).collect()
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {

@@ -14,9 +14,11 @@
 //!
 //! [`Store::batch`]: leasehold_core::Store::batch
 
+use crate::clock::{LIVE_CLOCK, STMT_CLOCK};
 use crate::error;
-use crate::row::Batch;
-use crate::{listener, Locked, PgStore, LIVE_CLOCK, MAX_CONFLICT_RETRIES, STMT_CLOCK};
+use crate::load::Locked;
+use crate::write_batch::Batch;
+use crate::{listener, PgStore};
 use leasehold_core::{
     BatchAnswer, BatchRequest, ClaimRequest, JobId, JobRecord, Lease, Outcome, Policy, Release,
     StoreError, StoreTime,

@@ -10,11 +10,11 @@
 //! and its retry finds the job and answers it.
 
 use crate::error;
-use crate::row::Batch;
-use crate::{PgStore, LIVE_CLOCK};
+use crate::write_batch::Batch;
+use crate::PgStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
 use leasehold_core::{
-    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError, StoreTime,
+    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError,
 };
 use leasehold_sql::dialect::POSTGRES;
 use leasehold_sql::job_columns::{decode_job, COLUMNS};
@@ -27,16 +27,6 @@ use std::sync::LazyLock;
 static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(POSTGRES));
 
 impl PgStore {
-    /// The store's clock, read now.
-    async fn clock_now(&self, conn: &mut PgConnection) -> Result<StoreTime, StoreError> {
-        let t: i64 = sqlx::query_scalar(&format!("SELECT {LIVE_CLOCK}"))
-            .bind(self.clock_param())
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        Ok(StoreTime(t))
-    }
-
     async fn load_schedule(
         conn: &mut PgConnection,
         name: &str,

@@ -44,6 +44,7 @@
 pub mod batch_merge;
 pub mod clock;
 mod error;
+mod forward_store;
 mod history;
 mod ids;
 mod job;

@@ -43,8 +43,8 @@
 
 pub mod batch_merge;
 pub mod clock;
-pub mod columns;
 mod error;
+mod forward_store;
 mod history;
 mod ids;
 mod job;

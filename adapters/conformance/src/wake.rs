@@ -16,19 +16,17 @@ use super::cases::{claim_one, enqueue, release};
 use super::cases::{now, sweep};
 use super::{suite_policy, Fixture, Harness, LONG_LEASE, SHORT_LEASE};
 use leasehold_core::clock::TokioRuntime;
-use leasehold_core::schedule::{FireRequest, ListSchedulesRequest, Rule, Schedule, ScheduleRecord};
+use leasehold_core::forward_store;
+use leasehold_core::schedule::{FireRequest, Rule, Schedule};
 use leasehold_core::worker::{
     shutdown_channel, Handler, HandlerError, RuntimeEvent, StopSignal, Worker, WorkerConfig,
 };
-use leasehold_core::CrashReport;
 use leasehold_core::JobId;
+use leasehold_core::Release;
 use leasehold_core::StoreError;
-use leasehold_core::{CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Policy};
-use leasehold_core::{
-    ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest,
-};
+use leasehold_core::{ClaimRequest, Store};
+use leasehold_core::{JobState, Lease, NewJob, Outcome, Policy};
 use leasehold_core::{Millis, StoreTime};
-use leasehold_core::{Release, Renewal};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,88 +97,36 @@ impl<S: Store> Counted<S> {
     }
 }
 
-impl<S: Store> Store for Counted<S> {
-    fn now(&self) -> impl Future<Output = Result<StoreTime, StoreError>> + Send {
-        self.inner.now()
-    }
-    fn enqueue(&self, job: NewJob) -> impl Future<Output = Result<JobId, StoreError>> + Send {
-        self.inner.enqueue(job)
-    }
-    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
-        let max = req.max as usize;
-        let got = self.inner.claim(req).await;
-        if got.as_ref().is_ok_and(|l| l.is_empty()) {
-            let armed = self.inject.lock().expect("inject lock").take();
-            if let Some((job, tx)) = armed {
-                let id = self.inner.enqueue(job).await.expect("injected enqueue");
-                let _ = tx.send(id);
+forward_store! {
+    impl[S: Store] Store for Counted<S>, |self| self.inner;
+    // `batch` and `batch_within` keep the defaults, so every claim of a
+    // batch passes through the counting `claim`.
+    except [claim, batch, batch_within, work_available] {
+        async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+            let max = req.max as usize;
+            let got = self.inner.claim(req).await;
+            if got.as_ref().is_ok_and(|l| l.is_empty()) {
+                let armed = self.inject.lock().expect("inject lock").take();
+                if let Some((job, tx)) = armed {
+                    let id = self.inner.enqueue(job).await.expect("injected enqueue");
+                    let _ = tx.send(id);
+                }
             }
+            self.claims.send_modify(|n| *n += 1);
+            if got.as_ref().is_ok_and(|l| l.len() < max) {
+                self.short_claims.send_modify(|n| *n += 1);
+            }
+            got
         }
-        self.claims.send_modify(|n| *n += 1);
-        if got.as_ref().is_ok_and(|l| l.len() < max) {
-            self.short_claims.send_modify(|n| *n += 1);
-        }
-        got
-    }
-    fn renew(&self, req: RenewRequest) -> impl Future<Output = Result<Renewal, StoreError>> + Send {
-        self.inner.renew(req)
-    }
-    fn release(
-        &self,
-        req: ReleaseRequest,
-    ) -> impl Future<Output = Result<Release, StoreError>> + Send {
-        self.inner.release(req)
-    }
-    fn sweep(
-        &self,
-        req: SweepRequest,
-    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send {
-        self.inner.sweep(req)
-    }
-    fn cancel(&self, job: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        self.inner.cancel(job)
-    }
-    fn get(
-        &self,
-        job: JobId,
-    ) -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send {
-        self.inner.get(job)
-    }
-    fn list(
-        &self,
-        req: ListRequest,
-    ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
-        self.inner.list(req)
-    }
-    fn put_schedule(
-        &self,
-        schedule: Schedule,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_schedule(schedule)
-    }
-    fn remove_schedule(
-        &self,
-        name: String,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.inner.remove_schedule(name)
-    }
-    fn fire(&self, req: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send {
-        self.inner.fire(req)
-    }
-    fn list_schedules(
-        &self,
-        req: ListSchedulesRequest,
-    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
-        self.inner.list_schedules(req)
-    }
-    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
-        // Made now, not at the first poll: the subscription must precede
-        // the worker's claim (see `Store::work_available`).
-        let inner = self.forward_wake.then(|| self.inner.work_available(queue));
-        async move {
-            match inner {
-                Some(wake) => wake.await,
-                None => std::future::pending().await,
+        fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+            // Made now, not at the first poll: the subscription must precede
+            // the worker's claim (see `Store::work_available`).
+            let inner = self.forward_wake.then(|| self.inner.work_available(queue));
+            async move {
+                match inner {
+                    Some(wake) => wake.await,
+                    None => std::future::pending().await,
+                }
             }
         }
     }

@@ -14,13 +14,16 @@
 //!
 //! [`Store::batch`]: leasehold_core::Store::batch
 
+use crate::clock::{LIVE_CLOCK, STMT_CLOCK};
 use crate::error;
-use crate::row::{decode, to_i64, Batch, COLUMNS};
-use crate::{listener, Locked, PgStore, LIVE_CLOCK, MAX_CONFLICT_RETRIES, STMT_CLOCK};
+use crate::load::Locked;
+use crate::write_batch::Batch;
+use crate::{listener, PgStore};
 use leasehold_core::{
     BatchAnswer, BatchRequest, ClaimRequest, JobId, JobRecord, Lease, Outcome, Policy, Release,
     StoreError, StoreTime,
 };
+use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
 use sqlx::postgres::PgConnection;
 use sqlx::Row;
 use std::collections::BTreeSet;
@@ -120,7 +123,7 @@ impl PgStore {
         };
         let mut candidates: Vec<JobRecord> = Vec::new();
         for r in &rows {
-            let record = decode(r)?;
+            let record = decode_job(r)?;
             let candidate: bool = r.try_get(20).map_err(error::map)?;
             let t: i64 = r.try_get(21).map_err(error::map)?;
             loaded.now = Some(loaded.now.map_or(StoreTime(t), |n| n.max(StoreTime(t))));

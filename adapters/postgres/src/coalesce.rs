@@ -15,11 +15,10 @@
 //! it may still be applied.
 
 use crate::PgStore;
+use leasehold_core::forward_store;
 use leasehold_core::transition;
 use leasehold_core::{
-    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Release, ReleaseRequest,
-    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    BatchAnswer, BatchRequest, ClaimRequest, Lease, Release, ReleaseRequest, StoreError,
 };
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot, Mutex};
@@ -129,64 +128,21 @@ impl Coalescing {
     }
 }
 
-impl Store for Coalescing {
-    async fn now(&self) -> Result<StoreTime, StoreError> {
-        self.store.now().await
-    }
-    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
-        self.store.enqueue(job).await
-    }
-    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
-        // Bad input is answered at once and never joins a batch.
-        transition::validate_claim(&req.queue, req.lease, req.max, self.store.policy())?;
-        Self::submit(&self.claims, req).await
-    }
-    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
-        self.store.renew(req).await
-    }
-    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
-        Self::submit(&self.releases, req).await
-    }
-    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        // A worker's batch is already one transaction.
-        self.store.batch(req).await
-    }
-    async fn batch_within(
-        &self,
-        req: BatchRequest,
-        patience: Patience,
-    ) -> Result<BatchAnswer, StoreError> {
-        self.store.batch_within(req, patience).await
-    }
-    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
-        self.store.sweep(req).await
-    }
-    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
-        self.store.cancel(job).await
-    }
-    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.store.get(job).await
-    }
-    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        self.store.list(req).await
-    }
-    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
-        self.store.put_schedule(schedule).await
-    }
-    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        self.store.remove_schedule(name).await
-    }
-    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
-        self.store.fire(req).await
-    }
-    async fn list_schedules(
-        &self,
-        req: ListSchedulesRequest,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        self.store.list_schedules(req).await
-    }
-    fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {
-        self.store.work_available(queue)
+forward_store! {
+    impl[] Store for Coalescing, |self| self.store;
+    except [claim, release, batch] {
+        async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+            // Bad input is answered at once and never joins a batch.
+            transition::validate_claim(&req.queue, req.lease, req.max, self.store.policy())?;
+            Self::submit(&self.claims, req).await
+        }
+        async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+            Self::submit(&self.releases, req).await
+        }
+        async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+            // A worker's batch is already one transaction.
+            self.store.batch(req).await
+        }
     }
 }
 

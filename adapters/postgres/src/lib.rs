@@ -78,20 +78,45 @@
 //! still looks too seldom can be helped by the store itself with
 //! [`PgStoreBuilder::vacuum_every`] (off by default; `vacuum.rs`).
 //!
+//! ## Files
+//! One file per operation family, its batched and single paths together
+//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `cancel.rs`,
+//! `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
+//! `tx.rs` (the transaction and its retries), `clock.rs` (the store clock
+//! in SQL), `load.rs` (reading rows) and `write_batch.rs` (writing them);
+//! this file holds the store type, its builder and the `Store` wiring.
+//!
 //! ## Depends on
-//! `leasehold-core` and sqlx (PostgreSQL). It must never depend on another
+//! `leasehold-core`, `leasehold-sql` (what it shares with the SQLite
+//! adapter: row codecs, schedule statements, pool closing) and sqlx
+//! (PostgreSQL). It must never depend on another
 //! adapter, the conformance suite (which tests it from `tests/`) or the
 //! simulator (which runs it through its store factory).
 
 #![warn(missing_docs)]
 
+// First: the operations' files use its `in_tx!`.
+#[macro_use]
+mod tx;
+
+mod batch;
+mod cancel;
+mod claim;
+mod clock;
 mod coalesce;
+mod enqueue;
 mod error;
+mod events;
 mod listener;
-mod pool_close;
+mod load;
+mod read;
+mod release;
+mod renew;
 mod rollback;
-mod row;
+mod schedules;
+mod sweep;
 mod vacuum;
+mod write_batch;
 
 pub use coalesce::{Coalescing, COALESCE_QUEUE_CAP, DEFAULT_COALESCE_BATCH, DEFAULT_FLUSHERS};
 pub use listener::WorkListener;
@@ -99,19 +124,16 @@ pub use vacuum::{
     VacuumStats, MAX_VACUUM_PERIOD, MIN_VACUUM_PERIOD, VACUUM_CLOSE_WAIT, VACUUM_MIN_DEAD_ROWS,
 };
 
-use leasehold_core::transition::{self, EnqueuePlan, ReleasePlan, RenewPlan};
-pub(crate) use leasehold_core::tx_faults::AtCommit;
+use leasehold_core::transition;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
-    FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
-    Patience, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord,
-    Store, StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
+    FireRequest, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience,
+    Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
+    StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
 };
-use row::{decode, to_i64, Batch, COLUMNS};
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions, PgRow};
-use sqlx::Row;
-use std::collections::{BTreeMap, BTreeSet};
+use leasehold_sql::pool_close::close_pool;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,19 +146,6 @@ pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_NOTIFY_CHANNEL: &str = "leasehold_jobs";
 /// How many times an operation is retried after a conflict.
 pub const MAX_CONFLICT_RETRIES: u32 = 8;
-/// Audit rows (transactions) read per round trip by [`PgStore::events`].
-const EVENT_PAGE_ROWS: u32 = 1_000;
-/// Most pages [`PgStore::events`] reads: a bound on its loop.
-const MAX_EVENT_PAGES: usize = 10_000_000;
-/// First key of the advisory locks that serialize claims of a limited queue.
-const ADVISORY_NAMESPACE: i32 = 0x6c68_6c64; // "lhld"
-
-/// The database clock in ms, stable within a statement; `$1` overrides it.
-const STMT_CLOCK: &str =
-    "COALESCE($1::bigint, floor(extract(epoch from statement_timestamp()) * 1000)::bigint)";
-/// The database clock in ms at the moment of evaluation; `$1` overrides it.
-pub(crate) const LIVE_CLOCK: &str =
-    "COALESCE($1::bigint, floor(extract(epoch from clock_timestamp()) * 1000)::bigint)";
 
 /// Builds a [`PgStore`]. Start with [`PgStore::builder`].
 pub struct PgStoreBuilder {
@@ -298,101 +307,6 @@ pub struct PgStore {
     rollbacks: Arc<rollback::Rollbacks>,
 }
 
-/// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
-/// transaction, retrying a conflict at most [`MAX_CONFLICT_RETRIES`] times.
-macro_rules! in_tx {
-    ($self:ident, |$conn:ident| $body:expr) => {{
-        let mut last_conflict = JobId(0);
-        let mut answer = None;
-        for _ in 0..=MAX_CONFLICT_RETRIES {
-            // A transaction dropped by its caller may still hold row locks
-            // until its rollback is answered (`rollback.rs`).
-            $self.rollbacks.settled().await;
-            let tx = $self.pool.begin().await.map_err(error::map)?;
-            let mut tx = $crate::rollback::TxGuard::new(tx, &$self.rollbacks);
-            let result = {
-                let $conn: &mut PgConnection = tx.conn();
-                $body
-            };
-            let result = match result {
-                Ok(v) => match $self.tx_faults.at_commit().await {
-                    $crate::AtCommit::Commit => Ok(v),
-                    $crate::AtCommit::Fail(code) => {
-                        Err($crate::raise_injected(tx.conn(), code).await)
-                    }
-                },
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(v) => {
-                    tx.commit().await.map_err(error::map_commit)?;
-                    answer = Some(v);
-                    break;
-                }
-                Err(StoreError::Conflict(id)) => {
-                    tx.rollback().await;
-                    last_conflict = id;
-                }
-                Err(e) => {
-                    tx.rollback().await;
-                    return Err(e);
-                }
-            }
-        }
-        answer.ok_or(StoreError::Conflict(last_conflict))
-    }};
-}
-
-mod batch;
-mod schedules;
-
-/// Makes PostgreSQL itself fail the open transaction with `sqlstate`
-/// (the simulator's injected serialization or deadlock failure), and
-/// answers the error the adapter maps it to.
-pub(crate) async fn raise_injected(conn: &mut PgConnection, sqlstate: &str) -> StoreError {
-    if !is_sqlstate(sqlstate) {
-        return StoreError::Unavailable(format!("bad injected SQLSTATE {sqlstate:?}"));
-    }
-    let sql = format!(
-        "DO $$ BEGIN RAISE EXCEPTION 'leasehold: injected failure' USING ERRCODE = '{sqlstate}'; END $$"
-    );
-    match sqlx::query(&sql).execute(conn).await {
-        Err(e) => error::map(e),
-        Ok(_) => StoreError::Unavailable("the injected failure was not raised".into()),
-    }
-}
-
-/// Whether `s` has a SQLSTATE's shape (five letters or digits), so it can
-/// be spliced into the `RAISE` of [`raise_injected`].
-fn is_sqlstate(s: &str) -> bool {
-    s.len() == 5 && s.chars().all(|c| c.is_ascii_alphanumeric())
-}
-
-/// One answer (or input error) per release request.
-type ReleaseAnswers = Vec<Result<Release, StoreError>>;
-
-/// Rows loaded under lock, and the store time read after the locks were held.
-struct Locked {
-    rows: Vec<JobRecord>,
-    now: Option<StoreTime>,
-}
-
-fn decode_locked(rows: &[PgRow]) -> Result<Locked, StoreError> {
-    let mut out = Locked {
-        rows: Vec::with_capacity(rows.len()),
-        now: None,
-    };
-    for r in rows {
-        out.rows.push(decode(r)?);
-        let t: i64 = r.try_get(20).map_err(error::map)?;
-        out.now = Some(
-            out.now
-                .map_or(StoreTime(t), |n: StoreTime| n.max(StoreTime(t))),
-        );
-    }
-    Ok(out)
-}
-
 impl PgStore {
     /// A builder for a store at `url` (`postgres://user@host:port/db`).
     pub fn builder(url: impl Into<String>) -> PgStoreBuilder {
@@ -462,591 +376,24 @@ impl PgStore {
     }
 
     /// Closes the pool (and stops the wake listener and the vacuum task):
-    /// when it returns, the store holds no connection (see `pool_close.rs`).
+    /// when it returns, the store holds no connection (see `leasehold_sql::pool_close`).
     pub async fn close(&self) {
         self.wake.close();
         if let Some(v) = &self.vacuum {
             v.close().await;
         }
-        pool_close::close_pool(&self.pool).await;
+        close_pool(&self.pool).await;
     }
 
     /// A listener for enqueue notifications on this store's channel.
     pub async fn work_listener(&self) -> Result<WorkListener, StoreError> {
         WorkListener::connect(&self.pool, &self.channel).await
     }
-
-    fn clock_param(&self) -> Option<i64> {
-        self.clock_override.as_ref().map(|c| c.now().0)
-    }
-
-    /// The audit log: one event per accepted transition, in insertion order.
-    pub async fn events(&self) -> Result<Vec<Event>, StoreError> {
-        let mut out = Vec::new();
-        let mut after = 0;
-        // Bounded: each non-empty page advances `after`; stops on an empty
-        // page.
-        for _ in 0..MAX_EVENT_PAGES {
-            let page = self.events_page(after, EVENT_PAGE_ROWS).await?;
-            let Some((seq, _)) = page.last() else {
-                break;
-            };
-            after = *seq;
-            out.extend(page.into_iter().map(|(_, e)| e));
-        }
-        Ok(out)
-    }
-
-    /// The audit events of up to `limit` audit rows (transactions) with a
-    /// sequence number above `after_seq`, in order, each with its row's
-    /// sequence number (shared by the events of one transaction). Page
-    /// with the last event's number until a page comes back empty.
-    pub async fn events_page(
-        &self,
-        after_seq: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, Event)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, events::text FROM leasehold_audit WHERE seq > $1 ORDER BY seq LIMIT $2",
-        )
-        .bind(after_seq)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(error::map)?;
-        let mut out = Vec::new();
-        for r in &rows {
-            let seq: i64 = r.try_get(0).map_err(error::map)?;
-            let text: String = r.try_get(1).map_err(error::map)?;
-            let events: Vec<Event> = serde_json::from_str(&text)
-                .map_err(|e| StoreError::Corrupt(format!("audit row {seq}: {e}")))?;
-            out.extend(events.into_iter().map(|e| (seq, e)));
-        }
-        Ok(out)
-    }
-
-    /// Locks the rows of `ids` (in id order) and reads the clock after.
-    async fn lock_rows(
-        &self,
-        conn: &mut PgConnection,
-        ids: &[JobId],
-    ) -> Result<Locked, StoreError> {
-        let ids: Vec<i64> = ids
-            .iter()
-            .map(|id| to_i64(id.0))
-            .collect::<Result<_, _>>()?;
-        let sql = format!(
-            "SELECT c.*, {LIVE_CLOCK} FROM (SELECT {COLUMNS} FROM leasehold_jobs \
-             WHERE id = ANY($2) ORDER BY id FOR UPDATE) c"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(self.clock_param())
-            .bind(ids)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        decode_locked(&rows)
-    }
-
-    /// Reads the rows of `ids` without locking them, and the clock after
-    /// the statement's snapshot: the write that follows checks each row's
-    /// version, so a row changed meanwhile is a conflict (the transaction
-    /// retries), never a lost update. Saves a row lock (and its WAL
-    /// record) per job on the release path.
-    async fn load_rows(
-        &self,
-        conn: &mut PgConnection,
-        ids: &[JobId],
-    ) -> Result<Locked, StoreError> {
-        // An id too large to be stored has no row: it is answered unknown.
-        let ids: Vec<i64> = ids.iter().filter_map(|id| to_i64(id.0).ok()).collect();
-        let sql = format!("SELECT {COLUMNS}, {LIVE_CLOCK} FROM leasehold_jobs WHERE id = ANY($2)");
-        let rows = sqlx::query(&sql)
-            .bind(self.clock_param())
-            .bind(ids)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        decode_locked(&rows)
-    }
-
-    /// Writes `batch`; fewer rows written than pushed means a conflict.
-    async fn write(&self, conn: &mut PgConnection, batch: Batch) -> Result<(), StoreError> {
-        let n = batch.len();
-        if n == 0 {
-            return Ok(());
-        }
-        let written = batch
-            .update()
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        if written != n as i64 {
-            return Err(StoreError::Conflict(JobId(0)));
-        }
-        Ok(())
-    }
-
-    fn push(&self, batch: &mut Batch, a: &transition::Applied, old: u64) -> Result<(), StoreError> {
-        batch.push_row(&a.record, old)?;
-        if self.audit {
-            batch.push_event(&a.event)?;
-        }
-        Ok(())
-    }
-
-    /// Enqueues many jobs in one transaction; answers their ids in order
-    /// (the existing id for a repeated idempotency key). All or nothing: a
-    /// bad spec rejects the whole batch.
-    pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
-        for job in jobs {
-            transition::validate_new_job(job, &self.policy)?;
-        }
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
-        in_tx!(self, |conn| self.enqueue_in(conn, jobs).await)
-    }
-
-    async fn enqueue_in(
-        &self,
-        conn: &mut PgConnection,
-        jobs: &[NewJob],
-    ) -> Result<Vec<JobId>, StoreError> {
-        let keys: Vec<String> = jobs
-            .iter()
-            .filter_map(|j| j.idempotency_key.clone())
-            .collect();
-        let mut existing: BTreeMap<String, JobRecord> = BTreeMap::new();
-        if !keys.is_empty() {
-            let sql =
-                format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ANY($1)");
-            let rows = sqlx::query(&sql)
-                .bind(&keys)
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(error::map)?;
-            for r in &rows {
-                let rec = decode(r)?;
-                if let Some(k) = rec.idempotency_key.clone() {
-                    existing.insert(k, rec);
-                }
-            }
-        }
-        // Ids only for specs that will insert, so answers for existing keys
-        // and rejected specs burn no ids.
-        let mut seen = std::collections::BTreeSet::new();
-        let fresh = jobs
-            .iter()
-            .filter(|j| match &j.idempotency_key {
-                None => true,
-                Some(k) => !existing.contains_key(k) && seen.insert(k.clone()),
-            })
-            .count();
-        let sql = format!(
-            "SELECT {STMT_CLOCK}, ARRAY(SELECT nextval('leasehold_job_ids') FROM generate_series(1, $2))"
-        );
-        let row = sqlx::query(&sql)
-            .bind(self.clock_param())
-            .bind(fresh as i64)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let now = StoreTime(row.try_get(0).map_err(error::map)?);
-        let ids: Vec<i64> = row.try_get(1).map_err(error::map)?;
-        let mut ids = ids.into_iter();
-        let mut batch = Batch::default();
-        let mut answers = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            let prior = job.idempotency_key.as_ref().and_then(|k| existing.get(k));
-            let id = match prior {
-                Some(rec) => rec.id,
-                None => JobId(
-                    ids.next()
-                        .and_then(|i| u64::try_from(i).ok())
-                        .ok_or_else(|| StoreError::Corrupt("job id sequence".into()))?,
-                ),
-            };
-            match transition::enqueue(job, id, prior, &self.policy, now)? {
-                EnqueuePlan::Existing(id) => answers.push(id),
-                EnqueuePlan::Insert(a) => {
-                    batch.push_row(&a.record, 0)?;
-                    if self.audit {
-                        batch.push_event(&a.event)?;
-                    }
-                    if let Some(k) = &a.record.idempotency_key {
-                        existing.insert(k.clone(), a.record.clone());
-                    }
-                    answers.push(id);
-                }
-            }
-        }
-        if batch.len() > 0 {
-            batch
-                .insert(self.channel.clone())
-                .execute(&mut *conn)
-                .await
-                .map_err(error::map)?;
-        }
-        Ok(answers)
-    }
-
-    /// Each claim's bad input answered on its own (an empty grant for the
-    /// valid ones, to be filled), and the indices of the valid claims.
-    fn validate_claims(
-        &self,
-        reqs: &[ClaimRequest],
-    ) -> (Vec<Result<Vec<Lease>, StoreError>>, Vec<usize>) {
-        let answers: Vec<Result<Vec<Lease>, StoreError>> = reqs
-            .iter()
-            .map(|r| {
-                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
-                    .map(|()| Vec::new())
-                    .map_err(StoreError::Input)
-            })
-            .collect();
-        let valid = (0..reqs.len()).filter(|&i| answers[i].is_ok()).collect();
-        (answers, valid)
-    }
-
-    /// Answers many claim requests (any holders, any queues) in one
-    /// transaction and one write: per queue, one `SKIP LOCKED` scan takes
-    /// up to the sum of the requests' `max` (within the queue's parallelism
-    /// limit), and the rows are handed out in request order. Each request
-    /// gets its own leases, or its own input error.
-    pub async fn claim_many(
-        &self,
-        reqs: &[ClaimRequest],
-    ) -> Result<Vec<Result<Vec<Lease>, StoreError>>, StoreError> {
-        let (mut answers, valid) = self.validate_claims(reqs);
-        if valid.is_empty() {
-            return Ok(answers);
-        }
-        let granted = in_tx!(self, |conn| self.claim_in(conn, reqs, &valid).await)?;
-        for (i, leases) in valid.into_iter().zip(granted) {
-            answers[i] = Ok(leases);
-        }
-        Ok(answers)
-    }
-
-    /// Claims for the requests `valid` (indices into `reqs`, all validated);
-    /// answers their leases in the same order.
-    async fn claim_in(
-        &self,
-        conn: &mut PgConnection,
-        reqs: &[ClaimRequest],
-        valid: &[usize],
-    ) -> Result<Vec<Vec<Lease>>, StoreError> {
-        let mut batch = Batch::default();
-        let granted = self.claim_rows(conn, reqs, valid, &mut batch).await?;
-        self.write(conn, batch).await?;
-        Ok(granted)
-    }
-
-    /// The claims of [`Self::claim_in`], with their rows pushed on `batch`
-    /// for the caller to write.
-    async fn claim_rows(
-        &self,
-        conn: &mut PgConnection,
-        reqs: &[ClaimRequest],
-        valid: &[usize],
-        batch: &mut Batch,
-    ) -> Result<Vec<Vec<Lease>>, StoreError> {
-        // Queues in name order, so concurrent batches take their advisory
-        // locks in one order and never deadlock.
-        let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (slot, &i) in valid.iter().enumerate() {
-            by_queue
-                .entry(reqs[i].queue.as_str())
-                .or_default()
-                .push(slot);
-        }
-        let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); valid.len()];
-        for (queue, slots) in by_queue {
-            let running = if self.policy.parallelism_of(queue).is_some() {
-                sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                    .bind(ADVISORY_NAMESPACE)
-                    .bind(queue)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(error::map)?;
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
-                )
-                .bind(queue)
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(error::map)?;
-                u32::try_from(n).unwrap_or(u32::MAX)
-            } else {
-                0
-            };
-            let wanted = slots
-                .iter()
-                .fold(0u32, |acc, &slot| acc.saturating_add(reqs[valid[slot]].max));
-            let cap = transition::claim_capacity(queue, wanted, running, &self.policy);
-            if cap == 0 {
-                continue;
-            }
-            let sql = format!(
-                "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
-                 WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
-                 ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
-            );
-            let rows = sqlx::query(&sql)
-                .bind(self.clock_param())
-                .bind(queue)
-                .bind(i64::from(cap))
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(error::map)?;
-            let locked = decode_locked(&rows)?;
-            let Some(now) = locked.now else {
-                continue;
-            };
-            let slot_reqs: Vec<&ClaimRequest> = slots.iter().map(|&i| &reqs[valid[i]]).collect();
-            let handed = self.hand_out(&locked.rows, &slot_reqs, now, batch)?;
-            for (&slot, leases) in slots.iter().zip(handed) {
-                granted[slot] = leases;
-            }
-        }
-        Ok(granted)
-    }
-
-    /// Hands `rows` (candidates in claim order) to `reqs` (claims of one
-    /// queue) in request order, each up to its own `max`, as consecutive
-    /// claims would take them; the claimed rows go on `batch`.
-    fn hand_out(
-        &self,
-        rows: &[JobRecord],
-        reqs: &[&ClaimRequest],
-        now: StoreTime,
-        batch: &mut Batch,
-    ) -> Result<Vec<Vec<Lease>>, StoreError> {
-        let mut granted = vec![Vec::new(); reqs.len()];
-        let mut rows = rows.iter();
-        for (req, leases) in reqs.iter().zip(&mut granted) {
-            while leases.len() < req.max as usize {
-                let Some(record) = rows.next() else { break };
-                match transition::claim(record, &req.worker, req.lease, now) {
-                    Ok((applied, lease)) => {
-                        self.push(batch, &applied, record.version)?;
-                        leases.push(lease);
-                    }
-                    Err(refusal) => {
-                        tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
-                    }
-                }
-            }
-        }
-        Ok(granted)
-    }
-
-    /// Releases many leases in one transaction and one write. Each request
-    /// gets its own answer (or its own input error); requests for the same
-    /// job apply in order. The whole batch fails only when the store does
-    /// (`Unavailable`: unknown outcome for every request).
-    pub async fn release_many(
-        &self,
-        reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
-        if reqs.is_empty() {
-            return Ok(Vec::new());
-        }
-        in_tx!(self, |conn| self.release_in(conn, reqs).await)
-    }
-
-    async fn release_in(
-        &self,
-        conn: &mut PgConnection,
-        reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
-        let mut batch = Batch::default();
-        let answers = self.release_rows(conn, reqs, &mut batch).await?;
-        self.write(conn, batch).await?;
-        Ok(answers)
-    }
-
-    /// The releases of [`Self::release_in`], with their rows and events
-    /// pushed on `batch` for the caller to write.
-    async fn release_rows(
-        &self,
-        conn: &mut PgConnection,
-        reqs: &[ReleaseRequest],
-        batch: &mut Batch,
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
-        if reqs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<JobId> = reqs.iter().map(|r| r.job).collect();
-        let loaded = self.load_rows(conn, &ids).await?;
-        let (answers, woken) = self.apply_releases(reqs, loaded, batch)?;
-        let woken: BTreeSet<&str> = woken.iter().map(String::as_str).collect();
-        listener::notify_queues(conn, &self.channel, &woken).await?;
-        Ok(answers)
-    }
-
-    /// Applies `reqs` in order through the core to the rows `loaded` (a job
-    /// without a row is unknown), pushing each changed row (once, at its
-    /// last state) and every event on `batch`. Answers each request, and
-    /// the queues whose workers the changes wake.
-    fn apply_releases(
-        &self,
-        reqs: &[ReleaseRequest],
-        loaded: Locked,
-        batch: &mut Batch,
-    ) -> Result<(ReleaseAnswers, BTreeSet<String>), StoreError> {
-        // Current row per job, and the version it was loaded at.
-        let mut rows: BTreeMap<JobId, (u64, JobRecord)> = loaded
-            .rows
-            .into_iter()
-            .map(|r| (r.id, (r.version, r)))
-            .collect();
-        let mut events = Vec::new();
-        let mut answers = Vec::with_capacity(reqs.len());
-        for req in reqs {
-            let (Some((_, current)), Some(now)) = (rows.get_mut(&req.job), loaded.now) else {
-                answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
-                continue;
-            };
-            answers.push(
-                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
-                    Ok(ReleasePlan::Apply(a)) => {
-                        *current = a.record;
-                        events.push(a.event);
-                        Ok(Release::Committed)
-                    }
-                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
-                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
-                    Err(e) => Err(StoreError::Input(e)),
-                },
-            );
-        }
-        let mut woken = BTreeSet::new();
-        for (loaded_version, record) in rows.values() {
-            if record.version != *loaded_version {
-                batch.push_row(record, *loaded_version)?;
-                // A release always ends a running lease.
-                if loaded.now.is_some_and(|now| {
-                    leasehold_core::wakes_workers(
-                        Some(leasehold_core::JobState::Running),
-                        record,
-                        now,
-                        &self.policy,
-                    )
-                }) {
-                    woken.insert(record.queue.clone());
-                }
-            }
-        }
-        if self.audit {
-            for e in &events {
-                batch.push_event(e)?;
-            }
-        }
-        Ok((answers, woken))
-    }
-
-    async fn one_row(
-        &self,
-        conn: &mut PgConnection,
-        id: JobId,
-    ) -> Result<(JobRecord, StoreTime), StoreError> {
-        let locked = self.lock_rows(conn, &[id]).await?;
-        match (locked.rows.into_iter().next(), locked.now) {
-            (Some(r), Some(now)) => Ok((r, now)),
-            _ => Err(StoreError::Input(InputError::UnknownJob(id))),
-        }
-    }
-
-    async fn renew_in(
-        &self,
-        conn: &mut PgConnection,
-        req: &RenewRequest,
-    ) -> Result<Renewal, StoreError> {
-        let (record, now) = self.one_row(conn, req.job).await?;
-        match transition::renew(&record, req.token, req.lease, &self.policy, now)? {
-            RenewPlan::Renewed(applied, answer) => {
-                let mut batch = Batch::default();
-                self.push(&mut batch, &applied, record.version)?;
-                self.write(conn, batch).await?;
-                Ok(answer)
-            }
-            RenewPlan::Lost => Ok(Renewal::Lost),
-        }
-    }
-
-    async fn cancel_in(
-        &self,
-        conn: &mut PgConnection,
-        id: JobId,
-    ) -> Result<CancelOutcome, StoreError> {
-        let (record, now) = self.one_row(conn, id).await?;
-        let (applied, answer) = transition::cancel(&record, now);
-        if let Some(applied) = applied {
-            let mut batch = Batch::default();
-            self.push(&mut batch, &applied, record.version)?;
-            self.write(conn, batch).await?;
-        }
-        Ok(answer)
-    }
-
-    async fn sweep_in(
-        &self,
-        conn: &mut PgConnection,
-        limit: u32,
-    ) -> Result<Vec<CrashReport>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
-             WHERE state = 'running' AND expires_at <= {STMT_CLOCK} \
-             ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(self.clock_param())
-            .bind(i64::from(limit))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let locked = decode_locked(&rows)?;
-        let Some(now) = locked.now else {
-            return Ok(Vec::new());
-        };
-        let mut batch = Batch::default();
-        let mut reports = Vec::with_capacity(locked.rows.len());
-        let mut woken = std::collections::BTreeSet::new();
-        for record in &locked.rows {
-            // The core re-checks the guard on the row as locked.
-            if let Ok((applied, report)) = transition::sweep(record, now) {
-                if leasehold_core::wakes_workers(
-                    Some(record.state),
-                    &applied.record,
-                    now,
-                    &self.policy,
-                ) {
-                    woken.insert(record.queue.as_str());
-                }
-                self.push(&mut batch, &applied, record.version)?;
-                reports.push(report);
-            }
-        }
-        listener::notify_queues(conn, &self.channel, &woken).await?;
-        self.write(conn, batch).await?;
-        Ok(reports)
-    }
 }
 
 impl Store for PgStore {
     async fn now(&self) -> Result<StoreTime, StoreError> {
-        if let Some(c) = &self.clock_override {
-            return Ok(c.now());
-        }
-        let sql = format!("SELECT {LIVE_CLOCK}");
-        let t: i64 = sqlx::query_scalar(&sql)
-            .bind(None::<i64>)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(error::map)?;
-        Ok(StoreTime(t))
+        self.clock_now_pooled().await
     }
 
     async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
@@ -1103,26 +450,11 @@ impl Store for PgStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = $1");
-        let row = sqlx::query(&sql)
-            .bind(to_i64(job.0)?)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(error::map)?;
-        row.as_ref().map(decode).transpose()
+        self.get_job(job).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        let sql =
-            format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id > $1 ORDER BY id LIMIT $2");
-        let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
-        let rows = sqlx::query(&sql)
-            .bind(after)
-            .bind(i64::from(req.limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(error::map)?;
-        rows.iter().map(decode).collect()
+        self.list_jobs(req).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
@@ -1152,18 +484,7 @@ impl Store for PgStore {
 
 #[cfg(test)]
 mod spliced_names {
-    use super::{check_identifier, is_sqlstate};
-
-    /// Only a SQLSTATE's shape is spliced into the injected `RAISE`.
-    #[test]
-    fn only_sqlstates_are_raised() {
-        for ok in ["40001", "40P01", "23505"] {
-            assert!(is_sqlstate(ok), "{ok:?}");
-        }
-        for bad in ["", "4000", "400011", "40'01", "4000\u{e9}", "40 01"] {
-            assert!(!is_sqlstate(bad), "{bad:?}");
-        }
-    }
+    use super::check_identifier;
 
     /// Schema and channel names are spliced into SQL, so only plain
     /// identifiers pass: letters, digits and `_`, not starting with a

@@ -10,65 +10,34 @@
 //! and its retry finds the job and answers it.
 
 use crate::error;
-use crate::row::{decode, Batch, COLUMNS};
-use crate::{PgStore, LIVE_CLOCK};
-use leasehold_core::schedule::columns::{ScheduleColumns, SCHEDULE_COLUMNS};
+use crate::write_batch::Batch;
+use crate::PgStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
 use leasehold_core::{
-    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError, StoreTime,
+    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError,
 };
-use sqlx::postgres::{PgConnection, PgRow};
-use sqlx::Row;
+use leasehold_sql::dialect::POSTGRES;
+use leasehold_sql::job_columns::{decode_job, COLUMNS};
+use leasehold_sql::schedule_columns::{decode_schedule, ScheduleColumns};
+use leasehold_sql::schedule_sql::ScheduleSql;
+use sqlx::postgres::PgConnection;
+use std::sync::LazyLock;
 
-fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
-    row: &'r PgRow,
-    i: usize,
-) -> Result<T, StoreError> {
-    row.try_get(i)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-/// Decodes the [`SCHEDULE_COLUMNS`] of `row`.
-fn decode_schedule(row: &PgRow) -> Result<ScheduleRecord, StoreError> {
-    ScheduleColumns {
-        name: get(row, 0)?,
-        queue: get(row, 1)?,
-        payload: get(row, 2)?,
-        rule_kind: get(row, 3)?,
-        cron_expr: get(row, 4)?,
-        time_zone: get(row, 5)?,
-        interval_ms: get(row, 6)?,
-        catch_up_max: get(row, 7)?,
-        jitter_ms: get(row, 8)?,
-        max_attempts: get(row, 9)?,
-        version: get(row, 10)?,
-        created_at: get(row, 11)?,
-        updated_at: get(row, 12)?,
-    }
-    .into_record()
-}
+/// The schedule statements, in PostgreSQL's placeholders.
+static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(POSTGRES));
 
 impl PgStore {
-    /// The store's clock, read now.
-    async fn clock_now(&self, conn: &mut PgConnection) -> Result<StoreTime, StoreError> {
-        let t: i64 = sqlx::query_scalar(&format!("SELECT {LIVE_CLOCK}"))
-            .bind(self.clock_param())
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        Ok(StoreTime(t))
-    }
-
     async fn load_schedule(
         conn: &mut PgConnection,
         name: &str,
         lock: bool,
     ) -> Result<Option<ScheduleRecord>, StoreError> {
-        let sql = format!(
-            "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name = $1{}",
-            if lock { " FOR UPDATE" } else { "" }
-        );
-        let row = sqlx::query(&sql)
+        let sql = if lock {
+            &SQL.select_locked
+        } else {
+            &SQL.select
+        };
+        let row = sqlx::query(sql)
             .bind(name)
             .fetch_optional(&mut *conn)
             .await
@@ -88,52 +57,13 @@ impl PgStore {
             return Ok(());
         };
         let c = ScheduleColumns::of(&rec)?;
-        let res = match &old {
-            // A concurrent first put of the name is a unique violation:
-            // retried, it becomes an update.
-            None => sqlx::query(&format!(
-                "INSERT INTO leasehold_schedules ({SCHEDULE_COLUMNS}) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-            ))
-            .bind(&c.name)
-            .bind(&c.queue)
-            .bind(&c.payload)
-            .bind(&c.rule_kind)
-            .bind(&c.cron_expr)
-            .bind(&c.time_zone)
-            .bind(c.interval_ms)
-            .bind(c.catch_up_max)
-            .bind(c.jitter_ms)
-            .bind(c.max_attempts)
-            .bind(c.version)
-            .bind(c.created_at)
-            .bind(c.updated_at)
+        // A concurrent first put of the name is a unique violation:
+        // retried, it becomes an update.
+        let res = SQL
+            .put(&c, old.as_ref().map(|o| o.version))
             .execute(&mut *conn)
             .await
-            .map_err(error::map)?,
-            Some(o) => sqlx::query(
-                "UPDATE leasehold_schedules SET queue = $1, payload = $2, rule_kind = $3, \
-                 cron_expr = $4, time_zone = $5, interval_ms = $6, catch_up_max = $7, \
-                 jitter_ms = $8, max_attempts = $9, version = $10, updated_at = $11 \
-                 WHERE name = $12 AND version = $13",
-            )
-            .bind(&c.queue)
-            .bind(&c.payload)
-            .bind(&c.rule_kind)
-            .bind(&c.cron_expr)
-            .bind(&c.time_zone)
-            .bind(c.interval_ms)
-            .bind(c.catch_up_max)
-            .bind(c.jitter_ms)
-            .bind(c.max_attempts)
-            .bind(c.version)
-            .bind(c.updated_at)
-            .bind(&c.name)
-            .bind(o.version as i64)
-            .execute(&mut *conn)
-            .await
-            .map_err(error::map)?,
-        };
+            .map_err(error::map)?;
         if res.rows_affected() != 1 {
             return Err(StoreError::Conflict(JobId(0)));
         }
@@ -144,7 +74,7 @@ impl PgStore {
         conn: &mut PgConnection,
         name: &str,
     ) -> Result<bool, StoreError> {
-        let res = sqlx::query("DELETE FROM leasehold_schedules WHERE name = $1")
+        let res = sqlx::query(&SQL.delete)
             .bind(name)
             .execute(&mut *conn)
             .await
@@ -167,7 +97,7 @@ impl PgStore {
             .await
             .map_err(error::map)?
             .as_ref()
-            .map(decode)
+            .map(decode_job)
             .transpose()?;
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
@@ -216,12 +146,8 @@ impl PgStore {
         &self,
         req: &ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        // `COLLATE "C"`: byte order, as every other store lists names.
-        let sql = format!(
-            "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules \
-             WHERE name COLLATE \"C\" > $1 ORDER BY name COLLATE \"C\" LIMIT $2"
-        );
-        let rows = sqlx::query(&sql)
+        // Byte order (`COLLATE "C"`), as every other store lists names.
+        let rows = sqlx::query(&SQL.list)
             .bind(req.after.as_deref().unwrap_or(""))
             .bind(i64::from(req.limit))
             .fetch_all(self.pool())

@@ -1,184 +1,66 @@
-//! Releases and claims applied as sets inside one write transaction:
-//! one statement loads every row the releases name, the core's transitions
-//! run in Rust on those rows in request order, and one statement persists
-//! them (`set_sql`); claims scan once per queue and hand the candidates out
-//! in request order. Each request is answered exactly as if it had been
-//! sent alone, one after another (PROTOCOL.md §3, Batches).
+//! [`Store::batch`] on SQLite: a worker's releases, then its claims, in
+//! one `BEGIN IMMEDIATE` transaction and one commit, each through the same
+//! code as its single operation (`release.rs`, `claim.rs`); concurrent
+//! batches of this process's workers share it (`BatchMerger`).
+//!
+//! [`Store::batch`]: leasehold_core::Store::batch
 
-use crate::row_set::{decode_rows, MAX_AGG_ROWS, ROW_JSON};
-use crate::set_sql::{load_rows, WriteSet};
-use crate::{error, SqliteStore};
-use leasehold_core::transition::{self, ReleasePlan};
-use leasehold_core::{
-    ClaimRequest, InputError, JobId, JobRecord, Lease, Release, ReleaseRequest, StoreError,
-    StoreTime,
-};
-use sqlx::SqliteConnection;
-use std::collections::BTreeMap;
-
-/// Answers for releases: each its own, or its own input error.
-pub(crate) type ReleaseAnswers = Vec<Result<Release, StoreError>>;
+use crate::SqliteStore;
+use leasehold_core::transition;
+use leasehold_core::{BatchAnswer, BatchRequest, ClaimRequest, StoreError};
 
 impl SqliteStore {
-    /// Applies `reqs` in order and writes their rows and events before
-    /// returning, so that later requests of the transaction (claims, the
-    /// running count of a limited queue) see them as they would one after
-    /// another. Fails as a whole only when the store does.
-    pub(crate) async fn release_set(
+    /// Answers `req` in one `BEGIN IMMEDIATE` transaction and one commit:
+    /// releases in order, then claims in order, each through the same code
+    /// as its single operation; bad claims are answered at once.
+    pub(crate) async fn batch_in_one_tx(
         &self,
-        conn: &mut SqliteConnection,
-        reqs: &[ReleaseRequest],
-        now: StoreTime,
-    ) -> Result<ReleaseAnswers, StoreError> {
-        if reqs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<JobId> = reqs.iter().map(|r| r.job).collect();
-        // Current row per job (requests for one job apply in order), and
-        // the version each was loaded at.
-        let mut rows: BTreeMap<JobId, (u64, _)> = load_rows(conn, &ids)
-            .await?
-            .into_iter()
-            .map(|(id, r)| (id, (r.version, r)))
+        req: BatchRequest,
+    ) -> Result<BatchAnswer, StoreError> {
+        let checked: Vec<Result<(), StoreError>> = req
+            .claims
+            .iter()
+            .map(|c| {
+                transition::validate_claim(&c.queue, c.lease, c.max, &self.policy)
+                    .map_err(StoreError::Input)
+            })
             .collect();
-        let mut set = WriteSet::default();
-        let mut answers = Vec::with_capacity(reqs.len());
-        for req in reqs {
-            let Some((_, current)) = rows.get_mut(&req.job) else {
-                answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
-                continue;
-            };
-            answers.push(
-                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
-                    Ok(ReleasePlan::Apply(a)) => {
-                        *current = a.record;
-                        set.push_event(a.event);
-                        Ok(Release::Committed)
-                    }
-                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
-                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
-                    Err(e) => Err(StoreError::Input(e)),
-                },
-            );
+        if req.releases.is_empty() && checked.iter().all(|c| c.is_err()) {
+            return Ok(BatchAnswer {
+                releases: Vec::new(),
+                claims: checked
+                    .into_iter()
+                    .map(|c| c.map(|()| Vec::new()))
+                    .collect(),
+            });
         }
-        for (loaded, record) in rows.into_values() {
-            if record.version != loaded {
-                set.push_row(record, loaded);
+        let valid: Vec<&ClaimRequest> = req
+            .claims
+            .iter()
+            .zip(&checked)
+            .filter(|(_, c)| c.is_ok())
+            .map(|(r, _)| r)
+            .collect();
+        let answer = in_write_tx!(self, |conn, now| {
+            match self.release_set(conn, &req.releases, now).await {
+                Ok(releases) => self
+                    .claim_set(conn, &valid, now)
+                    .await
+                    .map(|granted| (releases, granted)),
+                Err(e) => Err(e),
             }
+        })
+        .map(|(releases, granted)| {
+            let mut granted = granted.into_iter();
+            let claims = checked
+                .into_iter()
+                .map(|c| c.map(|()| granted.next().unwrap_or_default()))
+                .collect();
+            BatchAnswer { releases, claims }
+        })?;
+        for (r, a) in req.releases.iter().zip(&answer.releases) {
+            self.announce_released(r, a).await;
         }
-        set.flush(conn, self.audit).await?;
-        Ok(answers)
-    }
-
-    /// Answers validated claims in request order and writes the claimed
-    /// rows and their events. Claims of one queue share one candidate scan
-    /// (up to the sum of their `max`, within the queue's parallelism
-    /// limit); the candidates go to the requests in order, each up to its
-    /// own `max`, as consecutive claims would take them.
-    pub(crate) async fn claim_set(
-        &self,
-        conn: &mut SqliteConnection,
-        reqs: &[&ClaimRequest],
-        now: StoreTime,
-    ) -> Result<Vec<Vec<Lease>>, StoreError> {
-        let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, r) in reqs.iter().enumerate() {
-            by_queue.entry(r.queue.as_str()).or_default().push(i);
-        }
-        let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); reqs.len()];
-        let mut set = WriteSet::default();
-        for (queue, slots) in by_queue {
-            let running = self.running_in(conn, queue).await?;
-            let wanted = slots
-                .iter()
-                .fold(0u32, |acc, &i| acc.saturating_add(reqs[i].max));
-            let cap = transition::claim_capacity(queue, wanted, running, &self.policy);
-            if cap == 0 {
-                continue;
-            }
-            let candidates = self.candidates(conn, queue, cap, now).await?;
-            let mut candidates = candidates.into_iter();
-            for &i in &slots {
-                let req = reqs[i];
-                while granted[i].len() < req.max as usize {
-                    let Some(record) = candidates.next() else {
-                        break;
-                    };
-                    match transition::claim(&record, &req.worker, req.lease, now) {
-                        Ok((applied, lease)) => {
-                            set.push_row(applied.record, record.version);
-                            set.push_event(applied.event);
-                            granted[i].push(lease);
-                        }
-                        Err(refusal) => {
-                            tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
-                        }
-                    }
-                }
-            }
-        }
-        set.flush(conn, self.audit).await?;
-        Ok(granted)
-    }
-
-    /// Up to `cap` due pending jobs of `queue`, in claim order (priority,
-    /// then `run_at`, then id), read in pages of at most [`MAX_AGG_ROWS`]
-    /// aggregated rows. Nothing is written between pages (one write lock),
-    /// so the pages are consecutive slices of one order.
-    async fn candidates(
-        &self,
-        conn: &mut SqliteConnection,
-        queue: &str,
-        cap: u32,
-        now: StoreTime,
-    ) -> Result<Vec<JobRecord>, StoreError> {
-        let sql = format!(
-            "SELECT json_group_array({ROW_JSON}) FROM (SELECT * FROM leasehold_jobs \
-             WHERE queue = ? AND state = 'pending' AND run_at <= ? \
-             ORDER BY priority DESC, run_at, id LIMIT ? OFFSET ?)"
-        );
-        let cap = cap as usize;
-        let mut out: Vec<JobRecord> = Vec::with_capacity(cap.min(MAX_AGG_ROWS));
-        // Bounded: each page adds MAX_AGG_ROWS rows or ends the loop.
-        while out.len() < cap {
-            let page = (cap - out.len()).min(MAX_AGG_ROWS);
-            let json: Option<String> = sqlx::query_scalar(&sql)
-                .bind(queue)
-                .bind(now.0)
-                .bind(page as i64)
-                .bind(out.len() as i64)
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(error::map)?;
-            let mut rows = decode_rows(json.as_deref())?;
-            // The aggregate's element order is not promised: restore it.
-            rows.sort_by(|a, b| (b.priority, a.run_at, a.id).cmp(&(a.priority, b.run_at, b.id)));
-            let short = rows.len() < page;
-            out.extend(rows);
-            if short {
-                break;
-            }
-        }
-        Ok(out)
-    }
-
-    /// Running jobs of `queue` when it has a parallelism limit (else 0:
-    /// the count is not needed).
-    async fn running_in(
-        &self,
-        conn: &mut SqliteConnection,
-        queue: &str,
-    ) -> Result<u32, StoreError> {
-        if self.policy.parallelism_of(queue).is_none() {
-            return Ok(0);
-        }
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = ? AND state = 'running'",
-        )
-        .bind(queue)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(error::map)?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        Ok(answer)
     }
 }

@@ -53,7 +53,7 @@
 //!
 //! ## Batches
 //! `Store::batch`, [`SqliteStore::release_many`], claims and sweeps work on
-//! sets of rows (`batch.rs`, `set_sql.rs`): one statement loads every row a
+//! sets of rows (`release.rs`, `claim.rs`, `set_sql.rs`): one statement loads every row a
 //! batch's releases name, the core's transitions run in Rust on them in
 //! request order, one statement writes them all (each row still guarded by
 //! its own loaded version) and one inserts their audit events; a claim
@@ -66,43 +66,62 @@
 //! [`Event`] is written to `lease_events` in the same transaction;
 //! [`SqliteStore::events`] reads them back in commit order.
 //!
+//! ## Files
+//! One file per operation family, its batched and single paths together
+//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `cancel.rs`,
+//! `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
+//! `tx.rs` (the write transaction), `one_row.rs` and `set_sql.rs` (row
+//! writes); this file holds the store type, its builder and the `Store`
+//! wiring.
+//!
 //! ## Depends on
-//! `leasehold-core` and sqlx (SQLite). It must never depend on another
+//! `leasehold-core`, `leasehold-sql` (what it shares with the PostgreSQL
+//! adapter: row codecs, schedule statements, pool closing) and sqlx
+//! (SQLite). It must never depend on another
 //! adapter, the conformance suite (which tests it from `tests/`) or the
 //! simulator (which runs it through its store factory).
 
 #![warn(missing_docs)]
 
+// First: the operations' files use its `in_write_tx!`.
+#[macro_use]
+mod tx;
+
 mod batch;
 mod busy;
+mod cancel;
+mod claim;
 #[cfg(test)]
 mod close_tests;
+mod enqueue;
 mod error;
-mod pool_close;
-mod row;
+mod events;
+mod one_row;
+mod read;
+mod release;
+mod renew;
 mod row_set;
+mod schedules;
 mod set_sql;
+mod sweep;
+mod wake;
 mod write_conn;
 
-use leasehold_core::transition::{self, Applied, EnqueuePlan, RenewPlan};
+use leasehold_core::transition;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
-    BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
-    FireRequest, InputError, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob,
-    Patience, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord,
-    Store, StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
-    DEFAULT_MERGE_FLUSHERS,
+    BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest,
+    JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Policy, Release,
+    ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError,
+    StoreTime, SweepRequest, SystemStoreClock, WorkSignal, DEFAULT_MERGE_FLUSHERS,
 };
-use row::{decode, to_i64, COLUMNS};
+use leasehold_sql::pool_close::close_pool;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::Row;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use write_conn::WriteConn;
 
 pub use busy::BUSY_SLICE;
 
@@ -238,47 +257,6 @@ pub struct SqliteStore {
     tx_faults: TxFaults,
 }
 
-/// Runs `$body` (an expression using `$conn: &mut SqliteConnection` and
-/// `$now: StoreTime`) in one `BEGIN IMMEDIATE` transaction, retrying a
-/// version conflict at most [`MAX_CONFLICT_RETRIES`] times.
-macro_rules! in_write_tx {
-    ($self:ident, |$conn:ident, $now:ident| $body:expr) => {{
-        let mut last_conflict = JobId(0);
-        let mut answer = None;
-        for _ in 0..=MAX_CONFLICT_RETRIES {
-            let _writer = $self.write_lock.lock().await;
-            let mut tx = WriteConn::begin(&$self.writers, $self.busy_timeout).await?;
-            let $now = $self.clock.now();
-            let result = {
-                let $conn: &mut SqliteConnection = tx.conn();
-                $body
-            };
-            match result {
-                Ok(v) => {
-                    // SQLite has no serialization failures to raise: only
-                    // an armed stall (the caller drops us here) applies.
-                    let _ = $self.tx_faults.at_commit().await;
-                    tx.commit().await?;
-                    answer = Some(v);
-                    break;
-                }
-                Err(StoreError::Conflict(id)) => {
-                    tx.rollback().await;
-                    last_conflict = id;
-                }
-                Err(e) => {
-                    tx.rollback().await;
-                    return Err(e);
-                }
-            }
-        }
-        answer.ok_or(StoreError::Conflict(last_conflict))
-    }};
-}
-
-mod schedules;
-mod wake;
-
 impl SqliteStore {
     /// A builder for a store on the file at `path`.
     pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
@@ -336,353 +314,10 @@ impl SqliteStore {
     }
 
     /// Closes both pools, waiting for connections to finish: when it
-    /// returns, no connection holds the file (see `pool_close.rs`).
+    /// returns, no connection holds the file (see `leasehold_sql::pool_close`).
     pub async fn close(&self) {
-        pool_close::close_pool(&self.writers).await;
-        pool_close::close_pool(&self.pool).await;
-    }
-
-    /// The audit log: one event per accepted transition, in commit order.
-    pub async fn events(&self) -> Result<Vec<Event>, StoreError> {
-        self.events_page(0, u32::MAX)
-            .await
-            .map(|page| page.into_iter().map(|(_, e)| e).collect::<Vec<Event>>())
-    }
-
-    /// Up to `limit` audit events with a sequence number above `after_seq`,
-    /// in commit order, each with its sequence number (for paging exports).
-    pub async fn events_page(
-        &self,
-        after_seq: i64,
-        limit: u32,
-    ) -> Result<Vec<(i64, Event)>, StoreError> {
-        let rows =
-            sqlx::query("SELECT seq, event FROM lease_events WHERE seq > ? ORDER BY seq LIMIT ?")
-                .bind(after_seq)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await
-                .map_err(error::map)?;
-        rows.iter()
-            .map(|r| {
-                let seq: i64 = r.try_get(0).map_err(error::map)?;
-                let text: String = r.try_get(1).map_err(error::map)?;
-                let event = serde_json::from_str(&text)
-                    .map_err(|e| StoreError::Corrupt(format!("event {seq}: {e}")))?;
-                Ok((seq, event))
-            })
-            .collect()
-    }
-
-    /// Enqueues many jobs in one transaction; answers their ids in order
-    /// (the existing id for a repeated idempotency key). All or nothing: a
-    /// bad spec rejects the whole batch.
-    pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
-        let ids = self.enqueue_many_tx(jobs).await?;
-        self.announce_enqueued(jobs);
-        Ok(ids)
-    }
-
-    async fn enqueue_many_tx(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
-        for job in jobs {
-            transition::validate_new_job(job, &self.policy)?;
-        }
-        in_write_tx!(self, |conn, now| {
-            let mut ids = Vec::with_capacity(jobs.len());
-            let mut failed = None;
-            for job in jobs {
-                match self.enqueue_in(conn, job, now).await {
-                    Ok(id) => ids.push(id),
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            match failed {
-                Some(e) => Err(e),
-                None => Ok(ids),
-            }
-        })
-    }
-
-    /// Answers `req` in one `BEGIN IMMEDIATE` transaction and one commit:
-    /// releases in order, then claims in order, each through the same code
-    /// as its single operation; bad claims are answered at once.
-    async fn batch_in_one_tx(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        let checked: Vec<Result<(), StoreError>> = req
-            .claims
-            .iter()
-            .map(|c| {
-                transition::validate_claim(&c.queue, c.lease, c.max, &self.policy)
-                    .map_err(StoreError::Input)
-            })
-            .collect();
-        if req.releases.is_empty() && checked.iter().all(|c| c.is_err()) {
-            return Ok(BatchAnswer {
-                releases: Vec::new(),
-                claims: checked
-                    .into_iter()
-                    .map(|c| c.map(|()| Vec::new()))
-                    .collect(),
-            });
-        }
-        let valid: Vec<&ClaimRequest> = req
-            .claims
-            .iter()
-            .zip(&checked)
-            .filter(|(_, c)| c.is_ok())
-            .map(|(r, _)| r)
-            .collect();
-        let answer = in_write_tx!(self, |conn, now| {
-            match self.release_set(conn, &req.releases, now).await {
-                Ok(releases) => self
-                    .claim_set(conn, &valid, now)
-                    .await
-                    .map(|granted| (releases, granted)),
-                Err(e) => Err(e),
-            }
-        })
-        .map(|(releases, granted)| {
-            let mut granted = granted.into_iter();
-            let claims = checked
-                .into_iter()
-                .map(|c| c.map(|()| granted.next().unwrap_or_default()))
-                .collect();
-            BatchAnswer { releases, claims }
-        })?;
-        for (r, a) in req.releases.iter().zip(&answer.releases) {
-            self.announce_released(r, a).await;
-        }
-        Ok(answer)
-    }
-
-    /// Releases many leases in one transaction. Each request gets its own
-    /// answer (or its own input error), as a single release would; requests
-    /// for the same job apply in order. The whole batch fails only when the
-    /// store does.
-    pub async fn release_many(
-        &self,
-        reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
-        let answers = self.release_many_tx(reqs).await?;
-        for (req, answer) in reqs.iter().zip(&answers) {
-            self.announce_released(req, answer).await;
-        }
-        Ok(answers)
-    }
-
-    async fn release_many_tx(
-        &self,
-        reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
-        in_write_tx!(self, |conn, now| self.release_set(conn, reqs, now).await)
-    }
-
-    async fn load(conn: &mut SqliteConnection, id: JobId) -> Result<JobRecord, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
-        let row = sqlx::query(&sql)
-            .bind(to_i64(id.0)?)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        match row {
-            Some(r) => decode(&r),
-            None => Err(StoreError::Input(InputError::UnknownJob(id))),
-        }
-    }
-
-    async fn record_event(
-        &self,
-        conn: &mut SqliteConnection,
-        event: &Event,
-    ) -> Result<(), StoreError> {
-        if !self.audit {
-            return Ok(());
-        }
-        let json = serde_json::to_string(event)
-            .map_err(|e| StoreError::Corrupt(format!("event encoding: {e}")))?;
-        sqlx::query("INSERT INTO lease_events (job_id, version, at, event) VALUES (?, ?, ?, ?)")
-            .bind(to_i64(event.job.0)?)
-            .bind(to_i64(event.version)?)
-            .bind(event.at.0)
-            .bind(json)
-            .execute(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        Ok(())
-    }
-
-    /// Inserts a new row; a unique violation (a key taken meanwhile) is a
-    /// conflict, so the retry re-reads the key.
-    async fn insert(&self, conn: &mut SqliteConnection, a: &Applied) -> Result<(), StoreError> {
-        let r = &a.record;
-        let sql = format!(
-            "INSERT INTO leasehold_jobs ({COLUMNS}) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        );
-        let res = sqlx::query(&sql)
-            .bind(to_i64(r.id.0)?)
-            .bind(&r.queue)
-            .bind(&r.payload)
-            .bind(r.priority)
-            .bind(r.run_at.0)
-            .bind(r.state.as_str())
-            .bind(i64::from(r.attempt))
-            .bind(i64::from(r.max_attempts))
-            .bind(to_i64(r.token.0)?)
-            .bind(r.holder.as_ref().map(|w| w.as_str()))
-            .bind(r.expires_at.map(|t| t.0))
-            .bind(r.cancel_requested)
-            .bind(r.result.as_deref())
-            .bind(r.error.as_deref())
-            .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
-            .bind(r.released.map(|m| m.digest as i64))
-            .bind(r.idempotency_key.as_deref())
-            .bind(to_i64(r.version)?)
-            .bind(r.created_at.0)
-            .bind(r.updated_at.0)
-            .execute(&mut *conn)
-            .await;
-        match res {
-            Ok(_) => self.record_event(conn, &a.event).await,
-            Err(e) if error::is_unique_violation(&e) => Err(StoreError::Conflict(r.id)),
-            Err(e) => Err(error::map(e)),
-        }
-    }
-
-    /// Writes `a` over the row loaded at `loaded_version`; zero rows written
-    /// means a concurrent writer won: a conflict.
-    async fn update(
-        &self,
-        conn: &mut SqliteConnection,
-        a: &Applied,
-        loaded_version: u64,
-    ) -> Result<(), StoreError> {
-        let r = &a.record;
-        let res = sqlx::query(
-            "UPDATE leasehold_jobs SET run_at = ?, state = ?, attempt = ?, token = ?, \
-             holder = ?, expires_at = ?, cancel_requested = ?, result = ?, error = ?, \
-             released_token = ?, released_digest = ?, version = ?, updated_at = ? \
-             WHERE id = ? AND version = ?",
-        )
-        .bind(r.run_at.0)
-        .bind(r.state.as_str())
-        .bind(i64::from(r.attempt))
-        .bind(to_i64(r.token.0)?)
-        .bind(r.holder.as_ref().map(|w| w.as_str()))
-        .bind(r.expires_at.map(|t| t.0))
-        .bind(r.cancel_requested)
-        .bind(r.result.as_deref())
-        .bind(r.error.as_deref())
-        .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
-        .bind(r.released.map(|m| m.digest as i64))
-        .bind(to_i64(r.version)?)
-        .bind(r.updated_at.0)
-        .bind(to_i64(r.id.0)?)
-        .bind(to_i64(loaded_version)?)
-        .execute(&mut *conn)
-        .await
-        .map_err(error::map)?;
-        if res.rows_affected() != 1 {
-            return Err(StoreError::Conflict(r.id));
-        }
-        self.record_event(conn, &a.event).await
-    }
-
-    async fn enqueue_in(
-        &self,
-        conn: &mut SqliteConnection,
-        job: &NewJob,
-        now: StoreTime,
-    ) -> Result<JobId, StoreError> {
-        let existing = match &job.idempotency_key {
-            Some(key) => {
-                let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ?");
-                let row = sqlx::query(&sql)
-                    .bind(key)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .map_err(error::map)?;
-                row.as_ref().map(decode).transpose()?
-            }
-            None => None,
-        };
-        // Rows are never deleted and ids are taken under the write lock, so
-        // max + 1 is unused and ids grow with enqueue order.
-        let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let id = JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("negative id".into()))?);
-        match transition::enqueue(job, id, existing.as_ref(), &self.policy, now)? {
-            EnqueuePlan::Existing(id) => Ok(id),
-            EnqueuePlan::Insert(applied) => {
-                self.insert(conn, &applied).await?;
-                Ok(id)
-            }
-        }
-    }
-
-    async fn renew_in(
-        &self,
-        conn: &mut SqliteConnection,
-        req: &RenewRequest,
-        now: StoreTime,
-    ) -> Result<Renewal, StoreError> {
-        let record = Self::load(conn, req.job).await?;
-        match transition::renew(&record, req.token, req.lease, &self.policy, now)? {
-            RenewPlan::Renewed(applied, answer) => {
-                self.update(conn, &applied, record.version).await?;
-                Ok(answer)
-            }
-            RenewPlan::Lost => Ok(Renewal::Lost),
-        }
-    }
-
-    async fn sweep_in(
-        &self,
-        conn: &mut SqliteConnection,
-        limit: u32,
-        now: StoreTime,
-    ) -> Result<Vec<CrashReport>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM leasehold_jobs \
-             WHERE state = 'running' AND expires_at <= ? ORDER BY expires_at, id LIMIT ?"
-        );
-        let rows = sqlx::query(&sql)
-            .bind(now.0)
-            .bind(i64::from(limit))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let mut reports = Vec::with_capacity(rows.len());
-        let mut set = set_sql::WriteSet::default();
-        for row in &rows {
-            let record = decode(row)?;
-            // The core re-checks the guard on the row as loaded.
-            if let Ok((applied, report)) = transition::sweep(&record, now) {
-                set.push_row(applied.record, record.version);
-                set.push_event(applied.event);
-                reports.push(report);
-            }
-        }
-        set.flush(conn, self.audit).await?;
-        Ok(reports)
-    }
-
-    async fn cancel_in(
-        &self,
-        conn: &mut SqliteConnection,
-        id: JobId,
-        now: StoreTime,
-    ) -> Result<CancelOutcome, StoreError> {
-        let record = Self::load(conn, id).await?;
-        let (applied, answer) = transition::cancel(&record, now);
-        if let Some(applied) = applied {
-            self.update(conn, &applied, record.version).await?;
-        }
-        Ok(answer)
+        close_pool(&self.writers).await;
+        close_pool(&self.pool).await;
     }
 }
 
@@ -750,25 +385,11 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
-        let row = sqlx::query(&sql)
-            .bind(to_i64(job.0)?)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(error::map)?;
-        row.as_ref().map(decode).transpose()
+        self.get_job(job).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id > ? ORDER BY id LIMIT ?");
-        let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
-        let rows = sqlx::query(&sql)
-            .bind(after)
-            .bind(i64::from(req.limit))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(error::map)?;
-        rows.iter().map(decode).collect()
+        self.list_jobs(req).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {

@@ -13,8 +13,8 @@
 //! value stays far below SQLite's string limit (1e9 bytes) even with
 //! payloads at their cap.
 
-use leasehold_core::columns::JobColumns;
 use leasehold_core::{JobRecord, StoreError};
+use leasehold_sql::job_columns::JobColumns;
 use serde::Deserialize;
 
 /// Most rows one aggregated statement returns.

@@ -8,51 +8,27 @@
 //! unique violation, which is retried and then answered with that job.
 
 use crate::error;
-use crate::row::{decode, COLUMNS};
 use crate::SqliteStore;
-use leasehold_core::schedule::columns::{ScheduleColumns, SCHEDULE_COLUMNS};
 use leasehold_core::transition::{self, FirePlan, PutPlan};
 use leasehold_core::{
     FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError, StoreTime,
 };
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
-use sqlx::Row;
+use leasehold_sql::dialect::SQLITE;
+use leasehold_sql::job_columns::{decode_job, COLUMNS};
+use leasehold_sql::schedule_columns::{decode_schedule, ScheduleColumns};
+use leasehold_sql::schedule_sql::ScheduleSql;
+use sqlx::sqlite::SqliteConnection;
+use std::sync::LazyLock;
 
-fn get<'r, T: sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>>(
-    row: &'r SqliteRow,
-    i: usize,
-) -> Result<T, StoreError> {
-    row.try_get(i)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-/// Decodes the [`SCHEDULE_COLUMNS`] of `row`.
-pub(crate) fn decode_schedule(row: &SqliteRow) -> Result<ScheduleRecord, StoreError> {
-    ScheduleColumns {
-        name: get(row, 0)?,
-        queue: get(row, 1)?,
-        payload: get(row, 2)?,
-        rule_kind: get(row, 3)?,
-        cron_expr: get(row, 4)?,
-        time_zone: get(row, 5)?,
-        interval_ms: get(row, 6)?,
-        catch_up_max: get(row, 7)?,
-        jitter_ms: get(row, 8)?,
-        max_attempts: get(row, 9)?,
-        version: get(row, 10)?,
-        created_at: get(row, 11)?,
-        updated_at: get(row, 12)?,
-    }
-    .into_record()
-}
+/// The schedule statements, in SQLite's placeholders.
+static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(SQLITE));
 
 impl SqliteStore {
     pub(crate) async fn load_schedule(
         conn: &mut SqliteConnection,
         name: &str,
     ) -> Result<Option<ScheduleRecord>, StoreError> {
-        let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name = ?");
-        let row = sqlx::query(&sql)
+        let row = sqlx::query(&SQL.select)
             .bind(name)
             .fetch_optional(&mut *conn)
             .await
@@ -72,55 +48,19 @@ impl SqliteStore {
             return Ok(());
         };
         let c = ScheduleColumns::of(&rec)?;
-        let res = match &old {
-            None => sqlx::query(&format!(
-                "INSERT INTO leasehold_schedules ({SCHEDULE_COLUMNS}) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            ))
-            .bind(&c.name)
-            .bind(&c.queue)
-            .bind(&c.payload)
-            .bind(&c.rule_kind)
-            .bind(&c.cron_expr)
-            .bind(&c.time_zone)
-            .bind(c.interval_ms)
-            .bind(c.catch_up_max)
-            .bind(c.jitter_ms)
-            .bind(c.max_attempts)
-            .bind(c.version)
-            .bind(c.created_at)
-            .bind(c.updated_at)
+        // A concurrent first put of the name is a unique violation:
+        // retried, it becomes an update.
+        let res = SQL
+            .put(&c, old.as_ref().map(|o| o.version))
             .execute(&mut *conn)
             .await
             .map_err(|e| {
-                if error::is_unique_violation(&e) {
+                if old.is_none() && error::is_unique_violation(&e) {
                     StoreError::Conflict(JobId(0))
                 } else {
                     error::map(e)
                 }
-            })?,
-            Some(o) => sqlx::query(
-                "UPDATE leasehold_schedules SET queue = ?, payload = ?, rule_kind = ?, \
-                 cron_expr = ?, time_zone = ?, interval_ms = ?, catch_up_max = ?, jitter_ms = ?, \
-                 max_attempts = ?, version = ?, updated_at = ? WHERE name = ? AND version = ?",
-            )
-            .bind(&c.queue)
-            .bind(&c.payload)
-            .bind(&c.rule_kind)
-            .bind(&c.cron_expr)
-            .bind(&c.time_zone)
-            .bind(c.interval_ms)
-            .bind(c.catch_up_max)
-            .bind(c.jitter_ms)
-            .bind(c.max_attempts)
-            .bind(c.version)
-            .bind(c.updated_at)
-            .bind(&c.name)
-            .bind(o.version as i64)
-            .execute(&mut *conn)
-            .await
-            .map_err(error::map)?,
-        };
+            })?;
         if res.rows_affected() != 1 {
             return Err(StoreError::Conflict(JobId(0)));
         }
@@ -131,7 +71,7 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         name: &str,
     ) -> Result<bool, StoreError> {
-        let res = sqlx::query("DELETE FROM leasehold_schedules WHERE name = ?")
+        let res = sqlx::query(&SQL.delete)
             .bind(name)
             .execute(&mut *conn)
             .await
@@ -155,7 +95,7 @@ impl SqliteStore {
             .await
             .map_err(error::map)?
             .as_ref()
-            .map(decode)
+            .map(decode_job)
             .transpose()?;
         // Rows are never deleted and ids are taken under the write lock.
         let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
@@ -176,11 +116,7 @@ impl SqliteStore {
         &self,
         req: &ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        let sql = format!(
-            "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name > ? \
-             ORDER BY name LIMIT ?"
-        );
-        let rows = sqlx::query(&sql)
+        let rows = sqlx::query(&SQL.list)
             .bind(req.after.as_deref().unwrap_or(""))
             .bind(i64::from(req.limit))
             .fetch_all(self.pool())

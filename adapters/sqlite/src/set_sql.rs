@@ -12,9 +12,9 @@
 //! inputs are split into several statements of the same transaction.
 
 use crate::error;
-use crate::row::to_i64;
 use crate::row_set::{decode_rows, MAX_AGG_ROWS, ROW_JSON};
 use leasehold_core::{Event, JobId, JobRecord, StoreError};
+use leasehold_sql::job_columns::to_i64;
 use sqlx::SqliteConnection;
 use std::collections::BTreeMap;
 

@@ -19,7 +19,6 @@
 //! - jitter is a hash of (name, plan time), never a random draw, so every
 //!   scheduler and every store computes the same delay.
 
-pub mod columns;
 pub mod plan;
 pub mod rule;
 

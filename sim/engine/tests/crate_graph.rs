@@ -6,6 +6,8 @@
 //!   without turmoil (it has its own executor);
 //! - the model depends on the core alone;
 //! - chaos and the conformance suite stand apart from the engine;
+//! - what the SQL adapters share (`leasehold-sql`) sits below them, and
+//!   the core, below it, compiles no database driver;
 //! - depending on `leasehold-sim` (to simulate your own store) does not
 //!   compile the catalogue's buggy code paths into your `leasehold-core`:
 //!   only the `catalogue` feature (on in the `leasehold` tool) brings them.
@@ -136,4 +138,32 @@ fn the_simulator_library_leaves_the_core_without_buggy_variants() {
 #[test]
 fn the_leasehold_tool_carries_the_catalogue() {
     assert!(features_of("leasehold-cli").contains("buggy-variants"));
+}
+
+/// What the SQL adapters share sits below them, and the core below it,
+/// free of any database driver.
+#[test]
+fn the_shared_sql_crate_sits_between_the_core_and_the_sql_adapters() {
+    assert_none_of(
+        "leasehold-sql",
+        &[],
+        &[
+            "leasehold-memory",
+            "leasehold-sqlite",
+            "leasehold-postgres",
+            "leasehold-conformance",
+            "leasehold-sim",
+        ],
+    );
+    assert_none_of(
+        "leasehold-core",
+        &["--all-features"],
+        &["leasehold-sql", "sqlx", "sqlx-core"],
+    );
+    for adapter in ["leasehold-sqlite", "leasehold-postgres"] {
+        assert!(
+            crates_of(adapter, &[]).iter().any(|c| c == "leasehold-sql"),
+            "{adapter} reads its rows through leasehold-sql"
+        );
+    }
 }

@@ -12,12 +12,9 @@
 // hide that shape from the example.
 #![allow(clippy::manual_async_fn)]
 
+use leasehold_core::forward_store;
 use leasehold_core::tx_faults::TxFaults;
-use leasehold_core::{
-    BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Outcome, Release, ReleaseRequest,
-    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
-};
+use leasehold_core::{BatchAnswer, BatchRequest, Outcome, Release, ReleaseRequest, StoreError};
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_sim::harness::check_store;
 use leasehold_sim::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
@@ -49,91 +46,48 @@ enum CommitPoint {
     AfterWriting,
 }
 
-impl Store for ShortColumn {
-    fn now(&self) -> impl Future<Output = Result<StoreTime, StoreError>> + Send {
-        self.inner.now()
-    }
-    fn enqueue(&self, job: NewJob) -> impl Future<Output = Result<JobId, StoreError>> + Send {
-        self.inner.enqueue(job)
-    }
-    fn claim(
-        &self,
-        r: ClaimRequest,
-    ) -> impl Future<Output = Result<Vec<Lease>, StoreError>> + Send {
-        self.inner.claim(r)
-    }
-    fn renew(&self, r: RenewRequest) -> impl Future<Output = Result<Renewal, StoreError>> + Send {
-        self.inner.renew(r)
-    }
-    fn release(
-        &self,
-        mut r: ReleaseRequest,
-    ) -> impl Future<Output = Result<Release, StoreError>> + Send {
-        if let (Outcome::Succeeded(bytes), Some(keep)) = (&mut r.outcome, self.keep) {
-            bytes.truncate(keep);
+forward_store! {
+    impl[] Store for ShortColumn, |self| self.inner;
+    // `batch_within` and `work_available` keep the defaults: the batch
+    // under test is the one written here, and workers poll.
+    except [release, batch, batch_within, work_available] {
+        fn release(
+            &self,
+            mut r: ReleaseRequest,
+        ) -> impl Future<Output = Result<Release, StoreError>> + Send {
+            if let (Outcome::Succeeded(bytes), Some(keep)) = (&mut r.outcome, self.keep) {
+                bytes.truncate(keep);
+            }
+            self.inner.release(r)
         }
-        self.inner.release(r)
-    }
-    fn batch(
-        &self,
-        req: BatchRequest,
-    ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
-        async move {
-            if self.commit_point == CommitPoint::BeforeWriting {
-                self.faults.at_commit().await;
-            }
-            let mut a = BatchAnswer::default();
-            for r in req.releases {
-                a.releases.push(self.release(r).await);
-            }
-            for c in req.claims {
-                a.claims.push(self.claim(c).await);
-            }
-            if self.commit_point == CommitPoint::AfterWriting {
-                self.faults.at_commit().await;
-            }
-            if self.batch_says_lost {
-                for r in &mut a.releases {
-                    if *r == Ok(Release::Committed) {
-                        *r = Ok(Release::Lost);
+        fn batch(
+            &self,
+            req: BatchRequest,
+        ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+            async move {
+                if self.commit_point == CommitPoint::BeforeWriting {
+                    self.faults.at_commit().await;
+                }
+                let mut a = BatchAnswer::default();
+                for r in req.releases {
+                    a.releases.push(self.release(r).await);
+                }
+                for c in req.claims {
+                    a.claims.push(self.claim(c).await);
+                }
+                if self.commit_point == CommitPoint::AfterWriting {
+                    self.faults.at_commit().await;
+                }
+                if self.batch_says_lost {
+                    for r in &mut a.releases {
+                        if *r == Ok(Release::Committed) {
+                            *r = Ok(Release::Lost);
+                        }
                     }
                 }
+                Ok(a)
             }
-            Ok(a)
         }
-    }
-    fn sweep(
-        &self,
-        r: SweepRequest,
-    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send {
-        self.inner.sweep(r)
-    }
-    fn cancel(&self, j: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        self.inner.cancel(j)
-    }
-    fn get(&self, j: JobId) -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send {
-        self.inner.get(j)
-    }
-    fn list(
-        &self,
-        r: ListRequest,
-    ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
-        self.inner.list(r)
-    }
-    fn put_schedule(&self, s: Schedule) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.inner.put_schedule(s)
-    }
-    fn remove_schedule(&self, n: String) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.inner.remove_schedule(n)
-    }
-    fn fire(&self, r: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send {
-        self.inner.fire(r)
-    }
-    fn list_schedules(
-        &self,
-        r: ListSchedulesRequest,
-    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
-        self.inner.list_schedules(r)
     }
 }
 

@@ -151,103 +151,78 @@ async fn delay(ms: &AtomicU64) {
     }
 }
 
-impl Store for Flaky {
-    async fn now(&self) -> Result<StoreTime, StoreError> {
-        self.inner.now().await
-    }
-    async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
-        self.inner.enqueue(job).await
-    }
-    async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
-        if take_one(&self.claim_failures) {
-            return Err(StoreError::Unavailable("claim lost by the test".into()));
-        }
-        self.inner.claim(req).await
-    }
-    async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
-        self.renews_sent.lock().unwrap().push(req.job);
-        self.renew_times_ms.lock().unwrap().push(self.age_ms());
-        delay(&self.renew_delay_ms).await;
-        if self.renews_rejected.load(Ordering::SeqCst) {
-            return Err(StoreError::Corrupt("renew refused by the test".into()));
-        }
-        if self.renew_down.load(Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-        let left = self.renew_failures.load(Ordering::SeqCst);
-        if left > 0 {
-            self.renew_failures.store(left - 1, Ordering::SeqCst);
-            return Err(StoreError::Unavailable("injected".into()));
-        }
-        self.inner.renew(req).await
-    }
-    async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
-        self.releases_sent.lock().unwrap().push(req.job);
-        self.release_times_ms.lock().unwrap().push(self.age_ms());
-        let hung = {
-            let mut hung = self.hung_job.lock().unwrap();
-            if self.hang_first_release.swap(false, Ordering::SeqCst) {
-                *hung = Some(req.job);
+forward_store! {
+    impl[] Store for Flaky, |self| self.inner;
+    // `batch_within` and `work_available` keep the defaults: a batch runs
+    // through the flaky `batch`, and workers poll.
+    except [claim, renew, release, batch, batch_within, fire, work_available] {
+        async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
+            if take_one(&self.claim_failures) {
+                return Err(StoreError::Unavailable("claim lost by the test".into()));
             }
-            *hung == Some(req.job)
-        };
-        if hung {
-            std::future::pending::<()>().await;
+            self.inner.claim(req).await
         }
-        delay(&self.release_delay_ms).await;
-        if take_one(&self.releases_rejected) {
-            return Err(StoreError::Corrupt("release refused by the test".into()));
+        async fn renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
+            self.renews_sent.lock().unwrap().push(req.job);
+            self.renew_times_ms.lock().unwrap().push(self.age_ms());
+            delay(&self.renew_delay_ms).await;
+            if self.renews_rejected.load(Ordering::SeqCst) {
+                return Err(StoreError::Corrupt("renew refused by the test".into()));
+            }
+            if self.renew_down.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            let left = self.renew_failures.load(Ordering::SeqCst);
+            if left > 0 {
+                self.renew_failures.store(left - 1, Ordering::SeqCst);
+                return Err(StoreError::Unavailable("injected".into()));
+            }
+            self.inner.renew(req).await
         }
-        if take_one(&self.release_conflicts) {
-            return Err(StoreError::Conflict(req.job));
+        async fn release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
+            self.releases_sent.lock().unwrap().push(req.job);
+            self.release_times_ms.lock().unwrap().push(self.age_ms());
+            let hung = {
+                let mut hung = self.hung_job.lock().unwrap();
+                if self.hang_first_release.swap(false, Ordering::SeqCst) {
+                    *hung = Some(req.job);
+                }
+                *hung == Some(req.job)
+            };
+            if hung {
+                std::future::pending::<()>().await;
+            }
+            delay(&self.release_delay_ms).await;
+            if take_one(&self.releases_rejected) {
+                return Err(StoreError::Corrupt("release refused by the test".into()));
+            }
+            if take_one(&self.release_conflicts) {
+                return Err(StoreError::Conflict(req.job));
+            }
+            self.inner.release(req).await
         }
-        self.inner.release(req).await
-    }
-    async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        if take_one(&self.batch_failures) {
-            return Err(StoreError::Unavailable("batch lost by the test".into()));
+        async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+            if take_one(&self.batch_failures) {
+                return Err(StoreError::Unavailable("batch lost by the test".into()));
+            }
+            let n = u32::try_from(req.releases.len()).unwrap();
+            self.releases_in_batches.fetch_add(n, Ordering::SeqCst);
+            batch_by_parts(self, req).await
         }
-        let n = u32::try_from(req.releases.len()).unwrap();
-        self.releases_in_batches.fetch_add(n, Ordering::SeqCst);
-        batch_by_parts(self, req).await
-    }
-    async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
-        self.inner.sweep(req).await
-    }
-    async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
-        self.inner.cancel(job).await
-    }
-    async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.inner.get(job).await
-    }
-    async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        self.inner.list(req).await
-    }
-    async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
-        self.inner.put_schedule(schedule).await
-    }
-    async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        self.inner.remove_schedule(name).await
-    }
-    async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
-        if take_one(&self.fires_refused) {
-            return Err(InputError::UnknownSchedule(req.name).into());
+        async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
+            if take_one(&self.fires_refused) {
+                return Err(InputError::UnknownSchedule(req.name).into());
+            }
+            let made = self.inner.fire(req).await?;
+            let lost = self.fire_answers_lost.load(Ordering::SeqCst);
+            if lost > 0 {
+                self.fire_answers_lost.store(lost - 1, Ordering::SeqCst);
+                return Err(StoreError::Unavailable(format!(
+                    "the answer {made} was lost"
+                )));
+            }
+            Ok(made)
         }
-        let made = self.inner.fire(req).await?;
-        let lost = self.fire_answers_lost.load(Ordering::SeqCst);
-        if lost > 0 {
-            self.fire_answers_lost.store(lost - 1, Ordering::SeqCst);
-            return Err(StoreError::Unavailable(format!(
-                "the answer {made} was lost"
-            )));
-        }
-        Ok(made)
-    }
-    async fn list_schedules(
-        &self,
-        req: ListSchedulesRequest,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        self.inner.list_schedules(req).await
     }
 }
 

@@ -33,7 +33,6 @@
 //! lost with the host. A restart opens the same database again.
 
 mod backend;
-mod delegate;
 pub mod driver;
 mod memory;
 #[cfg(feature = "sql")]

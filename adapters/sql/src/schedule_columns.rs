@@ -1,5 +1,5 @@
-//! How a [`ScheduleRecord`] is stored in SQL columns, shared by the SQL
-//! adapters (table `leasehold_schedules`).
+//! How a [`ScheduleRecord`] is stored in SQL columns (table
+//! `leasehold_schedules`).
 //!
 //! The rule is spread over typed columns (`rule_kind` is `cron` or `every`,
 //! with `cron_expr` and `time_zone`, or `interval_ms`), and the catch-up
@@ -7,9 +7,8 @@
 //! a schedule the store would accept; one that is not is
 //! [`StoreError::Corrupt`], never used.
 
-use super::{CatchUp, Rule, Schedule, ScheduleRecord};
-use crate::error::StoreError;
-use crate::time::{Millis, StoreTime};
+use crate::column::SqlRow;
+use leasehold_core::{CatchUp, Millis, Rule, Schedule, ScheduleRecord, StoreError, StoreTime};
 
 /// The schedule columns, in the order of [`ScheduleColumns`]' fields.
 pub const SCHEDULE_COLUMNS: &str = "name, queue, payload, rule_kind, cron_expr, time_zone, \
@@ -32,6 +31,27 @@ pub struct ScheduleColumns {
     pub version: i64,
     pub created_at: i64,
     pub updated_at: i64,
+}
+
+/// Decodes the [`SCHEDULE_COLUMNS`] of `row`, starting at column 0, into
+/// a schedule the store would accept ([`ScheduleColumns::into_record`]).
+pub fn decode_schedule<R: SqlRow>(row: &R) -> Result<ScheduleRecord, StoreError> {
+    ScheduleColumns {
+        name: row.column(0)?,
+        queue: row.column(1)?,
+        payload: row.column(2)?,
+        rule_kind: row.column(3)?,
+        cron_expr: row.column(4)?,
+        time_zone: row.column(5)?,
+        interval_ms: row.column(6)?,
+        catch_up_max: row.column(7)?,
+        jitter_ms: row.column(8)?,
+        max_attempts: row.column(9)?,
+        version: row.column(10)?,
+        created_at: row.column(11)?,
+        updated_at: row.column(12)?,
+    }
+    .into_record()
 }
 
 fn corrupt(name: &str, what: &str) -> StoreError {

@@ -1,26 +1,13 @@
-//! Mapping between [`JobRecord`] and the `leasehold_jobs` row: this
-//! driver's typed column reads; the encoding itself is
-//! `leasehold_core::columns`, shared with the other SQL adapter.
+//! Many job rows written by one statement: column arrays for PostgreSQL's
+//! `UNNEST`, with the audit events of the same statement. The column
+//! encoding itself is `leasehold_sql::job_columns`, shared with the other
+//! SQL adapter.
 
-use leasehold_core::{JobRecord, StoreError};
-use sqlx::postgres::PgRow;
-use sqlx::Row;
-
-pub(crate) use leasehold_core::columns::{to_i64, COLUMNS};
-
-fn get<'r, T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>>(
-    row: &'r PgRow,
-    i: usize,
-) -> Result<T, StoreError> {
-    row.try_get(i)
-        .map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-/// Decodes the [`COLUMNS`] of `row`, starting at column 0, and checks the
-/// row invariants (the column encoding lives in `leasehold_core::columns`).
-pub(crate) fn decode(row: &PgRow) -> Result<JobRecord, StoreError> {
-    leasehold_core::read_job_columns!(get, row).into_record()
-}
+use crate::{error, PgStore};
+use leasehold_core::transition;
+use leasehold_core::{JobId, JobRecord, StoreError};
+use leasehold_sql::job_columns::to_i64;
+use sqlx::postgres::PgConnection;
 
 /// Column arrays for one `UPDATE … FROM UNNEST(…)` of many rows, plus the
 /// audit events written by the same statement: one `leasehold_audit` row
@@ -202,6 +189,42 @@ impl Batch {
             .bind(self.updated_at)
             .bind(channel)
             .bind(close(self.events))
+    }
+}
+
+impl PgStore {
+    /// Writes `batch`; fewer rows written than pushed means a conflict.
+    pub(crate) async fn write(
+        &self,
+        conn: &mut PgConnection,
+        batch: Batch,
+    ) -> Result<(), StoreError> {
+        let n = batch.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let written = batch
+            .update()
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        if written != n as i64 {
+            return Err(StoreError::Conflict(JobId(0)));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn push(
+        &self,
+        batch: &mut Batch,
+        a: &transition::Applied,
+        old: u64,
+    ) -> Result<(), StoreError> {
+        batch.push_row(&a.record, old)?;
+        if self.audit {
+            batch.push_event(&a.event)?;
+        }
+        Ok(())
     }
 }
 

@@ -1,4 +1,4 @@
-//! How a [`JobRecord`] is stored in SQL columns, shared by the SQL adapters.
+//! How a [`JobRecord`] is stored in SQL columns (table `leasehold_jobs`).
 //!
 //! Unsigned values are stored as signed 64-bit integers: ids, tokens and
 //! versions must fit (a value that does not is a corrupt row), and the
@@ -6,46 +6,42 @@
 //! [`JobRecord::check_invariants`]; one that does not is reported as
 //! [`StoreError::Corrupt`], never used.
 
-use crate::error::StoreError;
-use crate::ids::{JobId, Token, WorkerId};
-use crate::job::{JobRecord, JobState, ReleaseMark};
-use crate::time::StoreTime;
+use crate::column::SqlRow;
+use leasehold_core::{
+    JobId, JobRecord, JobState, ReleaseMark, StoreError, StoreTime, Token, WorkerId,
+};
 
 /// The job columns, in the order of [`JobColumns`]' fields.
 pub const COLUMNS: &str = "id, queue, payload, priority, run_at, state, attempt, \
      max_attempts, token, holder, expires_at, cancel_requested, result, error, \
      released_token, released_digest, idempotency_key, version, created_at, updated_at";
 
-/// Reads a [`JobColumns`] from one SQL row, column `i` of [`COLUMNS`] by
-/// `$get($row, i)?`: each SQL adapter passes its own driver's typed getter
-/// (a generic function whose result type each field fixes), so the column
-/// order is written once, here, for every driver.
-#[macro_export]
-macro_rules! read_job_columns {
-    ($get:ident, $row:expr) => {
-        $crate::columns::JobColumns {
-            id: $get($row, 0)?,
-            queue: $get($row, 1)?,
-            payload: $get($row, 2)?,
-            priority: $get($row, 3)?,
-            run_at: $get($row, 4)?,
-            state: $get($row, 5)?,
-            attempt: $get($row, 6)?,
-            max_attempts: $get($row, 7)?,
-            token: $get($row, 8)?,
-            holder: $get($row, 9)?,
-            expires_at: $get($row, 10)?,
-            cancel_requested: $get($row, 11)?,
-            result: $get($row, 12)?,
-            error: $get($row, 13)?,
-            released_token: $get($row, 14)?,
-            released_digest: $get($row, 15)?,
-            idempotency_key: $get($row, 16)?,
-            version: $get($row, 17)?,
-            created_at: $get($row, 18)?,
-            updated_at: $get($row, 19)?,
-        }
-    };
+/// Decodes the [`COLUMNS`] of `row`, starting at column 0, and checks the
+/// row invariants ([`JobColumns::into_record`]).
+pub fn decode_job<R: SqlRow>(row: &R) -> Result<JobRecord, StoreError> {
+    JobColumns {
+        id: row.column(0)?,
+        queue: row.column(1)?,
+        payload: row.column(2)?,
+        priority: row.column(3)?,
+        run_at: row.column(4)?,
+        state: row.column(5)?,
+        attempt: row.column(6)?,
+        max_attempts: row.column(7)?,
+        token: row.column(8)?,
+        holder: row.column(9)?,
+        expires_at: row.column(10)?,
+        cancel_requested: row.column(11)?,
+        result: row.column(12)?,
+        error: row.column(13)?,
+        released_token: row.column(14)?,
+        released_digest: row.column(15)?,
+        idempotency_key: row.column(16)?,
+        version: row.column(17)?,
+        created_at: row.column(18)?,
+        updated_at: row.column(19)?,
+    }
+    .into_record()
 }
 
 /// One row's columns as read from SQL, before validation.

@@ -1,0 +1,170 @@
+//! Claims, one request or many: per queue, one `FOR UPDATE SKIP LOCKED`
+//! scan up to the requests' sum (within the queue's parallelism limit,
+//! counted under an advisory lock), handed out in request order, and one
+//! write.
+
+use crate::clock::STMT_CLOCK;
+use crate::load::decode_locked;
+use crate::write_batch::Batch;
+use crate::{error, PgStore};
+use leasehold_core::transition;
+use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
+use leasehold_sql::job_columns::COLUMNS;
+use sqlx::postgres::PgConnection;
+use std::collections::BTreeMap;
+
+/// First key of the advisory locks that serialize claims of a limited queue.
+const ADVISORY_NAMESPACE: i32 = 0x6c68_6c64; // "lhld"
+
+impl PgStore {
+    /// Each claim's bad input answered on its own (an empty grant for the
+    /// valid ones, to be filled), and the indices of the valid claims.
+    pub(crate) fn validate_claims(
+        &self,
+        reqs: &[ClaimRequest],
+    ) -> (Vec<Result<Vec<Lease>, StoreError>>, Vec<usize>) {
+        let answers: Vec<Result<Vec<Lease>, StoreError>> = reqs
+            .iter()
+            .map(|r| {
+                transition::validate_claim(&r.queue, r.lease, r.max, &self.policy)
+                    .map(|()| Vec::new())
+                    .map_err(StoreError::Input)
+            })
+            .collect();
+        let valid = (0..reqs.len()).filter(|&i| answers[i].is_ok()).collect();
+        (answers, valid)
+    }
+
+    /// Answers many claim requests (any holders, any queues) in one
+    /// transaction and one write: per queue, one `SKIP LOCKED` scan takes
+    /// up to the sum of the requests' `max` (within the queue's parallelism
+    /// limit), and the rows are handed out in request order. Each request
+    /// gets its own leases, or its own input error.
+    pub async fn claim_many(
+        &self,
+        reqs: &[ClaimRequest],
+    ) -> Result<Vec<Result<Vec<Lease>, StoreError>>, StoreError> {
+        let (mut answers, valid) = self.validate_claims(reqs);
+        if valid.is_empty() {
+            return Ok(answers);
+        }
+        let granted = in_tx!(self, |conn| self.claim_in(conn, reqs, &valid).await)?;
+        for (i, leases) in valid.into_iter().zip(granted) {
+            answers[i] = Ok(leases);
+        }
+        Ok(answers)
+    }
+
+    /// Claims for the requests `valid` (indices into `reqs`, all validated);
+    /// answers their leases in the same order.
+    pub(crate) async fn claim_in(
+        &self,
+        conn: &mut PgConnection,
+        reqs: &[ClaimRequest],
+        valid: &[usize],
+    ) -> Result<Vec<Vec<Lease>>, StoreError> {
+        let mut batch = Batch::default();
+        let granted = self.claim_rows(conn, reqs, valid, &mut batch).await?;
+        self.write(conn, batch).await?;
+        Ok(granted)
+    }
+
+    /// The claims of [`Self::claim_in`], with their rows pushed on `batch`
+    /// for the caller to write.
+    pub(crate) async fn claim_rows(
+        &self,
+        conn: &mut PgConnection,
+        reqs: &[ClaimRequest],
+        valid: &[usize],
+        batch: &mut Batch,
+    ) -> Result<Vec<Vec<Lease>>, StoreError> {
+        // Queues in name order, so concurrent batches take their advisory
+        // locks in one order and never deadlock.
+        let mut by_queue: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (slot, &i) in valid.iter().enumerate() {
+            by_queue
+                .entry(reqs[i].queue.as_str())
+                .or_default()
+                .push(slot);
+        }
+        let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); valid.len()];
+        for (queue, slots) in by_queue {
+            let running = if self.policy.parallelism_of(queue).is_some() {
+                sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                    .bind(ADVISORY_NAMESPACE)
+                    .bind(queue)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(error::map)?;
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
+                )
+                .bind(queue)
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(error::map)?;
+                u32::try_from(n).unwrap_or(u32::MAX)
+            } else {
+                0
+            };
+            let wanted = slots
+                .iter()
+                .fold(0u32, |acc, &slot| acc.saturating_add(reqs[valid[slot]].max));
+            let cap = transition::claim_capacity(queue, wanted, running, &self.policy);
+            if cap == 0 {
+                continue;
+            }
+            let sql = format!(
+                "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
+                 WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
+                 ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+            );
+            let rows = sqlx::query(&sql)
+                .bind(self.clock_param())
+                .bind(queue)
+                .bind(i64::from(cap))
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(error::map)?;
+            let locked = decode_locked(&rows)?;
+            let Some(now) = locked.now else {
+                continue;
+            };
+            let slot_reqs: Vec<&ClaimRequest> = slots.iter().map(|&i| &reqs[valid[i]]).collect();
+            let handed = self.hand_out(&locked.rows, &slot_reqs, now, batch)?;
+            for (&slot, leases) in slots.iter().zip(handed) {
+                granted[slot] = leases;
+            }
+        }
+        Ok(granted)
+    }
+
+    /// Hands `rows` (candidates in claim order) to `reqs` (claims of one
+    /// queue) in request order, each up to its own `max`, as consecutive
+    /// claims would take them; the claimed rows go on `batch`.
+    pub(crate) fn hand_out(
+        &self,
+        rows: &[JobRecord],
+        reqs: &[&ClaimRequest],
+        now: StoreTime,
+        batch: &mut Batch,
+    ) -> Result<Vec<Vec<Lease>>, StoreError> {
+        let mut granted = vec![Vec::new(); reqs.len()];
+        let mut rows = rows.iter();
+        for (req, leases) in reqs.iter().zip(&mut granted) {
+            while leases.len() < req.max as usize {
+                let Some(record) = rows.next() else { break };
+                match transition::claim(record, &req.worker, req.lease, now) {
+                    Ok((applied, lease)) => {
+                        self.push(batch, &applied, record.version)?;
+                        leases.push(lease);
+                    }
+                    Err(refusal) => {
+                        tracing::debug!(job = %record.id, ?refusal, "claim candidate refused by the core")
+                    }
+                }
+            }
+        }
+        Ok(granted)
+    }
+}

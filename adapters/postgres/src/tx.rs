@@ -1,0 +1,93 @@
+//! One transaction per operation: [`in_tx!`] runs an operation's body in
+//! a transaction and retries a conflict, at most
+//! [`crate::MAX_CONFLICT_RETRIES`] times; the simulator's injected
+//! failures are raised by PostgreSQL itself ([`raise_injected`]).
+
+use crate::error;
+pub(crate) use leasehold_core::tx_faults::AtCommit;
+use leasehold_core::StoreError;
+use sqlx::postgres::PgConnection;
+
+/// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
+/// transaction, retrying a conflict at most [`crate::MAX_CONFLICT_RETRIES`]
+/// times.
+macro_rules! in_tx {
+    ($self:ident, |$conn:ident| $body:expr) => {{
+        let mut last_conflict = leasehold_core::JobId(0);
+        let mut answer = None;
+        for _ in 0..=$crate::MAX_CONFLICT_RETRIES {
+            // A transaction dropped by its caller may still hold row locks
+            // until its rollback is answered (`rollback.rs`).
+            $self.rollbacks.settled().await;
+            let tx = $self.pool.begin().await.map_err($crate::error::map)?;
+            let mut tx = $crate::rollback::TxGuard::new(tx, &$self.rollbacks);
+            let result = {
+                let $conn: &mut sqlx::postgres::PgConnection = tx.conn();
+                $body
+            };
+            let result = match result {
+                Ok(v) => match $self.tx_faults.at_commit().await {
+                    $crate::tx::AtCommit::Commit => Ok(v),
+                    $crate::tx::AtCommit::Fail(code) => {
+                        Err($crate::tx::raise_injected(tx.conn(), code).await)
+                    }
+                },
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(v) => {
+                    tx.commit().await.map_err($crate::error::map_commit)?;
+                    answer = Some(v);
+                    break;
+                }
+                Err(leasehold_core::StoreError::Conflict(id)) => {
+                    tx.rollback().await;
+                    last_conflict = id;
+                }
+                Err(e) => {
+                    tx.rollback().await;
+                    return Err(e);
+                }
+            }
+        }
+        answer.ok_or(leasehold_core::StoreError::Conflict(last_conflict))
+    }};
+}
+
+/// Makes PostgreSQL itself fail the open transaction with `sqlstate`
+/// (the simulator's injected serialization or deadlock failure), and
+/// answers the error the adapter maps it to.
+pub(crate) async fn raise_injected(conn: &mut PgConnection, sqlstate: &str) -> StoreError {
+    if !is_sqlstate(sqlstate) {
+        return StoreError::Unavailable(format!("bad injected SQLSTATE {sqlstate:?}"));
+    }
+    let sql = format!(
+        "DO $$ BEGIN RAISE EXCEPTION 'leasehold: injected failure' USING ERRCODE = '{sqlstate}'; END $$"
+    );
+    match sqlx::query(&sql).execute(conn).await {
+        Err(e) => error::map(e),
+        Ok(_) => StoreError::Unavailable("the injected failure was not raised".into()),
+    }
+}
+
+/// Whether `s` has a SQLSTATE's shape (five letters or digits), so it can
+/// be spliced into the `RAISE` of [`raise_injected`].
+pub(crate) fn is_sqlstate(s: &str) -> bool {
+    s.len() == 5 && s.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_sqlstate;
+
+    /// Only a SQLSTATE's shape is spliced into the injected `RAISE`.
+    #[test]
+    fn only_sqlstates_are_raised() {
+        for ok in ["40001", "40P01", "23505"] {
+            assert!(is_sqlstate(ok), "{ok:?}");
+        }
+        for bad in ["", "4000", "400011", "40'01", "4000\u{e9}", "40 01"] {
+            assert!(!is_sqlstate(bad), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! What the two SQL dialects write differently in the statements this
+//! crate writes once: placeholders, byte-order comparison of text, and
+//! row locks.
+
+/// How one SQL dialect writes what the shared statements leave open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dialect {
+    /// `$1, $2, …` (true) or `?, ?, …` (false).
+    numbered: bool,
+    /// What follows a text column so that it compares byte by byte, as
+    /// every store orders names.
+    byte_order: &'static str,
+    /// What follows a `SELECT` whose rows stay locked to the transaction.
+    row_lock: &'static str,
+}
+
+/// PostgreSQL: numbered placeholders, the `"C"` collation for byte order,
+/// `FOR UPDATE` row locks.
+pub const POSTGRES: Dialect = Dialect {
+    numbered: true,
+    byte_order: " COLLATE \"C\"",
+    row_lock: " FOR UPDATE",
+};
+
+/// SQLite: `?` placeholders; text compares byte by byte already (the
+/// `BINARY` collation); no row locks (a write transaction holds the whole
+/// file from `BEGIN IMMEDIATE`).
+pub const SQLITE: Dialect = Dialect {
+    numbered: false,
+    byte_order: "",
+    row_lock: "",
+};
+
+impl Dialect {
+    /// The `n`th placeholder of a statement (from 1).
+    pub fn placeholder(self, n: usize) -> String {
+        if self.numbered {
+            format!("${n}")
+        } else {
+            "?".to_string()
+        }
+    }
+
+    /// Placeholders `from..=to`, comma separated.
+    pub fn placeholders(self, from: usize, to: usize) -> String {
+        (from..=to)
+            .map(|n| self.placeholder(n))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// What follows a text column so that it compares byte by byte.
+    pub fn byte_order(self) -> &'static str {
+        self.byte_order
+    }
+
+    /// What follows a `SELECT` whose rows stay locked to the transaction
+    /// (nothing where the transaction locks more already).
+    pub fn row_lock(self) -> &'static str {
+        self.row_lock
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{POSTGRES, SQLITE};
+
+    #[test]
+    fn placeholders_are_numbered_only_on_postgres() {
+        assert_eq!(POSTGRES.placeholders(2, 4), "$2, $3, $4");
+        assert_eq!(SQLITE.placeholders(2, 4), "?, ?, ?");
+        assert_eq!(POSTGRES.placeholders(1, 0), "");
+    }
+}

@@ -1,0 +1,29 @@
+//! # leasehold-sql
+//!
+//! What both SQL adapters (`leasehold-sqlite`, `leasehold-postgres`)
+//! share, written once:
+//! - the row codecs: how a [`JobRecord`](leasehold_core::JobRecord) and a
+//!   [`ScheduleRecord`](leasehold_core::ScheduleRecord) are stored in SQL
+//!   columns, and reading them from either driver's rows
+//!   ([`job_columns`], [`schedule_columns`], [`column`]);
+//! - the schedule statements, in each driver's placeholder style
+//!   ([`dialect`], [`schedule_sql`]);
+//! - closing a pool for good ([`pool_close`]).
+//!
+//! What differs between the stores (how a transaction is run, how a
+//! claim scans, how rows are written in batches) stays in each adapter.
+//!
+//! ## Depends on
+//! `leasehold-core`, sqlx, tokio (a timer) and tracing. It must never
+//! depend on an adapter, the conformance suite or the simulator: the
+//! adapters build on it. The core must never depend on it: the core stays
+//! free of database drivers.
+
+#![warn(missing_docs)]
+
+pub mod column;
+pub mod dialect;
+pub mod job_columns;
+pub mod pool_close;
+pub mod schedule_columns;
+pub mod schedule_sql;

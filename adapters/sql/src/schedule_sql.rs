@@ -1,0 +1,194 @@
+//! The schedule statements (table `leasehold_schedules`), written once in
+//! a [`Dialect`]'s placeholder style, and the binding of a put's values.
+//!
+//! The text each dialect gets is fixed by the test below: a change to it
+//! is a change to what both stores send.
+
+use crate::dialect::Dialect;
+use crate::schedule_columns::{ScheduleColumns, SCHEDULE_COLUMNS};
+use sqlx::query::Query;
+use sqlx::{Database, Encode, Type};
+
+/// Columns an update of a schedule writes (all but the name it is found
+/// by and `created_at`), in bind order.
+const UPDATED: [&str; 11] = [
+    "queue",
+    "payload",
+    "rule_kind",
+    "cron_expr",
+    "time_zone",
+    "interval_ms",
+    "catch_up_max",
+    "jitter_ms",
+    "max_attempts",
+    "version",
+    "updated_at",
+];
+
+/// The schedule statements of one dialect. Build it once per store.
+#[derive(Clone, Debug)]
+pub struct ScheduleSql {
+    /// One schedule by name (`name` bound first).
+    pub select: String,
+    /// One schedule by name, its row locked to the transaction.
+    pub select_locked: String,
+    /// Up to a limit of schedules named after a name, in byte order
+    /// (`after`, then `limit`).
+    pub list: String,
+    /// Removes a schedule by name.
+    pub delete: String,
+    /// Inserts a schedule (see [`ScheduleSql::put`]).
+    insert: String,
+    /// Writes a schedule over the version it was loaded at (see
+    /// [`ScheduleSql::put`]).
+    update: String,
+}
+
+impl ScheduleSql {
+    /// The statements in `dialect`.
+    pub fn new(dialect: Dialect) -> Self {
+        let p = |n| dialect.placeholder(n);
+        let select = format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name = {}",
+            p(1)
+        );
+        let order = format!("name{}", dialect.byte_order());
+        let sets: Vec<String> = UPDATED
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c} = {}", p(i + 1)))
+            .collect();
+        let n = UPDATED.len();
+        ScheduleSql {
+            select_locked: format!("{select}{}", dialect.row_lock()),
+            list: format!(
+                "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules \
+                 WHERE {order} > {} ORDER BY {order} LIMIT {}",
+                p(1),
+                p(2)
+            ),
+            delete: format!("DELETE FROM leasehold_schedules WHERE name = {}", p(1)),
+            insert: format!(
+                "INSERT INTO leasehold_schedules ({SCHEDULE_COLUMNS}) VALUES ({})",
+                dialect.placeholders(1, 13)
+            ),
+            update: format!(
+                "UPDATE leasehold_schedules SET {} WHERE name = {} AND version = {}",
+                sets.join(", "),
+                p(n + 1),
+                p(n + 2)
+            ),
+            select,
+        }
+    }
+
+    /// The statement writing `c`, with its values bound: an insert when
+    /// the schedule had no row (`loaded_version` is `None`), else an
+    /// update of the row loaded at `loaded_version`. Either writes one row,
+    /// or none when a concurrent writer won.
+    pub fn put<'q, DB>(
+        &'q self,
+        c: &'q ScheduleColumns,
+        loaded_version: Option<u64>,
+    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>>
+    where
+        DB: Database,
+        String: Encode<'q, DB> + Type<DB>,
+        Vec<u8>: Encode<'q, DB> + Type<DB>,
+        i64: Encode<'q, DB> + Type<DB>,
+        Option<String>: Encode<'q, DB> + Type<DB>,
+        Option<i64>: Encode<'q, DB> + Type<DB>,
+    {
+        let q = match loaded_version {
+            None => sqlx::query(&self.insert).bind(&c.name),
+            Some(_) => sqlx::query(&self.update),
+        };
+        let q = q
+            .bind(&c.queue)
+            .bind(&c.payload)
+            .bind(&c.rule_kind)
+            .bind(&c.cron_expr)
+            .bind(&c.time_zone)
+            .bind(c.interval_ms)
+            .bind(c.catch_up_max)
+            .bind(c.jitter_ms)
+            .bind(c.max_attempts)
+            .bind(c.version);
+        match loaded_version {
+            None => q.bind(c.created_at).bind(c.updated_at),
+            // Stored versions fit an i64 (`ScheduleColumns::of`).
+            Some(old) => q.bind(c.updated_at).bind(&c.name).bind(old as i64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ScheduleSql;
+    use crate::dialect::{POSTGRES, SQLITE};
+    use crate::schedule_columns::SCHEDULE_COLUMNS;
+
+    /// Each store sends exactly the text it sent before the statements
+    /// were shared.
+    #[test]
+    fn each_dialect_gets_its_statements_to_the_letter() {
+        let c = SCHEDULE_COLUMNS;
+        let pg = ScheduleSql::new(POSTGRES);
+        assert_eq!(
+            pg.select,
+            format!("SELECT {c} FROM leasehold_schedules WHERE name = $1")
+        );
+        assert_eq!(
+            pg.select_locked,
+            format!("SELECT {c} FROM leasehold_schedules WHERE name = $1 FOR UPDATE")
+        );
+        assert_eq!(
+            pg.list,
+            format!(
+                "SELECT {c} FROM leasehold_schedules \
+                 WHERE name COLLATE \"C\" > $1 ORDER BY name COLLATE \"C\" LIMIT $2"
+            )
+        );
+        assert_eq!(pg.delete, "DELETE FROM leasehold_schedules WHERE name = $1");
+        assert_eq!(
+            pg.insert,
+            format!(
+                "INSERT INTO leasehold_schedules ({c}) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+            )
+        );
+        assert_eq!(
+            pg.update,
+            "UPDATE leasehold_schedules SET queue = $1, payload = $2, rule_kind = $3, \
+             cron_expr = $4, time_zone = $5, interval_ms = $6, catch_up_max = $7, \
+             jitter_ms = $8, max_attempts = $9, version = $10, updated_at = $11 \
+             WHERE name = $12 AND version = $13"
+        );
+
+        let lite = ScheduleSql::new(SQLITE);
+        let select = format!("SELECT {c} FROM leasehold_schedules WHERE name = ?");
+        assert_eq!(lite.select, select);
+        assert_eq!(lite.select_locked, select, "SQLite locks the file instead");
+        assert_eq!(
+            lite.list,
+            format!("SELECT {c} FROM leasehold_schedules WHERE name > ? ORDER BY name LIMIT ?")
+        );
+        assert_eq!(
+            lite.delete,
+            "DELETE FROM leasehold_schedules WHERE name = ?"
+        );
+        assert_eq!(
+            lite.insert,
+            format!(
+                "INSERT INTO leasehold_schedules ({c}) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            )
+        );
+        assert_eq!(
+            lite.update,
+            "UPDATE leasehold_schedules SET queue = ?, payload = ?, rule_kind = ?, \
+             cron_expr = ?, time_zone = ?, interval_ms = ?, catch_up_max = ?, jitter_ms = ?, \
+             max_attempts = ?, version = ?, updated_at = ? WHERE name = ? AND version = ?"
+        );
+    }
+}

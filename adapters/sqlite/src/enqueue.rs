@@ -1,0 +1,78 @@
+//! Enqueue, one job or many: one write transaction; the new ids follow
+//! the largest, taken under the write lock; this process's idle workers
+//! are woken after the commit.
+
+use crate::error;
+use crate::SqliteStore;
+use leasehold_core::transition::{self, EnqueuePlan};
+use leasehold_core::{JobId, NewJob, StoreError, StoreTime};
+use leasehold_sql::job_columns::{decode_job, COLUMNS};
+use sqlx::SqliteConnection;
+
+impl SqliteStore {
+    /// Enqueues many jobs in one transaction; answers their ids in order
+    /// (the existing id for a repeated idempotency key). All or nothing: a
+    /// bad spec rejects the whole batch.
+    pub async fn enqueue_many(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
+        let ids = self.enqueue_many_tx(jobs).await?;
+        self.announce_enqueued(jobs);
+        Ok(ids)
+    }
+
+    pub(crate) async fn enqueue_many_tx(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
+        for job in jobs {
+            transition::validate_new_job(job, &self.policy)?;
+        }
+        in_write_tx!(self, |conn, now| {
+            let mut ids = Vec::with_capacity(jobs.len());
+            let mut failed = None;
+            for job in jobs {
+                match self.enqueue_in(conn, job, now).await {
+                    Ok(id) => ids.push(id),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            match failed {
+                Some(e) => Err(e),
+                None => Ok(ids),
+            }
+        })
+    }
+
+    pub(crate) async fn enqueue_in(
+        &self,
+        conn: &mut SqliteConnection,
+        job: &NewJob,
+        now: StoreTime,
+    ) -> Result<JobId, StoreError> {
+        let existing = match &job.idempotency_key {
+            Some(key) => {
+                let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ?");
+                let row = sqlx::query(&sql)
+                    .bind(key)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(error::map)?;
+                row.as_ref().map(decode_job).transpose()?
+            }
+            None => None,
+        };
+        // Rows are never deleted and ids are taken under the write lock, so
+        // max + 1 is unused and ids grow with enqueue order.
+        let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        let id = JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("negative id".into()))?);
+        match transition::enqueue(job, id, existing.as_ref(), &self.policy, now)? {
+            EnqueuePlan::Existing(id) => Ok(id),
+            EnqueuePlan::Insert(applied) => {
+                self.insert(conn, &applied).await?;
+                Ok(id)
+            }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! One job row at a time: loaded by id, inserted, or written over the
+//! version it was loaded at, each write with its audit event.
+
+use crate::{error, SqliteStore};
+use leasehold_core::transition::Applied;
+use leasehold_core::{Event, InputError, JobId, JobRecord, StoreError};
+use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
+use sqlx::SqliteConnection;
+
+impl SqliteStore {
+    pub(crate) async fn load(
+        conn: &mut SqliteConnection,
+        id: JobId,
+    ) -> Result<JobRecord, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
+        let row = sqlx::query(&sql)
+            .bind(to_i64(id.0)?)
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        match row {
+            Some(r) => decode_job(&r),
+            None => Err(StoreError::Input(InputError::UnknownJob(id))),
+        }
+    }
+
+    pub(crate) async fn record_event(
+        &self,
+        conn: &mut SqliteConnection,
+        event: &Event,
+    ) -> Result<(), StoreError> {
+        if !self.audit {
+            return Ok(());
+        }
+        let json = serde_json::to_string(event)
+            .map_err(|e| StoreError::Corrupt(format!("event encoding: {e}")))?;
+        sqlx::query("INSERT INTO lease_events (job_id, version, at, event) VALUES (?, ?, ?, ?)")
+            .bind(to_i64(event.job.0)?)
+            .bind(to_i64(event.version)?)
+            .bind(event.at.0)
+            .bind(json)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        Ok(())
+    }
+
+    /// Inserts a new row; a unique violation (a key taken meanwhile) is a
+    /// conflict, so the retry re-reads the key.
+    pub(crate) async fn insert(
+        &self,
+        conn: &mut SqliteConnection,
+        a: &Applied,
+    ) -> Result<(), StoreError> {
+        let r = &a.record;
+        let sql = format!(
+            "INSERT INTO leasehold_jobs ({COLUMNS}) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        );
+        let res = sqlx::query(&sql)
+            .bind(to_i64(r.id.0)?)
+            .bind(&r.queue)
+            .bind(&r.payload)
+            .bind(r.priority)
+            .bind(r.run_at.0)
+            .bind(r.state.as_str())
+            .bind(i64::from(r.attempt))
+            .bind(i64::from(r.max_attempts))
+            .bind(to_i64(r.token.0)?)
+            .bind(r.holder.as_ref().map(|w| w.as_str()))
+            .bind(r.expires_at.map(|t| t.0))
+            .bind(r.cancel_requested)
+            .bind(r.result.as_deref())
+            .bind(r.error.as_deref())
+            .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
+            .bind(r.released.map(|m| m.digest as i64))
+            .bind(r.idempotency_key.as_deref())
+            .bind(to_i64(r.version)?)
+            .bind(r.created_at.0)
+            .bind(r.updated_at.0)
+            .execute(&mut *conn)
+            .await;
+        match res {
+            Ok(_) => self.record_event(conn, &a.event).await,
+            Err(e) if error::is_unique_violation(&e) => Err(StoreError::Conflict(r.id)),
+            Err(e) => Err(error::map(e)),
+        }
+    }
+
+    /// Writes `a` over the row loaded at `loaded_version`; zero rows written
+    /// means a concurrent writer won: a conflict.
+    pub(crate) async fn update(
+        &self,
+        conn: &mut SqliteConnection,
+        a: &Applied,
+        loaded_version: u64,
+    ) -> Result<(), StoreError> {
+        let r = &a.record;
+        let res = sqlx::query(
+            "UPDATE leasehold_jobs SET run_at = ?, state = ?, attempt = ?, token = ?, \
+             holder = ?, expires_at = ?, cancel_requested = ?, result = ?, error = ?, \
+             released_token = ?, released_digest = ?, version = ?, updated_at = ? \
+             WHERE id = ? AND version = ?",
+        )
+        .bind(r.run_at.0)
+        .bind(r.state.as_str())
+        .bind(i64::from(r.attempt))
+        .bind(to_i64(r.token.0)?)
+        .bind(r.holder.as_ref().map(|w| w.as_str()))
+        .bind(r.expires_at.map(|t| t.0))
+        .bind(r.cancel_requested)
+        .bind(r.result.as_deref())
+        .bind(r.error.as_deref())
+        .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
+        .bind(r.released.map(|m| m.digest as i64))
+        .bind(to_i64(r.version)?)
+        .bind(r.updated_at.0)
+        .bind(to_i64(r.id.0)?)
+        .bind(to_i64(loaded_version)?)
+        .execute(&mut *conn)
+        .await
+        .map_err(error::map)?;
+        if res.rows_affected() != 1 {
+            return Err(StoreError::Conflict(r.id));
+        }
+        self.record_event(conn, &a.event).await
+    }
+}

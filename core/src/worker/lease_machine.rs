@@ -407,7 +407,13 @@ mod tests {
     }
 
     fn machine() -> LeaseMachine {
-        LeaseMachine::new(&cfg(), Millis(1_000), Millis(1_200), StoreTime(0), StoreTime(0))
+        LeaseMachine::new(
+            &cfg(),
+            Millis(1_000),
+            Millis(1_200),
+            StoreTime(0),
+            StoreTime(0),
+        )
     }
 
     fn renewed() -> Result<Renewal, StoreError> {

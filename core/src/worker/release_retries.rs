@@ -92,9 +92,18 @@ mod tests {
     #[test]
     fn unknown_outcomes_are_retried_with_doubling_waits_up_to_the_interval() {
         let mut r = ReleaseRetries::new(&cfg(4));
-        assert_eq!(r.on_answer(&unknown()), ReleaseStep::RetryAfter(Millis(1_000)));
-        assert_eq!(r.on_answer(&unknown()), ReleaseStep::RetryAfter(Millis(2_000)));
-        assert_eq!(r.on_answer(&unknown()), ReleaseStep::RetryAfter(Millis(3_000)));
+        assert_eq!(
+            r.on_answer(&unknown()),
+            ReleaseStep::RetryAfter(Millis(1_000))
+        );
+        assert_eq!(
+            r.on_answer(&unknown()),
+            ReleaseStep::RetryAfter(Millis(2_000))
+        );
+        assert_eq!(
+            r.on_answer(&unknown()),
+            ReleaseStep::RetryAfter(Millis(3_000))
+        );
         assert_eq!(r.attempt(), 4);
         assert_eq!(r.on_answer(&unknown()), ReleaseStep::GiveUp);
     }

@@ -45,7 +45,7 @@ pub fn safe_duration(
 }
 
 /// The local deadline until which a worker believes it holds one lease.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fence {
     safe: Millis,
     deadline: Millis,

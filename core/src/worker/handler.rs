@@ -10,7 +10,7 @@ use std::future::Future;
 use tokio::sync::watch;
 
 /// Why a handler is asked to stop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StopReason {
     /// A cancel was requested; return soon (an error acknowledges the cancel).
     Cancel,

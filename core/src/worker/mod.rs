@@ -11,20 +11,26 @@
 //! 5. The handler's result is released with the lease's token; a release
 //!    whose outcome is unknown is retried with the same outcome.
 //!
-//! All time, sleeping and spawning go through [`crate::Runtime`].
+//! All time, sleeping and spawning go through [`crate::Runtime`]. Every
+//! decision about one lease is a pure machine ([`lease_machine`],
+//! [`release_retries`]) that the runtime drives and the exhaustive checker
+//! runs over every interleaving of a small world.
 
 pub mod config;
 pub mod fence;
 pub mod handler;
+pub mod lease_machine;
 mod lease_task;
 pub mod metrics;
 pub mod observer;
+mod quirks;
 mod release_queue;
+pub mod release_retries;
 mod runner;
 mod scheduler;
 pub mod scheduler_config;
 pub mod shutdown;
-mod slots;
+pub mod slots;
 mod sweeper;
 mod timeout;
 pub mod wake;

@@ -11,7 +11,7 @@ use crate::job::Release;
 use crate::time::Millis;
 
 /// Why a worker stopped believing it holds a lease.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BeliefEnd {
     /// The handler returned; a release follows.
     HandlerDone,

@@ -1,5 +1,6 @@
 //! A worker's slots: which handlers run, of which queue, and how many free
-//! slots each queue may claim next.
+//! slots each queue may claim next. Pure (sans-IO): the worker's loop
+//! drives it, and the exhaustive checker drives the same accounting.
 //!
 //! Invariants (each checked by `debug_assert!` where it could break):
 //! - at most `concurrency` handlers run, and at most a queue's limit of
@@ -20,8 +21,8 @@ use crate::ids::{JobId, Token};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What a worker runs. See the module docs.
-#[derive(Debug)]
-pub(crate) struct Slots {
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Slots {
     /// Leases whose handler runs, with the index of their queue.
     running: BTreeMap<(JobId, Token), usize>,
     /// Running handlers per queue.
@@ -44,7 +45,7 @@ pub(crate) struct Slots {
 
 impl Slots {
     /// Empty slots for `cfg`'s queues.
-    pub(crate) fn new(cfg: &WorkerConfig) -> Slots {
+    pub fn new(cfg: &WorkerConfig) -> Slots {
         let limits: Vec<u32> = cfg
             .queues
             .iter()
@@ -69,7 +70,7 @@ impl Slots {
     /// How many leases to ask of each queue now: `(queue index, max)`,
     /// only queues asked for at least one. The slots are reserved until
     /// [`Slots::unreserve`].
-    pub(crate) fn plan(&mut self) -> Vec<(usize, u32)> {
+    pub fn plan(&mut self) -> Vec<(usize, u32)> {
         let reserved: u32 = self.asked.iter().sum();
         let handlers = self.running.len() as u32 + reserved;
         let tasks = self.tasks.len() as u32 + reserved;
@@ -109,7 +110,7 @@ impl Slots {
 
     /// The claims of `asks` (from [`Slots::plan`]) were answered: their
     /// slots are no longer reserved (granted leases then [`Slots::start`]).
-    pub(crate) fn unreserve(&mut self, asks: &[(usize, u32)]) {
+    pub fn unreserve(&mut self, asks: &[(usize, u32)]) {
         for &(q, k) in asks {
             debug_assert!(self.asked[q] >= k, "unreserving more than asked");
             self.asked[q] = self.asked[q].saturating_sub(k);
@@ -120,7 +121,7 @@ impl Slots {
     /// (and changes nothing) for a lease this worker already runs: only a
     /// broken store grants one lease twice, and a second lease task for the
     /// same token would only run its handler twice.
-    pub(crate) fn start(&mut self, q: usize, job: JobId, token: Token) -> bool {
+    pub fn start(&mut self, q: usize, job: JobId, token: Token) -> bool {
         if self.running.contains_key(&(job, token)) || self.tasks.contains(&(job, token)) {
             return false;
         }
@@ -142,7 +143,7 @@ impl Slots {
 
     /// The handler of this lease has finished (its release is queued).
     /// Repeats (a retried release) change nothing.
-    pub(crate) fn handler_done(&mut self, job: JobId, token: Token) {
+    pub fn handler_done(&mut self, job: JobId, token: Token) {
         if let Some(q) = self.running.remove(&(job, token)) {
             let limited = self.limits[q] < self.concurrency;
             let freed = if self.free_twice && limited { 2 } else { 1 };
@@ -153,26 +154,25 @@ impl Slots {
     /// The release of this lease was answered for sure: its task ends
     /// without another store call, so its task slot is free now (before
     /// the task reports its end), and the next claim may use it.
-    pub(crate) fn answered(&mut self, job: JobId, token: Token) {
+    pub fn answered(&mut self, job: JobId, token: Token) {
         self.handler_done(job, token);
         self.tasks.remove(&(job, token));
     }
 
     /// The lease task ended (released or abandoned).
-    pub(crate) fn end(&mut self, job: JobId, token: Token) {
+    pub fn end(&mut self, job: JobId, token: Token) {
         self.answered(job, token);
         debug_assert!(self.alive > 0, "an end without a start");
         self.alive = self.alive.saturating_sub(1);
     }
 
     /// Lease tasks that have not reported their end.
-    pub(crate) fn alive(&self) -> u32 {
+    pub fn alive(&self) -> u32 {
         self.alive
     }
 
     /// Lease tasks holding a task slot.
-    #[cfg(test)]
-    pub(crate) fn tasks(&self) -> u32 {
+    pub fn tasks(&self) -> u32 {
         self.tasks.len() as u32
     }
 }

@@ -1,0 +1,42 @@
+//! # leasehold-exhaustive
+//!
+//! Every interleaving of a small world, checked: W workers each running
+//! the core's own lease machine ([`leasehold_core::worker::lease_machine`],
+//! [`leasehold_core::worker::release_retries`],
+//! [`leasehold_core::worker::slots`]), J jobs in a store that applies the
+//! core's own pure transitions, a sweeper, requests and answers that arrive
+//! in any order, are lost or are refused (`Conflict`, `Unavailable`), a
+//! worker crash with a restart under a fresh identity, and per-host clocks
+//! drifting at the bound. Every reachable state is visited once (state
+//! hashing with symmetry reduction over workers and jobs, [`hash`]) and
+//! I1-I9 are judged on every one by the checker's own definitions
+//! ([`ghost`]). The search is `stateright`'s breadth-first checker, so a
+//! violation comes with a shortest path to it.
+//!
+//! What it holds: the scope ([`scope`]), the world's state ([`world`]) and
+//! steps ([`model`]), the invariants ([`ghost`]), the planted wrong
+//! transitions of the negative tests ([`plant`]), and the run report
+//! ([`run`]).
+//!
+//! ## Depends on
+//! `leasehold-core` and `stateright`, nothing else of the workspace. It
+//! must never depend on the simulation engine (`leasehold-sim`), on a SQL
+//! adapter, or on the simulator's checker: it is a second, independent
+//! judge of the same core, and shares no invariant code with the other.
+
+#![warn(missing_docs)]
+
+pub mod clock;
+pub mod ghost;
+pub mod hash;
+pub mod model;
+pub mod plant;
+pub mod run;
+pub mod scope;
+pub mod world;
+
+pub use ghost::Inv;
+pub use model::{Action, World};
+pub use plant::Plant;
+pub use run::{check, Report, Verdict};
+pub use scope::{Scope, ScopeBuilder, ScopeError};

@@ -1,0 +1,96 @@
+//! Runs a world breadth-first to the end and reports: states, time, and
+//! the first violated invariant with a shortest path to it.
+
+use crate::ghost::{holds, Inv};
+use crate::model::{Action, World, CONCURRENCY};
+use crate::world::State;
+use stateright::{Checker, Model};
+use std::time::{Duration, Instant};
+
+/// What a run found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every reachable state satisfies I1-I9.
+    Holds,
+    /// An invariant is broken; `path` is a shortest run to it.
+    Violated {
+        /// The invariant.
+        inv: Inv,
+        /// How the last state breaks it.
+        why: String,
+        /// The actions from an initial state, in order.
+        path: Vec<Action>,
+        /// The states along it (the initial one first).
+        states: Vec<State>,
+    },
+}
+
+/// A run's figures and verdict.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Distinct states (up to symmetry) visited.
+    pub unique_states: usize,
+    /// States generated, duplicates included.
+    pub state_count: usize,
+    /// Longest path explored.
+    pub max_depth: usize,
+    /// Wall time of the search (a measurement, never an input to it).
+    pub elapsed: Duration,
+    /// Every invariant with a violation found (the verdict's path is the
+    /// shortest among them).
+    pub violated: Vec<Inv>,
+    /// What it found.
+    pub verdict: Verdict,
+}
+
+impl Report {
+    /// Distinct states per second.
+    pub fn states_per_sec(&self) -> f64 {
+        self.unique_states as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Checks `world` breadth-first on `threads` threads (the state count does
+/// not depend on it; the path found may, among paths of the same length).
+pub fn check(world: World, threads: usize) -> Report {
+    let horizon = world.scope.horizon.0;
+    let start = Instant::now();
+    let checker = world.checker().threads(threads.max(1)).spawn_bfs().join();
+    let elapsed = start.elapsed();
+    let mut verdict = Verdict::Holds;
+    let mut violated = Vec::new();
+    for inv in Inv::ALL {
+        if let Some(path) = checker.discovery(inv.name()) {
+            violated.push(inv);
+            let states = path.clone().into_states();
+            let last = states.last().expect("a path has a state");
+            let model = checker.model();
+            let why = holds(inv, last, horizon, CONCURRENCY as usize, &|t, l| {
+                model.runnable(t, l)
+            })
+            .err()
+            .unwrap_or_default();
+            let path = path.into_actions();
+            let shorter = match &verdict {
+                Verdict::Violated { path: p, .. } => path.len() < p.len(),
+                Verdict::Holds => true,
+            };
+            if shorter {
+                verdict = Verdict::Violated {
+                    inv,
+                    why,
+                    path,
+                    states,
+                };
+            }
+        }
+    }
+    Report {
+        unique_states: checker.unique_state_count(),
+        state_count: checker.state_count(),
+        max_depth: checker.max_depth(),
+        elapsed,
+        violated,
+        verdict,
+    }
+}

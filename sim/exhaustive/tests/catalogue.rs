@@ -1,0 +1,34 @@
+//! The catalogue's worker variants through S1 (a measurement, run by hand
+//! with `--features buggy-variants -- --ignored --nocapture`): which are
+//! found, with which invariant and the shortest counterexample's length.
+
+#![cfg(feature = "buggy-variants")]
+
+use leasehold_core::variants::Variant;
+use leasehold_exhaustive::{check, Scope, Verdict, World};
+
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn worker_variants_through_s1() {
+    for v in [
+        Variant::FixedLockNoHeartbeat,
+        Variant::HeartbeatStopsOnError,
+        Variant::ExpiryDoesNotStopHandler,
+        Variant::WorkerWallClockDeadline,
+        Variant::ConflictAbandonsLease,
+        Variant::FenceFromAnswer,
+        Variant::HeartbeatStopsAtRelease,
+    ] {
+        let r = check(World::with_variant(Scope::s1(), v), 2);
+        match &r.verdict {
+            Verdict::Holds => println!("{v}: not found ({} states)", r.unique_states),
+            Verdict::Violated { inv, path, .. } => println!(
+                "{v}: {inv}, shortest path {} steps ({} states, {:.1?}; all: {:?})",
+                path.len(),
+                r.unique_states,
+                r.elapsed,
+                r.violated
+            ),
+        }
+    }
+}

@@ -269,9 +269,9 @@ fn smaller(n: u32, min: u32) -> Vec<u32> {
 
 /// Drops events naming hosts that no longer exist.
 fn keep_known_hosts(c: &mut SimConfig) {
-    let hosts = c.host_names();
+    let hosts = crate::topology::Hosts::of(c);
     c.events
-        .retain(|e| e.hosts().iter().all(|h| hosts.iter().any(|n| n == h)));
+        .retain(|e| e.hosts().iter().all(|h| hosts.contains(h)));
 }
 
 type Reduce = fn(&SimConfig) -> Vec<SimConfig>;

@@ -43,15 +43,14 @@ use crate::catalogue::{self, Variant};
 use crate::checker::{self, Violation};
 use crate::clock::ClockModel;
 use crate::config::{ScriptedFault, SimConfig};
-use crate::exec::context::SimCore;
-use crate::exec::executor::{run_ready, Executor, TaskFuture};
-use crate::exec::timers::Event as SimEvent;
+use crate::exec::executor::{Executor, TaskFuture};
 use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
 use crate::hosts::{client, store, worker, Shared};
-use crate::net::fabric::{self, Fabric};
+use crate::net::fabric::Fabric;
 use crate::stores::{MemoryFactory, SeedContext, StoreFactory};
+use crate::topology::{Host, HostKind, Hosts};
 use leasehold_core::{list_all, Event, JobRecord};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -309,10 +308,12 @@ fn run_world<F: StoreFactory>(
     let swarm = faults::draw_swarm(cfg, seed);
     let heal = faults::heal_time(cfg, &schedule);
     let broken = faults::timing_assumption_broken(cfg, &schedule);
-    let hosts = cfg.host_names();
-    let clocks: BTreeMap<String, Arc<ClockModel>> = hosts
+    // The one list of the world's hosts.
+    let topology = Hosts::of(cfg);
+    let clocks: BTreeMap<String, Arc<ClockModel>> = topology
+        .registration()
         .iter()
-        .map(|h| (h.clone(), Arc::new(ClockModel::of_host(h, &schedule))))
+        .map(|h| (h.name.clone(), Arc::new(ClockModel::of_host(&h.name, &schedule))))
         .collect();
     let shared = Arc::new(Shared::new(
         Arc::new(cfg.clone()),
@@ -346,11 +347,11 @@ fn run_world<F: StoreFactory>(
     }
 
     // Registration order: the order hosts start in, and their numbers.
-    let mut names = vec!["store".to_string()];
-    names.extend((1..=cfg.topology.workers).map(|i| format!("worker-{i}")));
-    names.extend((1..=cfg.topology.sweepers).map(|i| format!("sweeper-{i}")));
-    names.extend((1..=cfg.topology.schedulers).map(|i| format!("scheduler-{i}")));
-    names.push("client".to_string());
+    let names: Vec<String> = topology
+        .registration()
+        .iter()
+        .map(|h| h.name.clone())
+        .collect();
     let lat = &cfg.network.latency;
     let fabric = Fabric::new(
         names.clone(),
@@ -363,32 +364,33 @@ fn run_world<F: StoreFactory>(
     if explore {
         exec = exec.with_seeded_order(crate::rng::SimRng::derive(seed, "task-order", &[]));
     }
-    let core = SimCore::new(exec, fabric);
-    let _entered = core.enter();
     let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
-    let hosts: Vec<(String, Starter)> = names
+    let hosts: Vec<(Host, Starter)> = topology
+        .registration()
         .iter()
         .map(|h| {
-            let (s, b, h2, errs) = (shared.clone(), backend.clone(), h.clone(), errors.clone());
-            let starter: Starter = Box::new(move |running| software(&s, &b, &h2, &errs, running));
+            let (s, b, errs) = (shared.clone(), backend.clone(), errors.clone());
+            let (kind, name) = (h.kind, h.name.clone());
+            let starter: Starter =
+                Box::new(move |running| software(&s, &b, kind, &name, &errs, running));
             (h.clone(), starter)
         })
         .collect();
+    let b = backend.clone();
+    let mut world = World::new(
+        hosts,
+        fabric,
+        exec,
+        plan,
+        shared.clone(),
+        Box::new(move || b.close()),
+    );
+    // Declared before `world`'s tear-down guard and dropped after it: the
+    // world's tasks and timers are dropped while it is still entered.
+    let _entered = world.enter();
     // Dropped before `world` on every way out (a run timeout, a panic, a
     // harness error): tearing the world down drops every task, and their
     // guards must not record.
-    let b = backend.clone();
-    let mut world = World {
-        core: core.clone(),
-        shared: shared.clone(),
-        plan,
-        running: hosts.iter().map(|_| Arc::default()).collect(),
-        hosts,
-        next_process: 0,
-        next_link_time: 0,
-        links: BTreeMap::new(),
-        on_store_down: Box::new(move || b.close()),
-    };
     let _teardown = SilentTeardown(&shared);
     world.start_all();
     let end = cfg.duration.as_ms();
@@ -399,7 +401,7 @@ fn run_world<F: StoreFactory>(
     let mut next_quiet_check = 0u64;
     let mut quiet_end = false;
     let outcome = loop {
-        run_ready(&core.exec).map_err(HarnessError::Sim)?;
+        world.run_ready().map_err(HarnessError::Sim)?;
         if let Some(p) = shared.panics().first() {
             break Err(HarnessError::Panic(p.clone()));
         }
@@ -411,15 +413,15 @@ fn run_world<F: StoreFactory>(
             if rounds % DEADLINE_EVERY == 0 && std::time::Instant::now() >= at {
                 break Err(HarnessError::Timeout {
                     limit,
-                    sim_ms: core.now(),
+                    sim_ms: world.now(),
                     duration_ms: end,
                     steps,
                 });
             }
         }
-        let now = core.now();
+        let now = world.now();
         let next = [
-            core.events.borrow().next_time(),
+            world.next_event(),
             world.next_fault(),
             Some(next_quiet_check),
         ]
@@ -429,7 +431,7 @@ fn run_world<F: StoreFactory>(
         .unwrap_or(end)
         .max(now);
         if next >= end {
-            core.advance_to(end.max(now));
+            world.advance_to(end.max(now));
             break Ok(());
         }
         if next == now {
@@ -442,7 +444,7 @@ fn run_world<F: StoreFactory>(
         } else {
             same_instant = 0;
             steps += 1;
-            core.advance_to(next);
+            world.advance_to(next);
         }
         world.apply_due(next);
         if next >= next_quiet_check {
@@ -464,17 +466,9 @@ fn run_world<F: StoreFactory>(
                 _ => {}
             }
         }
-        // One event at a time: the queue is not borrowed while it fires.
-        loop {
-            let ev = core.events.borrow_mut().pop_due(next);
-            match ev {
-                None => break,
-                Some(SimEvent::Wake(w)) => w.wake(),
-                Some(SimEvent::Deliver(m)) => fabric::deliver(&core, m),
-            }
-        }
+        world.fire_due(next);
     };
-    let now = core.now().min(end);
+    let now = world.now().min(end);
     // Tearing the world down drops every task; their guards must not record.
     world.tear_down();
     outcome?;
@@ -501,6 +495,7 @@ fn run_world<F: StoreFactory>(
 fn software<F: StoreFactory>(
     shared: &Arc<Shared>,
     backend: &Arc<Backend<F>>,
+    kind: HostKind,
     host: &str,
     errors: &Arc<std::sync::Mutex<Vec<String>>>,
     running: Arc<std::sync::atomic::AtomicBool>,
@@ -508,17 +503,14 @@ fn software<F: StoreFactory>(
     let s = shared.clone();
     let h = host.to_string();
     let fut: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> =
-        if host == "store" {
-            Box::pin(store::run(s.clone(), backend.clone()))
-        } else if host == "client" {
-            Box::pin(client::run(s.clone()))
-        } else if let Some(n) = host.strip_prefix("worker-") {
-            let i: u32 = n.parse().unwrap_or(1);
-            Box::pin(worker::run_worker(s.clone(), h.clone(), i - 1))
-        } else if host.starts_with("sweeper-") {
-            Box::pin(worker::run_sweeper(s.clone(), h.clone()))
-        } else {
-            Box::pin(crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()))
+        match kind {
+            HostKind::Store => Box::pin(store::run(s.clone(), backend.clone())),
+            HostKind::Client => Box::pin(client::run(s.clone())),
+            HostKind::Worker(n) => Box::pin(worker::run_worker(s.clone(), h.clone(), n - 1)),
+            HostKind::Sweeper(_) => Box::pin(worker::run_sweeper(s.clone(), h.clone())),
+            HostKind::Scheduler(_) => {
+                Box::pin(crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()))
+            }
         };
     let g = gated(s, &h, fut);
     let errors = errors.clone();

@@ -73,7 +73,8 @@ pub struct HostRuntime(Arc<HostCtx>);
 impl HostRuntime {
     /// The runtime of `host`.
     pub fn new(shared: Arc<Shared>, host: &str) -> Self {
-        let idx = crate::net::fabric::idx_of(host).unwrap_or_else(|| panic!("host {host} is not in the simulation"));
+        let idx = crate::net::fabric::idx_of(host)
+            .unwrap_or_else(|| panic!("host {host} is not in the simulation"));
         HostRuntime(Arc::new(HostCtx {
             idx,
             name: host.to_string(),

@@ -33,7 +33,10 @@
 
 pub use leasehold_model::builtin;
 mod collect;
+mod valid;
 mod world;
+
+pub use valid::ValidConfig;
 
 pub use crate::stores::Backend;
 use collect::collect;
@@ -49,7 +52,7 @@ use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
 use crate::hosts::{client, store, worker, Shared};
 use crate::net::fabric::Fabric;
-use crate::stores::{MemoryFactory, SeedContext, StoreFactory};
+use crate::stores::{SeedContext, StoreFactory};
 use crate::topology::{Host, HostKind, Hosts};
 use leasehold_core::{list_all, Event, JobRecord};
 use std::collections::BTreeMap;
@@ -185,94 +188,44 @@ fn read_final<F: StoreFactory>(backend: &Backend<F>) -> Result<FinalState, Harne
     read.map_err(|e| HarnessError::Store(format!("reading the final state: {e}")))
 }
 
-/// Runs `cfg` with `seed` on the memory store and checks every invariant
-/// (`SeedRun::new(cfg, seed).run()`).
-pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
-    SeedRun::new(cfg, seed).run()
-}
-
-/// One seed of a scenario, to run and check: on the memory store unless
-/// [`SeedRun::on`] names another, with no wall-clock limit unless
-/// [`SeedRun::within`] sets one.
-///
-/// ```no_run
-/// use leasehold_sim::runner::{builtin, SeedRun};
-/// use std::time::Duration;
-/// let cfg = builtin::small_swarm();
-/// let out = SeedRun::new(&cfg, 7)
-///     .within(Some(Duration::from_secs(60)))
-///     .run()
-///     .expect("the harness runs");
-/// assert!(out.violations.is_empty());
-/// ```
-#[must_use = "a SeedRun does nothing until `run`"]
-pub struct SeedRun<'a, F: StoreFactory = MemoryFactory> {
-    cfg: &'a SimConfig,
-    seed: u64,
-    factory: Arc<F>,
-    limit: Option<Duration>,
-    explore: bool,
-}
-
-impl<'a> SeedRun<'a, MemoryFactory> {
-    /// `seed` of `cfg`, on the memory store.
-    pub fn new(cfg: &'a SimConfig, seed: u64) -> Self {
-        SeedRun {
-            cfg,
-            seed,
-            factory: Arc::new(MemoryFactory),
-            limit: None,
-            explore: false,
-        }
-    }
-}
-
-impl<'a, F: StoreFactory> SeedRun<'a, F> {
-    /// On a fresh store (one database for this seed) from `factory`.
-    pub fn on<G: StoreFactory>(self, factory: &Arc<G>) -> SeedRun<'a, G> {
-        SeedRun {
-            cfg: self.cfg,
-            seed: self.seed,
-            factory: factory.clone(),
-            limit: self.limit,
-            explore: self.explore,
-        }
-    }
-
-    /// Stopped with [`HarnessError::Timeout`] once `limit` of wall time has
+/// How one seed runs, besides its config, seed and store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Stopped with [`HarnessError::Timeout`] once this much wall time has
     /// passed (`None`: no limit). The wall clock is read between steps only
     /// to abort, never to decide anything the simulation sees, so a run
     /// that finishes in time has the same history with or without a limit.
-    pub fn within(mut self, limit: Option<Duration>) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// With `explore`, ready tasks run in an order drawn from the seed
-    /// instead of first in, first out: other interleavings of the same
-    /// faults, still one history per seed (off by default; the recorded
-    /// hashes and the catalogue's seeds are FIFO's).
-    pub fn explore_task_order(mut self, explore: bool) -> Self {
-        self.explore = explore;
-        self
-    }
-
-    /// Runs the seed and checks every invariant.
-    pub fn run(self) -> Result<RunOutcome, HarnessError> {
-        run_seed_with(self.cfg, self.seed, &self.factory, self.limit, self.explore)
-    }
+    pub limit: Option<Duration>,
+    /// Ready tasks run in an order drawn from the seed instead of first in,
+    /// first out: other interleavings of the same faults, still one history
+    /// per seed (off by default; the recorded hashes and the catalogue's
+    /// seeds are FIFO's).
+    pub explore: bool,
 }
 
-fn run_seed_with<F: StoreFactory>(
-    cfg: &SimConfig,
+/// The one door into a seed: `seed` of `cfg` on a fresh store from
+/// `factory` (one database for this seed, destroyed after), run in one
+/// world, checked against every invariant at the end; one outcome out.
+/// Every tool runs seeds through here: run, replay, shrink, explore,
+/// export and the harness for a user's own store.
+///
+/// ```no_run
+/// use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+/// use leasehold_sim::stores::MemoryFactory;
+/// use std::sync::Arc;
+/// let cfg = ValidConfig::new(builtin::small_swarm()).expect("a valid scenario");
+/// let out = run_seed(&cfg, 7, &Arc::new(MemoryFactory), RunOptions::default())
+///     .expect("the harness runs");
+/// assert!(out.violations.is_empty());
+/// ```
+pub fn run_seed<F: StoreFactory>(
+    cfg: &ValidConfig,
     seed: u64,
     factory: &Arc<F>,
-    limit: Option<Duration>,
-    explore: bool,
+    opts: RunOptions,
 ) -> Result<RunOutcome, HarnessError> {
-    let deadline = limit.map(|l| (std::time::Instant::now() + l, l));
-    cfg.validate().map_err(HarnessError::Config)?;
-    let variant = variant_of(cfg)?;
+    let deadline = opts.limit.map(|l| (std::time::Instant::now() + l, l));
+    let variant = cfg.variant();
     if let Some(v) = variant {
         if catalogue::is_store_side(v) && !factory.carries_store_variants() {
             return Err(HarnessError::Store(format!(
@@ -290,7 +243,7 @@ fn run_seed_with<F: StoreFactory>(
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
     );
-    let out = run_world(cfg, seed, variant, &backend, deadline, explore);
+    let out = run_world(cfg, seed, variant, &backend, deadline, opts.explore);
     backend.destroy();
     out
 }
@@ -313,7 +266,12 @@ fn run_world<F: StoreFactory>(
     let clocks: BTreeMap<String, Arc<ClockModel>> = topology
         .registration()
         .iter()
-        .map(|h| (h.name.clone(), Arc::new(ClockModel::of_host(&h.name, &schedule))))
+        .map(|h| {
+            (
+                h.name.clone(),
+                Arc::new(ClockModel::of_host(&h.name, &schedule)),
+            )
+        })
         .collect();
     let shared = Arc::new(Shared::new(
         Arc::new(cfg.clone()),

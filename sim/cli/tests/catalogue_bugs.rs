@@ -6,6 +6,7 @@
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
+use leasehold_sim::runner::ValidConfig;
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::time::Instant;
@@ -26,9 +27,10 @@ fn catches(file: &str) {
         .expect("a catalogue scenario names its invariant");
     let shown = path.to_string_lossy();
     let stores = Stores::new(&StoreArgs::default());
+    let valid = ValidConfig::new(cfg.clone()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     for seed in 0..cfg.seeds {
-        let run = engine::run(cfg, seed, &shown, &stores)
+        let run = engine::run(&valid, seed, &shown, &stores)
             .unwrap_or_else(|e| panic!("harness error: {e}"));
         if run.violations.iter().any(|v| v.invariant == inv) {
             eprintln!(
@@ -39,7 +41,10 @@ fn catches(file: &str) {
             let mut correct = cfg.clone();
             correct.variant = None;
             correct.expect.violation = None;
-            let clean = match engine::run(&correct, seed, &shown, &stores) {
+            let clean = match ValidConfig::new(correct)
+                .map_err(|e| e.to_string())
+                .and_then(|c| engine::run(&c, seed, &shown, &stores))
+            {
                 Ok(clean) => clean,
                 // The correct worker refuses settings that cannot work
                 // (for example a renew interval past its self-fencing point).

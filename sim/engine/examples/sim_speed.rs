@@ -6,8 +6,10 @@
 //! here, outside the simulation. Set `SIM_SPEED_VERBOSE=1` for one line per
 //! seed. Exits 1 if any seed broke an invariant.
 
-use leasehold_sim::runner::{builtin, run_seed};
+use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+use leasehold_sim::stores::MemoryFactory;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -37,6 +39,8 @@ fn main() {
     let verbose = std::env::var_os("SIM_SPEED_VERBOSE").is_some();
     let next = AtomicU64::new(first);
     let totals = Mutex::new(Totals::default());
+    let cfg = ValidConfig::new(cfg).expect("a valid scenario");
+    let memory = Arc::new(MemoryFactory);
     let start = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -46,7 +50,8 @@ fn main() {
                     break;
                 }
                 let t0 = Instant::now();
-                let out = run_seed(&cfg, seed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                let out = run_seed(&cfg, seed, &memory, RunOptions::default())
+                    .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
                 let took = t0.elapsed().as_secs_f64();
                 let mut t = totals.lock().expect("totals");
                 t.sim_ms += out.sim_time_ms;

@@ -1,6 +1,8 @@
 //! Prints the history summary of one seed of a built-in scenario.
 //! `cargo run --release -p leasehold-sim --example sim_summary -- standard 3`
-use leasehold_sim::runner::{builtin, run_seed};
+use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+use leasehold_sim::stores::MemoryFactory;
+use std::sync::Arc;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let name = args.first().map_or("standard", String::as_str);
@@ -15,7 +17,8 @@ fn main() {
     if let Some(v) = args.get(2).filter(|v| v.as_str() != "-") {
         cfg.variant = Some(v.clone());
     }
-    let out = run_seed(&cfg, seed).expect("run");
+    let cfg = ValidConfig::new(cfg).expect("a valid scenario");
+    let out = run_seed(&cfg, seed, &Arc::new(MemoryFactory), RunOptions::default()).expect("run");
     for (k, n) in out.history.summary() {
         println!("{k:32} {n}");
     }

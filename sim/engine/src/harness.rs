@@ -23,7 +23,7 @@
 
 use crate::checker::Violation;
 use crate::report::violation_report;
-use crate::runner::SeedRun;
+use crate::runner::{run_seed, HarnessError, RunOptions, ValidConfig};
 use crate::scenario::{load_paths, LoadErrors, Scenario};
 use crate::stores::StoreFactory;
 use std::path::PathBuf;
@@ -91,6 +91,7 @@ impl Report {
 
 /// Runs seeds `0..seeds` (default: each scenario's own count) of every
 /// scenario under `paths` on stores from `factory`, one after another.
+/// Each scenario is validated once, for all its seeds.
 pub fn check_store<F: StoreFactory>(
     factory: F,
     paths: &[PathBuf],
@@ -103,8 +104,11 @@ pub fn check_store<F: StoreFactory>(
             report.skipped.push(s.config.name.clone());
             continue;
         }
+        let valid = ValidConfig::new(s.config.clone());
         for seed in 0..seeds.unwrap_or(s.config.seeds) {
-            report.runs.push(check_seed(&factory, &s, seed));
+            report
+                .runs
+                .push(seed_report(&factory, &s, valid.as_ref(), seed));
         }
     }
     Ok(report)
@@ -112,6 +116,17 @@ pub fn check_store<F: StoreFactory>(
 
 /// Runs one seed of one scenario on a store from `factory`.
 pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) -> SeedReport {
+    let valid = ValidConfig::new(s.config.clone());
+    seed_report(factory, s, valid.as_ref(), seed)
+}
+
+/// One seed through the door, as a report.
+fn seed_report<F: StoreFactory>(
+    factory: &Arc<F>,
+    s: &Scenario,
+    valid: Result<&ValidConfig, &HarnessError>,
+    seed: u64,
+) -> SeedReport {
     let path = s.path.to_string_lossy().into_owned();
     let mut r = SeedReport {
         scenario: s.config.name.clone(),
@@ -123,7 +138,10 @@ pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) ->
         replay: crate::report::replay_command(&path, seed),
         history_hash: 0,
     };
-    match SeedRun::new(&s.config, seed).on(factory).run() {
+    let out = valid.map_err(ToString::to_string).and_then(|cfg| {
+        run_seed(cfg, seed, factory, RunOptions::default()).map_err(|e| e.to_string())
+    });
+    match out {
         Ok(out) => {
             r.reports = out
                 .violations
@@ -133,7 +151,7 @@ pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) ->
             r.violations = out.violations;
             r.history_hash = out.history_hash;
         }
-        Err(e) => r.error = Some(e.to_string()),
+        Err(e) => r.error = Some(e),
     }
     r
 }

@@ -34,6 +34,7 @@ pub mod report;
 pub mod runner;
 pub mod shrink;
 pub mod stores;
+pub mod topology;
 
 pub use leasehold_check::checker;
 pub use leasehold_model::{

@@ -14,6 +14,7 @@
 
 use crate::config::{Range, ScriptedFault, SimConfig};
 use crate::duration::{Dur, SignedDur};
+use crate::runner::ValidConfig;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -169,7 +170,7 @@ pub fn concretize(cfg: &SimConfig, schedule: &[ScriptedFault]) -> SimConfig {
 }
 
 struct Shrinker<'a> {
-    fails: &'a mut dyn FnMut(&SimConfig) -> bool,
+    fails: &'a mut dyn FnMut(&ValidConfig) -> bool,
     budget: Budget,
     started: Instant,
     runs: u32,
@@ -179,15 +180,19 @@ struct Shrinker<'a> {
 impl Shrinker<'_> {
     /// Whether `candidate` still fails (and is valid, and differs).
     fn test(&mut self, current: &SimConfig, candidate: &SimConfig) -> bool {
-        if candidate == current || candidate.validate().is_err() {
+        if candidate == current {
             return false;
         }
+        // Validated once here; the run it is handed to does not again.
+        let Ok(valid) = ValidConfig::new(candidate.clone()) else {
+            return false;
+        };
         if self.runs >= self.budget.max_runs || self.started.elapsed() >= self.budget.max_wall {
             self.exhausted = true;
             return false;
         }
         self.runs += 1;
-        (self.fails)(candidate)
+        (self.fails)(&valid)
     }
 
     /// Takes the first candidate that still fails.
@@ -269,9 +274,9 @@ fn smaller(n: u32, min: u32) -> Vec<u32> {
 
 /// Drops events naming hosts that no longer exist.
 fn keep_known_hosts(c: &mut SimConfig) {
-    let hosts = c.host_names();
+    let hosts = crate::topology::Hosts::of(c);
     c.events
-        .retain(|e| e.hosts().iter().all(|h| hosts.iter().any(|n| n == h)));
+        .retain(|e| e.hosts().iter().all(|h| hosts.contains(h)));
 }
 
 type Reduce = fn(&SimConfig) -> Vec<SimConfig>;
@@ -514,7 +519,7 @@ const REDUCTIONS: [Reduce; 12] = [
 pub fn shrink(
     cfg: &SimConfig,
     schedule: Option<&[ScriptedFault]>,
-    fails: &mut dyn FnMut(&SimConfig) -> bool,
+    fails: &mut dyn FnMut(&ValidConfig) -> bool,
     budget: Budget,
 ) -> Shrunk {
     let mut s = Shrinker {
@@ -586,7 +591,7 @@ mod tests {
             fault("partition worker-4 store 40s..95s"),
             fault("skew sweeper-1 +1m at 0s"),
         ];
-        let out = shrink(&cfg, None, &mut toy, Budget::default());
+        let out = shrink(&cfg, None, &mut |c: &ValidConfig| toy(c), Budget::default());
         assert_eq!(out.config.events, vec![fault("crash worker-2 at 30s")]);
         assert_eq!(out.config.workload.jobs, 3);
         assert_eq!(out.config.topology.workers, 2);
@@ -621,7 +626,7 @@ mod tests {
             ..SimConfig::default()
         };
         let mut runs = 0;
-        let mut count = |c: &SimConfig| {
+        let mut count = |c: &ValidConfig| {
             runs += 1;
             toy(c)
         };

@@ -5,9 +5,11 @@
 //! - the checker builds without turmoil or the engine, and the engine
 //!   without turmoil (it has its own executor);
 //! - the model depends on the core alone;
-//! - chaos and the conformance suite stand apart from the engine;
+//! - chaos and the conformance suite stand apart from the engine, and only
+//!   the command line depends on chaos;
 //! - what the SQL adapters share (`leasehold-sql`) sits below them, and
 //!   the core, below it, compiles no database driver;
+//! - no workspace crate builds vendored code (`vendor/`);
 //! - depending on `leasehold-sim` (to simulate your own store) does not
 //!   compile the catalogue's buggy code paths into your `leasehold-core`:
 //!   only the `catalogue` feature (on in the `leasehold` tool) brings them.
@@ -166,4 +168,101 @@ fn the_shared_sql_crate_sits_between_the_core_and_the_sql_adapters() {
             "{adapter} reads its rows through leasehold-sql"
         );
     }
+}
+
+/// `cargo metadata` of the whole workspace, with its resolved graph.
+fn metadata() -> serde_json::Value {
+    let o = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("cargo metadata prints JSON")
+}
+
+fn strs(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The workspace's packages as (id, name, manifest path, declared
+/// dependency names of every kind).
+fn members(m: &serde_json::Value) -> Vec<(&str, &str, &str, Vec<&str>)> {
+    let ws = strs(&m["workspace_members"]);
+    m["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter(|p| ws.contains(&p["id"].as_str().unwrap_or_default()))
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .map(|d| d.iter().filter_map(|x| x["name"].as_str()).collect())
+                .unwrap_or_default();
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["name"].as_str().unwrap_or_default(),
+                p["manifest_path"].as_str().unwrap_or_default(),
+                deps,
+            )
+        })
+        .collect()
+}
+
+/// The real-process chaos tool sits beside the simulator, below the
+/// command line that fronts both: no other crate may reach up into it.
+#[test]
+fn only_the_command_line_depends_on_chaos() {
+    let m = metadata();
+    let dependents: Vec<&str> = members(&m)
+        .into_iter()
+        .filter(|(_, _, _, deps)| deps.contains(&"leasehold-chaos"))
+        .map(|(_, name, _, _)| name)
+        .collect();
+    assert_eq!(dependents, ["leasehold-cli"]);
+}
+
+/// No workspace crate builds vendored code, directly or through any
+/// dependency (a `[patch]` to `vendor/` included): vendored copies drift
+/// from their upstream unseen.
+#[test]
+fn no_workspace_crate_depends_on_vendored_code() {
+    let m = metadata();
+    let root = m["workspace_root"].as_str().expect("workspace root");
+    let vendor = format!("{root}/vendor/");
+    let path_of: std::collections::BTreeMap<&str, &str> = m["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            (
+                p["id"].as_str().unwrap_or_default(),
+                p["manifest_path"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let deps_of: std::collections::BTreeMap<&str, Vec<&str>> = m["resolve"]["nodes"]
+        .as_array()
+        .expect("a resolved graph")
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap_or_default(), strs(&n["dependencies"])))
+        .collect();
+    let mut bad = Vec::new();
+    for (id, name, _, _) in members(&m) {
+        // Every package at most once: bounded by the graph's size.
+        let mut seen = std::collections::BTreeSet::new();
+        let mut todo = vec![id];
+        while let Some(p) = todo.pop() {
+            if !seen.insert(p) {
+                continue;
+            }
+            if path_of.get(p).is_some_and(|m| m.starts_with(&vendor)) {
+                bad.push(format!("{name} -> {p}"));
+            }
+            todo.extend(deps_of.get(p).into_iter().flatten());
+        }
+    }
+    assert!(bad.is_empty(), "vendored code in the build: {bad:?}");
 }

@@ -6,18 +6,18 @@
 
 mod engine_support;
 
-use engine_support::scenario;
+use engine_support::{memory_run, scenario};
 use leasehold_core::{JobId, JobState, Outcome, StoreTime, Token};
 use leasehold_sim::checker::{self, answers, Violation};
 use leasehold_sim::config::{InvariantId, SimConfig};
 use leasehold_sim::history::{Blob, Fate, History, Op, Record, Reply};
-use leasehold_sim::runner::{builtin, run_seed, RunOutcome};
+use leasehold_sim::runner::{builtin, RunOutcome};
 
 /// Most seeds searched for a history with the material a test alters.
 const SEARCH: u64 = 12;
 
 fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
-    run_seed(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", cfg.name))
+    memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", cfg.name))
 }
 
 fn swarm() -> SimConfig {

@@ -11,11 +11,14 @@
 //! lost releases after a success) stay clean and that the catalogue's
 //! `expiry-does-not-stop-handler` bug is caught by part (b).
 
+mod engine_support;
+use engine_support::memory_run;
+
 use leasehold_core::{JobId, Token, WorkerId};
 use leasehold_sim::checker::{check, Violation};
 use leasehold_sim::config::{InvariantId, SimConfig};
 use leasehold_sim::history::{BeliefWhat, HandlerPhase, History, Op, Record, Reply};
-use leasehold_sim::runner::{run_seed, RunOutcome};
+use leasehold_sim::runner::RunOutcome;
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 
@@ -32,7 +35,7 @@ fn scenario(file: &str) -> SimConfig {
 }
 
 fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
-    run_seed(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
+    memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
 }
 
 /// The I3 part (b) violations the checker reports on `h`.

@@ -3,9 +3,11 @@
 //! unjudged, so a scenario too short to finish its work (or a job stuck
 //! in it) looked like a pass.
 
+mod engine_support;
+use engine_support::memory_run;
+
 use leasehold_sim::config::{InvariantId, Range, SimConfig};
 use leasehold_sim::duration::Dur;
-use leasehold_sim::runner::run_seed;
 
 /// Three jobs of 150 s each in a run of 2 minutes: nothing can finish.
 fn too_short() -> SimConfig {
@@ -23,7 +25,7 @@ fn too_short() -> SimConfig {
 
 #[test]
 fn a_job_still_running_when_a_too_short_run_ends_is_reported() {
-    let out = run_seed(&too_short(), 1).expect("runs");
+    let out = memory_run(&too_short(), 1).expect("runs");
     let i6: Vec<_> = out
         .violations
         .iter()
@@ -41,6 +43,6 @@ fn a_job_still_running_when_a_too_short_run_ends_is_reported() {
 fn the_same_jobs_in_a_long_enough_run_pass() {
     let mut cfg = too_short();
     cfg.duration = Dur::secs(360);
-    let out = run_seed(&cfg, 1).expect("runs");
+    let out = memory_run(&cfg, 1).expect("runs");
     assert_eq!(out.violations, vec![], "{:#?}", out.violations);
 }

@@ -4,7 +4,7 @@
 
 use leasehold_sim::bounds::MAX_DURATION;
 use leasehold_sim::duration::Dur;
-use leasehold_sim::runner::{builtin, HarnessError, SeedRun};
+use leasehold_sim::runner::{builtin, run_seed, HarnessError, RunOptions, ValidConfig};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,11 +17,12 @@ fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
     cfg.workload.enqueue_over = Dur::secs(6 * 24 * 3600);
     let limit = Duration::from_millis(300);
     let started = Instant::now();
-    let e = match SeedRun::new(&cfg, 1)
-        .on(&Arc::new(MemoryFactory))
-        .within(Some(limit))
-        .run()
-    {
+    let cfg = ValidConfig::new(cfg).expect("valid");
+    let opts = RunOptions {
+        limit: Some(limit),
+        ..RunOptions::default()
+    };
+    let e = match run_seed(&cfg, 1, &Arc::new(MemoryFactory), opts) {
         Ok(out) => panic!("finished after {} simulated ms", out.sim_time_ms),
         Err(e) => e,
     };
@@ -45,13 +46,13 @@ fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
 
 #[test]
 fn a_limit_never_changes_a_history() {
-    let cfg = builtin::small_swarm();
+    let cfg = ValidConfig::new(builtin::small_swarm()).expect("valid");
     let factory = Arc::new(MemoryFactory);
-    let free = SeedRun::new(&cfg, 3).on(&factory).run().expect("runs");
-    let limited = SeedRun::new(&cfg, 3)
-        .on(&factory)
-        .within(Some(Duration::from_secs(600)))
-        .run()
-        .expect("in time");
+    let free = run_seed(&cfg, 3, &factory, RunOptions::default()).expect("runs");
+    let opts = RunOptions {
+        limit: Some(Duration::from_secs(600)),
+        ..RunOptions::default()
+    };
+    let limited = run_seed(&cfg, 3, &factory, opts).expect("in time");
     assert_eq!(free.history_hash, limited.history_hash);
 }

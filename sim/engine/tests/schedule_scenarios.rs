@@ -5,8 +5,11 @@
 //! whose scheduler caught up more missed plan times than its policy allows,
 //! and a run whose store made a job for a removed schedule.
 
+mod engine_support;
+use engine_support::memory_run;
+
 use leasehold_sim::config::InvariantId;
-use leasehold_sim::runner::run_seed;
+
 use leasehold_sim::scenario::{load_file, load_str};
 use std::path::Path;
 
@@ -71,8 +74,8 @@ fn skewed_schedulers_replay_exactly_and_make_one_job_per_plan_time() {
     // Schedulers fire until one liveness bound (about 30 s here) before the
     // end: 90 s leaves them about 60 s of firing.
     cfg.duration = leasehold_sim::duration::Dur::secs(90);
-    let a = run_seed(&cfg, 3).expect("run");
-    let b = run_seed(&cfg, 3).expect("run");
+    let a = memory_run(&cfg, 3).expect("run");
+    let b = memory_run(&cfg, 3).expect("run");
     assert_eq!(a.history_hash, b.history_hash, "I10");
     assert!(a.violations.is_empty(), "{:?}", a.violations);
     let keys: Vec<String> = a
@@ -96,7 +99,7 @@ fn skewed_schedulers_replay_exactly_and_make_one_job_per_plan_time() {
 #[test]
 fn a_store_that_loses_a_plan_times_job_fails_i12() {
     let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
-    let mut run = run_seed(&cfg, 0).expect("run");
+    let mut run = memory_run(&cfg, 0).expect("run");
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     // Remove one plan time's job from the final state, as a store that
     // lost it would show, and check again.
@@ -123,7 +126,7 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
 fn a_catch_up_past_its_policy_fails_i12() {
     use leasehold_sim::history::{Op, Record};
     let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
-    let mut run = run_seed(&cfg, 0).expect("run");
+    let mut run = memory_run(&cfg, 0).expect("run");
     assert!(run.violations.is_empty(), "{:?}", run.violations);
     let records = &mut run.history.records;
     // The restarted scheduler's catch-up tick fires the latest-only
@@ -174,7 +177,7 @@ fn a_removed_schedule_is_refused_and_a_store_that_fires_it_fails_i12() {
     // The first seed in which a fire from a listing made before the
     // removal reached the store after it (and was refused).
     let found = (0..20).find_map(|seed| {
-        let run = run_seed(&cfg, seed).expect("run");
+        let run = memory_run(&cfg, seed).expect("run");
         assert!(
             run.violations.is_empty(),
             "seed {seed}: {:?}",

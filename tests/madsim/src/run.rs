@@ -347,6 +347,11 @@ pub async fn simulate_and_check(scenario: Scenario) -> Outcome {
 
 /// Runs one seed in a fresh madsim runtime on its own thread (as madsim's
 /// own test runner does), outside any simulation.
+///
+/// Not a door into the engine (`leasehold_sim::runner::run_seed` is the
+/// only one): this is a second simulator, with madsim's runtime, network
+/// and nodes instead of the engine's world, which shares only the model's
+/// history types and the checker, run at the end as the engine runs it.
 pub fn run_seed(scenario: Scenario, seed: u64) -> Outcome {
     std::thread::spawn(move || {
         let rt = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());

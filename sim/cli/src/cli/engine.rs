@@ -7,7 +7,7 @@ use crate::config::{InvariantId, ScriptedFault, SimConfig};
 use crate::history::{History, Record};
 use crate::report::times::Origin;
 use crate::report::violation_report;
-use crate::runner::fault_schedule;
+use crate::runner::{fault_schedule, ValidConfig};
 use crate::stores::StoreKind;
 
 /// One violation as the CLI shows it.
@@ -23,7 +23,7 @@ pub struct Found {
 
 /// One seed's run, reduced (the history is dropped).
 #[derive(Clone, Debug)]
-pub struct SeedRun {
+pub struct SeedSummary {
     /// Every violation, in the checker's order.
     pub violations: Vec<Found>,
     /// The history hash (I10).
@@ -56,23 +56,26 @@ fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found
 }
 
 /// Runs one seed on the scenario's store and checks it.
-pub fn run(cfg: &SimConfig, seed: u64, path: &str, stores: &Stores) -> Result<SeedRun, String> {
+pub fn run(
+    cfg: &ValidConfig,
+    seed: u64,
+    path: &str,
+    stores: &Stores,
+) -> Result<SeedSummary, String> {
     run_keep(cfg, seed, path, stores).map(|(r, _)| r)
 }
 
 /// Runs one seed on the scenario's store, checks it, and keeps the history.
 pub fn run_keep(
-    cfg: &SimConfig,
+    cfg: &ValidConfig,
     seed: u64,
     path: &str,
     stores: &Stores,
-) -> Result<(SeedRun, History), String> {
+) -> Result<(SeedSummary, History), String> {
     let kind = stores.kind_for(cfg);
-    let mut cfg = cfg.clone();
-    cfg.store = Some(kind);
-    let cfg = &cfg;
+    let cfg = &cfg.clone().on_store(kind);
     let out = stores.run(kind, cfg, seed).map_err(|e| e.to_string())?;
-    let run = SeedRun {
+    let run = SeedSummary {
         violations: out
             .violations
             .iter()
@@ -228,7 +231,9 @@ mod tests {
         };
         cfg.workload.jobs = 5;
         cfg.faults.window = crate::duration::Dur::secs(30);
-        let out = crate::runner::run_seed(&cfg, 1).unwrap();
+        let valid = ValidConfig::new(cfg.clone()).unwrap();
+        let memory = std::sync::Arc::new(crate::stores::MemoryFactory);
+        let out = crate::runner::run_seed(&valid, 1, &memory, Default::default()).unwrap();
         (cfg, out.history)
     }
 

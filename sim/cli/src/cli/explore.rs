@@ -23,11 +23,12 @@
 //! `base+1`, … without gaps or repeats.
 
 use super::args::ExploreArgs;
-use super::engine::{self, SeedRun};
+use super::engine::{self, SeedSummary};
 use super::stores::Stores;
 use super::swarm_mix;
 use super::ExitCode;
 use crate::config::{InvariantId, SimConfig};
+use crate::runner::ValidConfig;
 use crate::scenario::{load_paths, to_toml, Scenario};
 use crate::shrink::{shrink, Budget};
 use crate::stores::StoreKind;
@@ -168,7 +169,7 @@ struct Outcome {
     config: SimConfig,
     /// Kinds the swarm mix switched off.
     off: Vec<&'static str>,
-    result: Result<SeedRun, String>,
+    result: Result<SeedSummary, String>,
 }
 
 /// What the reporter does with failures.
@@ -276,7 +277,7 @@ impl Corpus<'_> {
     /// line saying how it was found.
     fn shrunk(&self, cfg: &SimConfig, seed: u64, inv: InvariantId) -> (SimConfig, String) {
         let kind = self.stores.kind_for(cfg);
-        let mut fails = |c: &SimConfig| {
+        let mut fails = |c: &ValidConfig| {
             self.stores
                 .run(kind, c, seed)
                 .is_ok_and(|o| o.violations.iter().any(|v| v.invariant == inv))
@@ -288,7 +289,7 @@ impl Corpus<'_> {
         };
         let t0 = Instant::now();
         let out = shrink(cfg, Some(&schedule), &mut fails, budget);
-        if !fails(&out.config) {
+        if !ValidConfig::new(out.config.clone()).is_ok_and(|c| fails(&c)) {
             // Never write a case that does not fail: keep the original.
             return (
                 cfg.clone(),
@@ -430,7 +431,10 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
                 };
                 let path = s.path.to_string_lossy();
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    engine::run(&config, seed, &path, stores)
+                    // A mixed config is a new config for each seed.
+                    ValidConfig::new(config.clone())
+                        .map_err(|e| e.to_string())
+                        .and_then(|cfg| engine::run(&cfg, seed, &path, stores))
                 }))
                 .unwrap_or_else(|_| Err("panicked".into()));
                 let o = Outcome {

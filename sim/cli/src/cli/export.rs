@@ -7,6 +7,7 @@ use super::stores::Stores;
 use super::ExitCode;
 use crate::history::{History, Record};
 use crate::jepsen;
+use crate::runner::ValidConfig;
 use crate::scenario::load_file;
 use std::path::Path;
 
@@ -53,12 +54,10 @@ fn load(args: &ExportArgs) -> Result<History, String> {
     };
     let scenario = load_file(&args.input).map_err(|e| crate::diagnostic::load_errors(&e, false))?;
     let stores = Stores::new(&args.stores);
-    let mut cfg = scenario.config.clone();
-    let kind = stores.kind_for(&cfg);
-    cfg.store = Some(kind);
+    let kind = stores.kind_for(&scenario.config);
     stores.check(kind).map_err(|e| format!("leasehold: {e}"))?;
-    let out = stores
-        .run(kind, &cfg, seed)
+    let out = ValidConfig::new(scenario.config.clone())
+        .and_then(|cfg| stores.run(kind, &cfg.on_store(kind), seed))
         .map_err(|e| format!("leasehold: harness error: {e}"))?;
     Ok(out.history)
 }

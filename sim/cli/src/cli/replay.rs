@@ -9,6 +9,7 @@ use super::args::ReplayArgs;
 use super::stores::Stores;
 use super::ExitCode;
 use crate::report::violation_report;
+use crate::runner::ValidConfig;
 use crate::scenario::load_file;
 use crate::timeline::{self, MarkAt};
 
@@ -22,16 +23,14 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         }
     };
     let stores = Stores::new(&args.stores);
-    let mut cfg = scenario.config.clone();
-    let kind = stores.kind_for(&cfg);
-    cfg.store = Some(kind);
-    let cfg = &cfg;
+    let kind = stores.kind_for(&scenario.config);
     if let Err(e) = stores.check(kind) {
         eprintln!("leasehold: {e}");
         return ExitCode::Input;
     }
     let path = scenario.path.to_string_lossy().into_owned();
-    let out = match stores.run(kind, cfg, args.seed) {
+    let valid = ValidConfig::new(scenario.config.clone()).map(|v| v.on_store(kind));
+    let (out, cfg) = match valid.and_then(|cfg| Ok((stores.run(kind, &cfg, args.seed)?, cfg))) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("leasehold: harness error: {e}");
@@ -56,7 +55,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         }
     );
     for v in &out.violations {
-        println!("\n{}", violation_report(v, cfg, args.seed, Some(&path)));
+        println!("\n{}", violation_report(v, &cfg, args.seed, Some(&path)));
     }
     if let Some(file) = &args.trace {
         if let Err(e) = std::fs::write(file, out.history.to_jsonl()) {

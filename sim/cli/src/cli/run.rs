@@ -3,7 +3,7 @@
 
 use super::args::RunArgs;
 use super::args::SeedBase;
-use super::engine::{self, SeedRun};
+use super::engine::{self, SeedSummary};
 use super::jsonl::{JsonLines, Totals};
 use super::parallel::run_parallel;
 use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
@@ -13,6 +13,7 @@ use super::stores::Stores;
 use super::verdict::{judge, Detection, Verdict};
 use super::ExitCode;
 use crate::junit;
+use crate::runner::ValidConfig;
 use crate::scenario::{load_paths, Scenario};
 use crate::stores::StoreKind;
 use std::collections::BTreeSet;
@@ -42,7 +43,7 @@ impl Sink {
 
 /// One finished run with its wall time.
 struct Done {
-    result: Result<SeedRun, String>,
+    result: Result<SeedSummary, String>,
     wall_s: f64,
 }
 
@@ -60,16 +61,18 @@ pub(super) fn memory_only(s: &Scenario) -> bool {
 /// on the first answer that differs.
 fn run_task(
     s: &Scenario,
+    valid: &Result<ValidConfig, String>,
     seed: u64,
     stores: &Stores,
     against: Option<(&Stores, StoreKind)>,
-) -> Result<SeedRun, String> {
+) -> Result<SeedSummary, String> {
     let path = s.path.to_string_lossy();
+    let cfg = valid.as_ref().map_err(Clone::clone)?;
     let Some((other, kind_b)) = against else {
-        return engine::run(&s.config, seed, &path, stores);
+        return engine::run(cfg, seed, &path, stores);
     };
-    let (mut a, ha) = engine::run_keep(&s.config, seed, &path, stores)?;
-    let (_, hb) = engine::run_keep(&s.config, seed, &path, other)?;
+    let (mut a, ha) = engine::run_keep(cfg, seed, &path, stores)?;
+    let (_, hb) = engine::run_keep(cfg, seed, &path, other)?;
     let kind_a = stores.kind_for(&s.config);
     if let Some(f) = engine::first_difference((kind_a, &ha), (kind_b, &hb), &s.config, seed, &path)
     {
@@ -195,6 +198,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
         return ExitCode::Input;
     }
     let mut kinds = pin_stores(&mut scenarios, &stores);
+    // Each scenario validated once, for all its seeds.
+    let valid: Vec<Result<ValidConfig, String>> = scenarios
+        .iter()
+        .map(|s| ValidConfig::new(s.config.clone()).map_err(|e| e.to_string()))
+        .collect();
     kinds.extend(against.as_ref().map(|(_, k)| *k));
     kinds.sort();
     kinds.dedup();
@@ -329,10 +337,17 @@ pub fn run(args: &RunArgs) -> ExitCode {
         |t: &Task| {
             let s = &scenarios[t.scenario];
             let t0 = Instant::now();
-            let result = run_task(s, t.seed, &stores, against.as_ref().map(|(b, k)| (b, *k)));
+            let v = &valid[t.scenario];
+            let result = run_task(
+                s,
+                v,
+                t.seed,
+                &stores,
+                against.as_ref().map(|(b, k)| (b, *k)),
+            );
             let wall_s = t0.elapsed().as_secs_f64();
             let result = if firsts.contains(&(t.scenario, t.seed)) {
-                replayed(result, s, t.seed, &stores)
+                replayed(result, s, v, t.seed, &stores)
             } else {
                 result
             };
@@ -407,15 +422,20 @@ pub fn run(args: &RunArgs) -> ExitCode {
 /// I10: runs a seed a second time and fails it when the second history's
 /// hash differs from the first (or the second run fails).
 fn replayed(
-    first: Result<SeedRun, String>,
+    first: Result<SeedSummary, String>,
     s: &Scenario,
+    valid: &Result<ValidConfig, String>,
     seed: u64,
     stores: &Stores,
-) -> Result<SeedRun, String> {
+) -> Result<SeedSummary, String> {
     let mut first = first?;
     first.replayed = true;
     let path = s.path.to_string_lossy();
-    let finding = match engine::run(&s.config, seed, &path, stores) {
+    let again = valid
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|cfg| engine::run(cfg, seed, &path, stores));
+    let finding = match again {
         Ok(r) => engine::determinism(first.hash, r.hash, &s.config, seed, &path),
         Err(e) => {
             engine::determinism(first.hash, !first.hash, &s.config, seed, &path).map(|mut f| {
@@ -434,7 +454,7 @@ fn report_runs(
     sink: &Sink,
     scenarios: &[Scenario],
     tasks: &[Task],
-    results: &[Result<SeedRun, String>],
+    results: &[Result<SeedSummary, String>],
     verdicts: &[Verdict],
 ) {
     let mut told_missing = vec![false; scenarios.len()];
@@ -537,7 +557,7 @@ fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detectio
 fn junit_suites(
     scenarios: &[Scenario],
     tasks: &[Task],
-    results: &[Result<SeedRun, String>],
+    results: &[Result<SeedSummary, String>],
     verdicts: &[Verdict],
     walls: &[f64],
 ) -> Vec<junit::Suite> {

@@ -3,7 +3,7 @@
 
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use crate::config::SimConfig;
-use crate::runner::{HarnessError, RunOutcome, SeedRun};
+use crate::runner::{run_seed, HarnessError, RunOptions, RunOutcome, ValidConfig};
 use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
 use clap::Args;
 use std::path::PathBuf;
@@ -118,16 +118,19 @@ impl Stores {
     pub fn run(
         &self,
         kind: StoreKind,
-        cfg: &SimConfig,
+        cfg: &ValidConfig,
         seed: u64,
     ) -> Result<RunOutcome, HarnessError> {
-        let limit = Some(self.run_timeout);
+        let opts = RunOptions {
+            limit: Some(self.run_timeout),
+            ..RunOptions::default()
+        };
         match kind {
-            StoreKind::Memory => SeedRun::new(cfg, seed).on(&self.memory).within(limit).run(),
-            StoreKind::Sqlite => SeedRun::new(cfg, seed).on(&self.sqlite).within(limit).run(),
+            StoreKind::Memory => run_seed(cfg, seed, &self.memory, opts),
+            StoreKind::Sqlite => run_seed(cfg, seed, &self.sqlite, opts),
             StoreKind::Postgres => {
                 let f = self.postgres().map_err(HarnessError::Store)?;
-                SeedRun::new(cfg, seed).on(f).within(limit).run()
+                run_seed(cfg, seed, f, opts)
             }
         }
     }

@@ -11,7 +11,7 @@
 //! - A seed whose run could not be carried out (harness error, panic) is an
 //!   error, whatever the expectation.
 
-use super::engine::SeedRun;
+use super::engine::SeedSummary;
 use super::plan::Task;
 use crate::config::{InvariantId, SimConfig};
 
@@ -46,7 +46,7 @@ pub struct Detection {
 /// scenario is judged: `passed`, `failed` or `error` for a correct-core
 /// scenario; `caught`, `not_caught` or `error` for a seed of a catalogue
 /// scenario, whose verdict needs all of its seeds.
-pub fn seed_status(cfg: &SimConfig, result: &Result<SeedRun, String>) -> &'static str {
+pub fn seed_status(cfg: &SimConfig, result: &Result<SeedSummary, String>) -> &'static str {
     match (result, cfg.expect.violation) {
         (Err(_), _) => "error",
         (Ok(r), None) if r.violations.is_empty() => "passed",
@@ -61,7 +61,7 @@ pub fn seed_status(cfg: &SimConfig, result: &Result<SeedRun, String>) -> &'stati
 pub fn judge(
     configs: &[&SimConfig],
     tasks: &[Task],
-    results: &[Result<SeedRun, String>],
+    results: &[Result<SeedSummary, String>],
     walls: &[f64],
 ) -> (Vec<Verdict>, Vec<Detection>) {
     let mut detections = Vec::new();

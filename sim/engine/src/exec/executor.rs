@@ -11,11 +11,16 @@
 //! - [`Executor::take_host`] takes every live task of a host out at once,
 //!   in spawn order; the caller drops them, and no waker can bring them
 //!   back (their ids are gone).
+//!
+//! Simulated code spawns onto the seed's executor through a thread-local
+//! handle the world installs for the length of one seed ([`enter`]).
 
 use crate::rng::SimRng;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
@@ -220,4 +225,37 @@ pub fn run_ready(cell: &std::cell::RefCell<Executor>) -> Result<u64, String> {
             }
         }
     }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<RefCell<Executor>>>> = const { RefCell::new(None) };
+}
+
+/// Installs `exec` as the thread's current executor until the guard drops.
+pub fn enter(exec: Rc<RefCell<Executor>>) -> Entered {
+    let prev = CURRENT.with(|c| c.replace(Some(exec)));
+    Entered { prev }
+}
+
+/// Restores the thread's previous executor when dropped.
+pub struct Entered {
+    prev: Option<Rc<RefCell<Executor>>>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        // Dropped after the slot's borrow ends: the executor's own drop
+        // drops tasks, which may look for the current executor.
+        let old = CURRENT.with(|c| c.replace(prev));
+        drop(old);
+    }
+}
+
+/// Spawns `fut` on `host` of the current executor; `None` outside a
+/// simulation.
+pub fn spawn(host: HostIdx, fut: TaskFuture) -> Option<()> {
+    let exec = CURRENT.with(|c| c.borrow().clone())?;
+    exec.borrow_mut().spawn(host, fut);
+    Some(())
 }

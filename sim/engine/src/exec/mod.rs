@@ -13,9 +13,14 @@
 //! - [`executor`]: tasks registered per host and per incarnation, a FIFO
 //!   ready queue, synchronous kill in spawn order;
 //! - [`timers`]: one event queue of timers and message deliveries, ordered
-//!   by (true time, insertion), and the [`Sleep`] every simulated timer is;
-//! - [`context`]: the thread-local handle through which simulated code
-//!   reads true time, spawns, sleeps and sends.
+//!   by (true time, insertion), true time itself, and the [`Sleep`] every
+//!   simulated timer is.
+//!
+//! Simulated code reaches each of them (and the network, `crate::net`)
+//! through a thread-local handle of that layer's own, which the seed's
+//! world installs for the length of the seed: so the executor, the timers
+//! and the network never import one another in a circle, and the world
+//! above them owns all three.
 //!
 //! tokio is still used for what runs *inside* tasks (its `sync` channels,
 //! `select!`): those are plain futures that work on any executor. Nothing
@@ -31,43 +36,45 @@
 //! - A killed host's tasks are dropped at once, in the order they were
 //!   spawned, and never polled again.
 
-pub mod context;
 pub mod executor;
 pub mod timers;
 
-pub use context::{now_ms, try_now_ms, SimCore};
 pub use executor::{Executor, HostIdx};
-pub use timers::{sleep_until, Sleep};
+pub use timers::{now_ms, sleep_until, try_now_ms, Sleep};
 
 #[cfg(test)]
 mod tests {
-    use super::context::SimCore;
-    use super::executor::{run_ready, Executor};
-    use super::timers::{sleep_until, Event};
-    use crate::net::fabric::Fabric;
-    use crate::rng::SimRng;
+    use super::executor::{self, run_ready, Executor};
+    use super::timers::{self, sleep_until, Event, Timeline};
+    use std::cell::RefCell;
     use std::rc::Rc;
     use std::sync::{Arc, Mutex};
 
-    fn world(hosts: usize) -> Rc<SimCore> {
-        let names = (0..hosts).map(|i| format!("h{i}")).collect();
-        SimCore::new(
-            Executor::new(hosts),
-            Fabric::new(names, SimRng::new(1), 0, 0, 1),
-        )
+    /// A timeline without messages and an executor, both entered.
+    struct Core {
+        time: Rc<Timeline<()>>,
+        exec: Rc<RefCell<Executor>>,
+        _in: (timers::Entered, executor::Entered),
+    }
+
+    fn world(hosts: usize) -> Core {
+        let time: Rc<Timeline<()>> = Rc::default();
+        let exec = Rc::new(RefCell::new(Executor::new(hosts)));
+        let _in = (timers::enter(time.clone()), executor::enter(exec.clone()));
+        Core { time, exec, _in }
     }
 
     /// Fires every event due at the next instant, as the runner does.
-    fn step(core: &SimCore) -> bool {
-        let Some(t) = core.events.borrow().next_time() else {
+    fn step(core: &Core) -> bool {
+        let Some(t) = core.time.events.borrow().next_time() else {
             return false;
         };
-        core.advance_to(t);
+        core.time.advance_to(t);
         loop {
-            let ev = core.events.borrow_mut().pop_due(t);
+            let ev = core.time.events.borrow_mut().pop_due(t);
             match ev {
                 Some(Event::Wake(w)) => w.wake(),
-                Some(Event::Deliver(_)) => unreachable!("no messages here"),
+                Some(Event::Deliver(())) => unreachable!("no messages here"),
                 None => return true,
             }
         }
@@ -82,7 +89,6 @@ mod tests {
     #[test]
     fn tasks_run_in_spawn_order_and_timers_in_time_then_insertion_order() {
         let core = world(2);
-        let _in = core.enter();
         let log: Log = Arc::default();
         for (host, at, name) in [(0, 30, "a"), (1, 10, "b"), (0, 10, "c"), (1, 20, "d")] {
             let log = log.clone();
@@ -117,7 +123,6 @@ mod tests {
     #[test]
     fn a_kill_drops_the_hosts_tasks_at_once_in_spawn_order_and_only_them() {
         let core = world(2);
-        let _in = core.enter();
         let log: Log = Arc::default();
         for (host, name) in [(0, "x"), (1, "other"), (0, "y"), (0, "z")] {
             let tell = Tell(log.clone(), name);
@@ -132,7 +137,7 @@ mod tests {
             );
         }
         run_ready(&core.exec).unwrap();
-        assert_eq!(core.events.borrow().len(), 4, "four timers pending");
+        assert_eq!(core.time.events.borrow().len(), 4, "four timers pending");
         let tasks = core.exec.borrow_mut().take_host(0);
         drop(tasks);
         assert_eq!(
@@ -141,7 +146,7 @@ mod tests {
             "host 0's tasks, in spawn order"
         );
         assert_eq!(
-            core.events.borrow().len(),
+            core.time.events.borrow().len(),
             1,
             "the killed tasks' timers are gone"
         );
@@ -159,7 +164,6 @@ mod tests {
     #[test]
     fn a_task_woken_twice_before_it_runs_is_polled_once() {
         let core = world(1);
-        let _in = core.enter();
         let polls = Arc::new(Mutex::new(0u32));
         let p = polls.clone();
         let waker_slot: Arc<Mutex<Option<std::task::Waker>>> = Arc::default();

@@ -1,15 +1,23 @@
 //! Timers and scheduled deliveries: one queue of events ordered by (true
 //! time, insertion order), and [`Sleep`], the only timer simulated code has.
 //!
+//! The seed's [`Timeline`] (true time and that queue) is reached by
+//! simulated timers through a thread-local handle that the world installs
+//! for the length of one seed ([`enter`]). The handle hides the type of
+//! the queue's messages, so this file knows nothing of the network that
+//! sends them.
+//!
 //! ## Invariants
 //! - Events due at the same true time fire in the order they were queued.
 //! - A [`Sleep`] that is dropped before it fires leaves nothing behind in
 //!   the queue (a crashed host's timers vanish with it).
+//! - True time never goes back.
 
-use super::context;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// Where an event sits in the queue: its true time and insertion number.
@@ -85,6 +93,105 @@ impl<M> Events<M> {
     }
 }
 
+/// True time and the event queue of one seed.
+pub struct Timeline<M> {
+    now: Cell<u64>,
+    /// Timers and deliveries.
+    pub events: RefCell<Events<M>>,
+}
+
+impl<M> Default for Timeline<M> {
+    fn default() -> Self {
+        Timeline {
+            now: Cell::new(0),
+            events: RefCell::new(Events::default()),
+        }
+    }
+}
+
+impl<M> Timeline<M> {
+    /// True time now (ms).
+    pub fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    /// Moves true time forward to `t` (never back).
+    pub fn advance_to(&self, t: u64) {
+        assert!(t >= self.now.get(), "true time never goes back");
+        self.now.set(t);
+    }
+}
+
+/// What a timer needs of the current timeline, whatever its messages are.
+pub trait Clock {
+    /// True time now (ms).
+    fn now(&self) -> u64;
+    /// Queues a wake-up of `w` at `at`.
+    fn push_wake(&self, at: u64, w: Waker) -> EventKey;
+    /// Replaces the waker of a queued wake-up.
+    fn set_waker(&self, key: EventKey, w: &Waker);
+    /// Removes a queued wake-up.
+    fn remove(&self, key: EventKey);
+}
+
+impl<M> Clock for Timeline<M> {
+    fn now(&self) -> u64 {
+        self.now.get()
+    }
+
+    fn push_wake(&self, at: u64, w: Waker) -> EventKey {
+        self.events.borrow_mut().push(at, Event::Wake(w))
+    }
+
+    fn set_waker(&self, key: EventKey, w: &Waker) {
+        self.events.borrow_mut().set_waker(key, w);
+    }
+
+    fn remove(&self, key: EventKey) {
+        self.events.borrow_mut().remove(key);
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<dyn Clock>>> = const { RefCell::new(None) };
+}
+
+/// Installs `clock` as the thread's current one until the guard drops.
+pub fn enter(clock: Rc<dyn Clock>) -> Entered {
+    let prev = CURRENT.with(|c| c.replace(Some(clock)));
+    Entered { prev }
+}
+
+/// Restores the thread's previous clock when dropped.
+pub struct Entered {
+    prev: Option<Rc<dyn Clock>>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        // Dropped after the slot's borrow ends: the timeline's own drop
+        // may look for the current clock.
+        let old = CURRENT.with(|c| c.replace(prev));
+        drop(old);
+    }
+}
+
+fn with<R>(f: impl FnOnce(&dyn Clock) -> R) -> Option<R> {
+    let clock = CURRENT.with(|c| c.borrow().clone())?;
+    Some(f(&*clock))
+}
+
+/// True time now, from inside a simulation (ms).
+pub fn now_ms() -> u64 {
+    try_now_ms().expect("true time is only read inside a simulation")
+}
+
+/// True time now, or `None` outside a simulation.
+pub fn try_now_ms() -> Option<u64> {
+    with(|c| c.now())
+}
+
 /// Waits until true time `at` (ms).
 pub fn sleep_until(at: u64) -> Sleep {
     Sleep { at, key: None }
@@ -109,20 +216,19 @@ impl Future for Sleep {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let at = self.at;
         let key = self.key;
-        let done = context::with(|core| {
-            if core.now() >= at {
+        let done = with(|clock| {
+            if clock.now() >= at {
                 if let Some(k) = key {
-                    core.events.borrow_mut().remove(k);
+                    clock.remove(k);
                 }
                 return None;
             }
-            let mut ev = core.events.borrow_mut();
             Some(match key {
                 Some(k) => {
-                    ev.set_waker(k, cx.waker());
+                    clock.set_waker(k, cx.waker());
                     k
                 }
-                None => ev.push(at, Event::Wake(cx.waker().clone())),
+                None => clock.push_wake(at, cx.waker().clone()),
             })
         })
         .expect("a simulated timer is only polled inside a simulation");
@@ -143,7 +249,7 @@ impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(k) = self.key.take() {
             // Outside a simulation (a world torn down) there is no queue left.
-            let _ = context::with(|core| core.events.borrow_mut().remove(k));
+            let _ = with(|clock| clock.remove(k));
         }
     }
 }

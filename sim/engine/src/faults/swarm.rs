@@ -3,6 +3,7 @@
 use crate::config::{Range, ScriptedFault, SimConfig};
 use crate::duration::{Dur, SignedDur};
 use crate::rng::SimRng;
+use crate::topology::{HostKind, Hosts};
 
 /// Most faults of one kind on one host, a bound on the arrival loop.
 const MAX_ARRIVALS: usize = 10_000;
@@ -121,21 +122,18 @@ pub fn swarm_faults(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
     let f = &cfg.faults;
     let window = f.window.as_ms().min(cfg.duration.as_ms());
     let mut out = Vec::new();
-    let hosts = cfg.host_names();
-    for host in &hosts {
+    let hosts = Hosts::of(cfg);
+    for h in hosts.draw() {
+        let host = &h.name;
         // Each host has its own stream, so adding a host shifts nothing else.
         let mut rng = SimRng::derive(seed, &format!("swarm/{host}"), &[]);
-        let is_store = host == "store";
-        let crash_rate = if is_store {
-            d.store_crash_rate
-        } else if host.starts_with("worker-") {
-            d.worker_crash_rate
-        } else if host.starts_with("sweeper-") {
-            d.sweeper_crash_rate
-        } else if host.starts_with("scheduler-") {
-            d.scheduler_crash_rate
-        } else {
-            0.0
+        let is_store = h.kind == HostKind::Store;
+        let crash_rate = match h.kind {
+            HostKind::Store => d.store_crash_rate,
+            HostKind::Worker(_) => d.worker_crash_rate,
+            HostKind::Sweeper(_) => d.sweeper_crash_rate,
+            HostKind::Scheduler(_) => d.scheduler_crash_rate,
+            HostKind::Client => 0.0,
         };
         crashes(&mut rng, host, crash_rate, cfg, window, &mut out);
         if !is_store {

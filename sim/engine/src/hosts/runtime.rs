@@ -73,8 +73,7 @@ pub struct HostRuntime(Arc<HostCtx>);
 impl HostRuntime {
     /// The runtime of `host`.
     pub fn new(shared: Arc<Shared>, host: &str) -> Self {
-        let idx = crate::exec::context::with(|c| c.net.borrow().idx(host))
-            .flatten()
+        let idx = crate::net::fabric::idx_of(host)
             .unwrap_or_else(|| panic!("host {host} is not in the simulation"));
         HostRuntime(Arc::new(HostCtx {
             idx,
@@ -142,14 +141,12 @@ impl Runtime for HostRuntime {
     fn spawn(&self, task: BoxFuture<()>) {
         let gated = self.gate(task);
         let idx = self.0.idx;
-        crate::exec::context::with(|c| {
-            c.exec.borrow_mut().spawn(
-                idx,
-                Box::pin(async move {
-                    gated.await;
-                }),
-            )
-        })
+        crate::exec::executor::spawn(
+            idx,
+            Box::pin(async move {
+                gated.await;
+            }),
+        )
         .expect("tasks are only spawned inside a simulation");
     }
 

@@ -23,16 +23,20 @@
 //!
 //! ## Bounds
 //! A host's inbox holds at most [`MAX_INBOX`] requests; more are refused.
+//!
+//! Simulated code reaches the seed's [`Network`] through a thread-local
+//! handle the world installs for the length of one seed ([`enter`]).
 
-use crate::exec::context::{self, SimCore};
-use crate::exec::timers::Event;
+use crate::exec::timers::{Event, Timeline};
 use crate::exec::HostIdx;
 use crate::faults::LinkView;
 use crate::rng::SimRng;
 use leasehold_core::worker::wake::WorkSignal;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use tokio::sync::oneshot;
@@ -175,6 +179,59 @@ impl Fabric {
     }
 }
 
+/// The network of one seed on its timeline: what simulated code sends on.
+pub struct Network {
+    /// True time and the queue deliveries wait in.
+    pub time: Rc<Timeline<Message>>,
+    /// The hosts, links and inboxes.
+    pub fabric: RefCell<Fabric>,
+}
+
+impl Network {
+    /// `fabric` on `time`.
+    pub fn new(time: Rc<Timeline<Message>>, fabric: Fabric) -> Rc<Self> {
+        Rc::new(Network {
+            time,
+            fabric: RefCell::new(fabric),
+        })
+    }
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<Network>>> = const { RefCell::new(None) };
+}
+
+/// Installs `net` as the thread's current network until the guard drops.
+pub fn enter(net: Rc<Network>) -> Entered {
+    let prev = CURRENT.with(|c| c.replace(Some(net)));
+    Entered { prev }
+}
+
+/// Restores the thread's previous network when dropped.
+pub struct Entered {
+    prev: Option<Rc<Network>>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let prev = self.prev.take();
+        // Dropped after the slot's borrow ends: the network's own drop
+        // answers the requests in its inboxes, which looks for it.
+        let old = CURRENT.with(|c| c.replace(prev));
+        drop(old);
+    }
+}
+
+fn with<R>(f: impl FnOnce(&Network) -> R) -> Option<R> {
+    let net = CURRENT.with(|c| c.borrow().clone())?;
+    Some(f(&net))
+}
+
+/// The number of `host` on the current network.
+pub fn idx_of(host: &str) -> Option<HostIdx> {
+    with(|n| n.fabric.borrow().idx(host)).flatten()
+}
+
 /// Things taken out of a crashed host, dropped in a fixed order (drop it
 /// after the network's borrow ends: its requests send resets).
 pub struct Dropped(Option<(VecDeque<Incoming>, Waits)>);
@@ -195,26 +252,26 @@ impl Drop for Dropped {
     }
 }
 
-fn send_on(core: &SimCore, msg: Message) {
+fn send_on(core: &Network, msg: Message) {
     let at = {
-        let mut net = core.net.borrow_mut();
+        let mut net = core.fabric.borrow_mut();
         net.sent += 1;
-        net.arrival(core.now())
+        net.arrival(core.time.now())
     };
-    core.events.borrow_mut().push(at, Event::Deliver(msg));
+    core.time.events.borrow_mut().push(at, Event::Deliver(msg));
 }
 
 /// Sends messages a hold kept, again, in order.
-pub fn resend(core: &SimCore, msgs: Vec<Message>) {
+pub fn resend(core: &Network, msgs: Vec<Message>) {
     for m in msgs {
         send_on(core, m);
     }
 }
 
 /// Delivers `msg` now (the runner calls this when its time comes).
-pub fn deliver(core: &SimCore, msg: Message) {
+pub fn deliver(core: &Network, msg: Message) {
     let (from, to) = (msg.from, msg.to);
-    let mut net = core.net.borrow_mut();
+    let mut net = core.fabric.borrow_mut();
     let link = net.links.entry((from, to)).or_default();
     if link.cut {
         return;
@@ -270,7 +327,7 @@ pub fn deliver(core: &SimCore, msg: Message) {
     }
 }
 
-fn refuse(core: &SimCore, caller: HostIdx, host: HostIdx, id: u64, inc: u32) {
+fn refuse(core: &Network, caller: HostIdx, host: HostIdx, id: u64, inc: u32) {
     send_on(
         core,
         Message {
@@ -289,10 +346,10 @@ fn refuse(core: &SimCore, caller: HostIdx, host: HostIdx, id: u64, inc: u32) {
 /// answer. Dropping the future stops the wait, not the request: it still
 /// travels, and may still be executed.
 pub fn call(from: HostIdx, to: HostIdx, bytes: Vec<u8>) -> impl Future<Output = Answer> + Send {
-    let rx = context::with(|core| {
+    let rx = with(|core| {
         let (tx, rx) = oneshot::channel();
         let (id, inc) = {
-            let mut net = core.net.borrow_mut();
+            let mut net = core.fabric.borrow_mut();
             let id = net.next_id;
             net.next_id += 1;
             net.pending[from].insert(id, tx);
@@ -324,8 +381,8 @@ struct Forget {
 
 impl Drop for Forget {
     fn drop(&mut self) {
-        let _ = context::with(|core| {
-            let p = core.net.borrow_mut().pending[self.host].remove(&self.id);
+        let _ = with(|core| {
+            let p = core.fabric.borrow_mut().pending[self.host].remove(&self.id);
             drop(p);
         });
     }
@@ -334,7 +391,7 @@ impl Drop for Forget {
 /// Sends a wake-up for `queue` from `from` to `to` (a datagram: nobody
 /// answers, and a lost one is never known).
 pub fn send_wake(from: HostIdx, to: HostIdx, queue: &str) {
-    let _ = context::with(|core| {
+    let _ = with(|core| {
         send_on(
             core,
             Message {
@@ -348,7 +405,7 @@ pub fn send_wake(from: HostIdx, to: HostIdx, queue: &str) {
 
 /// Announces the wake-ups `host` hears on `signal` (its current incarnation).
 pub fn hear_wake_ups(host: HostIdx, signal: Arc<WorkSignal>) {
-    let _ = context::with(|core| core.net.borrow_mut().wakes[host] = Some(signal));
+    let _ = with(|core| core.fabric.borrow_mut().wakes[host] = Some(signal));
 }
 
 /// A request as the receiving host takes it.
@@ -390,7 +447,7 @@ impl Replier {
     }
 
     fn answer(&self, answer: Answer) {
-        let _ = context::with(|core| {
+        let _ = with(|core| {
             send_on(
                 core,
                 Message {
@@ -425,7 +482,7 @@ impl Drop for Incoming {
 
 /// Starts `host`'s inbox (its listening socket) for this incarnation.
 pub fn listen(host: HostIdx) {
-    let _ = context::with(|core| core.net.borrow_mut().inboxes[host].open = true);
+    let _ = with(|core| core.fabric.borrow_mut().inboxes[host].open = true);
 }
 
 /// The next request to `host`, in arrival order.
@@ -442,8 +499,8 @@ impl Future for Accept {
     type Output = Incoming;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Incoming> {
-        let got = context::with(|core| {
-            let mut net = core.net.borrow_mut();
+        let got = with(|core| {
+            let mut net = core.fabric.borrow_mut();
             let inbox = &mut net.inboxes[self.host];
             match inbox.queue.pop_front() {
                 Some(i) => Some(i),

@@ -94,9 +94,7 @@ impl RemoteCall {
     /// The carrier of the host of `rt`; `send_wall_on_sweep` makes sweeps
     /// carry this host's wall clock (the `sweeper-own-clock` bug).
     pub fn new(rt: HostRuntime, send_wall_on_sweep: bool) -> Self {
-        let store = crate::exec::context::with(|c| c.net.borrow().idx("store"))
-            .flatten()
-            .expect("the world has a store host");
+        let store = fabric::idx_of("store").expect("the world has a store host");
         RemoteCall {
             rt,
             store,

@@ -39,7 +39,7 @@ impl WakeSender {
         let workers = workers
             .into_iter()
             .filter_map(|h| {
-                let i = crate::exec::context::with(|c| c.net.borrow().idx(&h)).flatten()?;
+                let i = super::fabric::idx_of(&h)?;
                 Some((h, i))
             })
             .collect();

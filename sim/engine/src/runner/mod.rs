@@ -33,7 +33,10 @@
 
 pub use leasehold_model::builtin;
 mod collect;
+mod valid;
 mod world;
+
+pub use valid::ValidConfig;
 
 pub use crate::stores::Backend;
 use collect::collect;
@@ -43,15 +46,14 @@ use crate::catalogue::{self, Variant};
 use crate::checker::{self, Violation};
 use crate::clock::ClockModel;
 use crate::config::{ScriptedFault, SimConfig};
-use crate::exec::context::SimCore;
-use crate::exec::executor::{run_ready, Executor, TaskFuture};
-use crate::exec::timers::Event as SimEvent;
+use crate::exec::executor::{Executor, TaskFuture};
 use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::history::{History, Record};
 use crate::hosts::workload::WorkloadPlan;
 use crate::hosts::{client, store, worker, Shared};
-use crate::net::fabric::{self, Fabric};
-use crate::stores::{MemoryFactory, SeedContext, StoreFactory};
+use crate::net::fabric::Fabric;
+use crate::stores::{SeedContext, StoreFactory};
+use crate::topology::{Host, HostKind, Hosts};
 use leasehold_core::{list_all, Event, JobRecord};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -186,94 +188,44 @@ fn read_final<F: StoreFactory>(backend: &Backend<F>) -> Result<FinalState, Harne
     read.map_err(|e| HarnessError::Store(format!("reading the final state: {e}")))
 }
 
-/// Runs `cfg` with `seed` on the memory store and checks every invariant
-/// (`SeedRun::new(cfg, seed).run()`).
-pub fn run_seed(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
-    SeedRun::new(cfg, seed).run()
-}
-
-/// One seed of a scenario, to run and check: on the memory store unless
-/// [`SeedRun::on`] names another, with no wall-clock limit unless
-/// [`SeedRun::within`] sets one.
-///
-/// ```no_run
-/// use leasehold_sim::runner::{builtin, SeedRun};
-/// use std::time::Duration;
-/// let cfg = builtin::small_swarm();
-/// let out = SeedRun::new(&cfg, 7)
-///     .within(Some(Duration::from_secs(60)))
-///     .run()
-///     .expect("the harness runs");
-/// assert!(out.violations.is_empty());
-/// ```
-#[must_use = "a SeedRun does nothing until `run`"]
-pub struct SeedRun<'a, F: StoreFactory = MemoryFactory> {
-    cfg: &'a SimConfig,
-    seed: u64,
-    factory: Arc<F>,
-    limit: Option<Duration>,
-    explore: bool,
-}
-
-impl<'a> SeedRun<'a, MemoryFactory> {
-    /// `seed` of `cfg`, on the memory store.
-    pub fn new(cfg: &'a SimConfig, seed: u64) -> Self {
-        SeedRun {
-            cfg,
-            seed,
-            factory: Arc::new(MemoryFactory),
-            limit: None,
-            explore: false,
-        }
-    }
-}
-
-impl<'a, F: StoreFactory> SeedRun<'a, F> {
-    /// On a fresh store (one database for this seed) from `factory`.
-    pub fn on<G: StoreFactory>(self, factory: &Arc<G>) -> SeedRun<'a, G> {
-        SeedRun {
-            cfg: self.cfg,
-            seed: self.seed,
-            factory: factory.clone(),
-            limit: self.limit,
-            explore: self.explore,
-        }
-    }
-
-    /// Stopped with [`HarnessError::Timeout`] once `limit` of wall time has
+/// How one seed runs, besides its config, seed and store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Stopped with [`HarnessError::Timeout`] once this much wall time has
     /// passed (`None`: no limit). The wall clock is read between steps only
     /// to abort, never to decide anything the simulation sees, so a run
     /// that finishes in time has the same history with or without a limit.
-    pub fn within(mut self, limit: Option<Duration>) -> Self {
-        self.limit = limit;
-        self
-    }
-
-    /// With `explore`, ready tasks run in an order drawn from the seed
-    /// instead of first in, first out: other interleavings of the same
-    /// faults, still one history per seed (off by default; the recorded
-    /// hashes and the catalogue's seeds are FIFO's).
-    pub fn explore_task_order(mut self, explore: bool) -> Self {
-        self.explore = explore;
-        self
-    }
-
-    /// Runs the seed and checks every invariant.
-    pub fn run(self) -> Result<RunOutcome, HarnessError> {
-        run_seed_with(self.cfg, self.seed, &self.factory, self.limit, self.explore)
-    }
+    pub limit: Option<Duration>,
+    /// Ready tasks run in an order drawn from the seed instead of first in,
+    /// first out: other interleavings of the same faults, still one history
+    /// per seed (off by default; the recorded hashes and the catalogue's
+    /// seeds are FIFO's).
+    pub explore: bool,
 }
 
-fn run_seed_with<F: StoreFactory>(
-    cfg: &SimConfig,
+/// The one door into a seed: `seed` of `cfg` on a fresh store from
+/// `factory` (one database for this seed, destroyed after), run in one
+/// world, checked against every invariant at the end; one outcome out.
+/// Every tool runs seeds through here: run, replay, shrink, explore,
+/// export and the harness for a user's own store.
+///
+/// ```no_run
+/// use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+/// use leasehold_sim::stores::MemoryFactory;
+/// use std::sync::Arc;
+/// let cfg = ValidConfig::new(builtin::small_swarm()).expect("a valid scenario");
+/// let out = run_seed(&cfg, 7, &Arc::new(MemoryFactory), RunOptions::default())
+///     .expect("the harness runs");
+/// assert!(out.violations.is_empty());
+/// ```
+pub fn run_seed<F: StoreFactory>(
+    cfg: &ValidConfig,
     seed: u64,
     factory: &Arc<F>,
-    limit: Option<Duration>,
-    explore: bool,
+    opts: RunOptions,
 ) -> Result<RunOutcome, HarnessError> {
-    let deadline = limit.map(|l| (std::time::Instant::now() + l, l));
-    cfg.validate().map_err(HarnessError::Config)?;
-    let variant = variant_of(cfg)?;
+    let deadline = opts.limit.map(|l| (std::time::Instant::now() + l, l));
+    let variant = cfg.variant();
     if let Some(v) = variant {
         if catalogue::is_store_side(v) && !factory.carries_store_variants() {
             return Err(HarnessError::Store(format!(
@@ -291,7 +243,7 @@ fn run_seed_with<F: StoreFactory>(
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
     );
-    let out = run_world(cfg, seed, variant, &backend, deadline, explore);
+    let out = run_world(cfg, seed, variant, &backend, deadline, opts.explore);
     backend.destroy();
     out
 }
@@ -309,10 +261,17 @@ fn run_world<F: StoreFactory>(
     let swarm = faults::draw_swarm(cfg, seed);
     let heal = faults::heal_time(cfg, &schedule);
     let broken = faults::timing_assumption_broken(cfg, &schedule);
-    let hosts = cfg.host_names();
-    let clocks: BTreeMap<String, Arc<ClockModel>> = hosts
+    // The one list of the world's hosts.
+    let topology = Hosts::of(cfg);
+    let clocks: BTreeMap<String, Arc<ClockModel>> = topology
+        .registration()
         .iter()
-        .map(|h| (h.clone(), Arc::new(ClockModel::of_host(h, &schedule))))
+        .map(|h| {
+            (
+                h.name.clone(),
+                Arc::new(ClockModel::of_host(&h.name, &schedule)),
+            )
+        })
         .collect();
     let shared = Arc::new(Shared::new(
         Arc::new(cfg.clone()),
@@ -346,11 +305,11 @@ fn run_world<F: StoreFactory>(
     }
 
     // Registration order: the order hosts start in, and their numbers.
-    let mut names = vec!["store".to_string()];
-    names.extend((1..=cfg.topology.workers).map(|i| format!("worker-{i}")));
-    names.extend((1..=cfg.topology.sweepers).map(|i| format!("sweeper-{i}")));
-    names.extend((1..=cfg.topology.schedulers).map(|i| format!("scheduler-{i}")));
-    names.push("client".to_string());
+    let names: Vec<String> = topology
+        .registration()
+        .iter()
+        .map(|h| h.name.clone())
+        .collect();
     let lat = &cfg.network.latency;
     let fabric = Fabric::new(
         names.clone(),
@@ -363,32 +322,33 @@ fn run_world<F: StoreFactory>(
     if explore {
         exec = exec.with_seeded_order(crate::rng::SimRng::derive(seed, "task-order", &[]));
     }
-    let core = SimCore::new(exec, fabric);
-    let _entered = core.enter();
     let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
-    let hosts: Vec<(String, Starter)> = names
+    let hosts: Vec<(Host, Starter)> = topology
+        .registration()
         .iter()
         .map(|h| {
-            let (s, b, h2, errs) = (shared.clone(), backend.clone(), h.clone(), errors.clone());
-            let starter: Starter = Box::new(move |running| software(&s, &b, &h2, &errs, running));
+            let (s, b, errs) = (shared.clone(), backend.clone(), errors.clone());
+            let (kind, name) = (h.kind, h.name.clone());
+            let starter: Starter =
+                Box::new(move |running| software(&s, &b, kind, &name, &errs, running));
             (h.clone(), starter)
         })
         .collect();
+    let b = backend.clone();
+    let mut world = World::new(
+        hosts,
+        fabric,
+        exec,
+        plan,
+        shared.clone(),
+        Box::new(move || b.close()),
+    );
+    // Declared before `world`'s tear-down guard and dropped after it: the
+    // world's tasks and timers are dropped while it is still entered.
+    let _entered = world.enter();
     // Dropped before `world` on every way out (a run timeout, a panic, a
     // harness error): tearing the world down drops every task, and their
     // guards must not record.
-    let b = backend.clone();
-    let mut world = World {
-        core: core.clone(),
-        shared: shared.clone(),
-        plan,
-        running: hosts.iter().map(|_| Arc::default()).collect(),
-        hosts,
-        next_process: 0,
-        next_link_time: 0,
-        links: BTreeMap::new(),
-        on_store_down: Box::new(move || b.close()),
-    };
     let _teardown = SilentTeardown(&shared);
     world.start_all();
     let end = cfg.duration.as_ms();
@@ -399,7 +359,7 @@ fn run_world<F: StoreFactory>(
     let mut next_quiet_check = 0u64;
     let mut quiet_end = false;
     let outcome = loop {
-        run_ready(&core.exec).map_err(HarnessError::Sim)?;
+        world.run_ready().map_err(HarnessError::Sim)?;
         if let Some(p) = shared.panics().first() {
             break Err(HarnessError::Panic(p.clone()));
         }
@@ -411,15 +371,15 @@ fn run_world<F: StoreFactory>(
             if rounds % DEADLINE_EVERY == 0 && std::time::Instant::now() >= at {
                 break Err(HarnessError::Timeout {
                     limit,
-                    sim_ms: core.now(),
+                    sim_ms: world.now(),
                     duration_ms: end,
                     steps,
                 });
             }
         }
-        let now = core.now();
+        let now = world.now();
         let next = [
-            core.events.borrow().next_time(),
+            world.next_event(),
             world.next_fault(),
             Some(next_quiet_check),
         ]
@@ -429,7 +389,7 @@ fn run_world<F: StoreFactory>(
         .unwrap_or(end)
         .max(now);
         if next >= end {
-            core.advance_to(end.max(now));
+            world.advance_to(end.max(now));
             break Ok(());
         }
         if next == now {
@@ -442,7 +402,7 @@ fn run_world<F: StoreFactory>(
         } else {
             same_instant = 0;
             steps += 1;
-            core.advance_to(next);
+            world.advance_to(next);
         }
         world.apply_due(next);
         if next >= next_quiet_check {
@@ -464,17 +424,9 @@ fn run_world<F: StoreFactory>(
                 _ => {}
             }
         }
-        // One event at a time: the queue is not borrowed while it fires.
-        loop {
-            let ev = core.events.borrow_mut().pop_due(next);
-            match ev {
-                None => break,
-                Some(SimEvent::Wake(w)) => w.wake(),
-                Some(SimEvent::Deliver(m)) => fabric::deliver(&core, m),
-            }
-        }
+        world.fire_due(next);
     };
-    let now = core.now().min(end);
+    let now = world.now().min(end);
     // Tearing the world down drops every task; their guards must not record.
     world.tear_down();
     outcome?;
@@ -501,6 +453,7 @@ fn run_world<F: StoreFactory>(
 fn software<F: StoreFactory>(
     shared: &Arc<Shared>,
     backend: &Arc<Backend<F>>,
+    kind: HostKind,
     host: &str,
     errors: &Arc<std::sync::Mutex<Vec<String>>>,
     running: Arc<std::sync::atomic::AtomicBool>,
@@ -508,17 +461,14 @@ fn software<F: StoreFactory>(
     let s = shared.clone();
     let h = host.to_string();
     let fut: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> =
-        if host == "store" {
-            Box::pin(store::run(s.clone(), backend.clone()))
-        } else if host == "client" {
-            Box::pin(client::run(s.clone()))
-        } else if let Some(n) = host.strip_prefix("worker-") {
-            let i: u32 = n.parse().unwrap_or(1);
-            Box::pin(worker::run_worker(s.clone(), h.clone(), i - 1))
-        } else if host.starts_with("sweeper-") {
-            Box::pin(worker::run_sweeper(s.clone(), h.clone()))
-        } else {
-            Box::pin(crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()))
+        match kind {
+            HostKind::Store => Box::pin(store::run(s.clone(), backend.clone())),
+            HostKind::Client => Box::pin(client::run(s.clone())),
+            HostKind::Worker(n) => Box::pin(worker::run_worker(s.clone(), h.clone(), n - 1)),
+            HostKind::Sweeper(_) => Box::pin(worker::run_sweeper(s.clone(), h.clone())),
+            HostKind::Scheduler(_) => {
+                Box::pin(crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()))
+            }
         };
     let g = gated(s, &h, fut);
     let errors = errors.clone();

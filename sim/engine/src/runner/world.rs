@@ -1,6 +1,8 @@
-//! The simulated world of one seed: its hosts (started, crashed, restarted
-//! by the fault plan), its links (cut, held, healed), and the fault plan
-//! applied at the exact instants it names.
+//! The simulated world of one seed, in one place: true time and the event
+//! queue, the executor every host runs on, the network, the typed hosts
+//! (started, crashed, restarted by the fault plan) with their
+//! incarnations, the links (cut, held, healed), the fault plan applied at
+//! the exact instants it names, and the run's recorder.
 //!
 //! ## Invariants
 //! - A crash drops every task of the host at once, in spawn order, with
@@ -9,14 +11,18 @@
 //!   `HostCrashed` record, and answers to it are dropped ("dead is dead",
 //!   `tests/engine_dead_is_dead.rs`).
 //! - A restart starts a new incarnation from the host's software.
+//! - Simulated code reaches the world's time, executor and network only
+//!   while the world is entered ([`World::enter`]).
 
-use crate::exec::context::SimCore;
-use crate::exec::executor::TaskFuture;
+use crate::exec::executor::{self, run_ready, Executor, TaskFuture};
+use crate::exec::timers::{self, Event, Timeline};
 use crate::exec::HostIdx;
 use crate::faults::{FaultPlan, LinkView, ProcessAction};
 use crate::history::Record;
 use crate::hosts::Shared;
-use crate::net::fabric;
+use crate::net::fabric::{self, Fabric, Message, Network};
+use crate::topology::{Host, HostKind};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,24 +32,105 @@ use std::sync::Arc;
 /// it is given when the software returns.
 pub(super) type Starter = Box<dyn Fn(Arc<AtomicBool>) -> TaskFuture>;
 
-/// The runner's view of the world: its hosts and which faults are applied.
+/// The world of one seed.
 pub(super) struct World {
-    pub(super) core: Rc<SimCore>,
+    time: Rc<Timeline<Message>>,
+    exec: Rc<RefCell<Executor>>,
+    net: Rc<Network>,
+    /// The run's settings and recorder.
     pub(super) shared: Arc<Shared>,
-    pub(super) plan: FaultPlan,
-    /// Each host's name and software, in registration order.
-    pub(super) hosts: Vec<(String, Starter)>,
+    plan: FaultPlan,
+    /// Each host and its software, in registration order.
+    hosts: Vec<(Host, Starter)>,
     /// Whether each host's main task is still running (it ends on a
     /// crash, or when its software returns, as after a graceful shutdown).
-    pub(super) running: Vec<Arc<AtomicBool>>,
-    pub(super) next_process: usize,
-    pub(super) next_link_time: usize,
-    pub(super) links: BTreeMap<(String, String), LinkView>,
+    running: Vec<Arc<AtomicBool>>,
+    next_process: usize,
+    next_link_time: usize,
+    links: BTreeMap<(String, String), LinkView>,
     /// Closes the store once its host is down (its connections die with it).
-    pub(super) on_store_down: Box<dyn Fn()>,
+    on_store_down: Box<dyn Fn()>,
 }
 
+/// The world's time, executor and network installed as the thread's
+/// current ones; dropped in the reverse order.
+pub(super) struct Entered(
+    #[allow(dead_code)] timers::Entered,
+    #[allow(dead_code)] executor::Entered,
+    #[allow(dead_code)] fabric::Entered,
+);
+
 impl World {
+    /// A world at true time 0 of `hosts` (in registration order, each with
+    /// its software), on `fabric` and `exec`, applying `plan`; nothing
+    /// started yet.
+    pub(super) fn new(
+        hosts: Vec<(Host, Starter)>,
+        fabric: Fabric,
+        exec: Executor,
+        plan: FaultPlan,
+        shared: Arc<Shared>,
+        on_store_down: Box<dyn Fn()>,
+    ) -> Self {
+        let time: Rc<Timeline<Message>> = Rc::default();
+        World {
+            net: Network::new(time.clone(), fabric),
+            time,
+            exec: Rc::new(RefCell::new(exec)),
+            shared,
+            plan,
+            running: hosts.iter().map(|_| Arc::default()).collect(),
+            hosts,
+            next_process: 0,
+            next_link_time: 0,
+            links: BTreeMap::new(),
+            on_store_down,
+        }
+    }
+
+    /// Installs the world as the thread's current one until the guard
+    /// drops. Keep the guard alive longer than the world's tear-down.
+    pub(super) fn enter(&self) -> Entered {
+        Entered(
+            timers::enter(self.time.clone()),
+            executor::enter(self.exec.clone()),
+            fabric::enter(self.net.clone()),
+        )
+    }
+
+    /// True time now (ms).
+    pub(super) fn now(&self) -> u64 {
+        self.time.now()
+    }
+
+    /// Moves true time forward to `t` (never back).
+    pub(super) fn advance_to(&self, t: u64) {
+        self.time.advance_to(t);
+    }
+
+    /// The true time of the next timer or delivery.
+    pub(super) fn next_event(&self) -> Option<u64> {
+        self.time.events.borrow().next_time()
+    }
+
+    /// Polls ready tasks until none is left.
+    pub(super) fn run_ready(&self) -> Result<u64, String> {
+        run_ready(&self.exec)
+    }
+
+    /// Fires every timer and delivery due at `now`, in (time, insertion)
+    /// order, one at a time: the queue is not borrowed while one fires.
+    pub(super) fn fire_due(&self, now: u64) {
+        loop {
+            let ev = self.time.events.borrow_mut().pop_due(now);
+            match ev {
+                None => break,
+                Some(Event::Wake(w)) => w.wake(),
+                Some(Event::Deliver(m)) => fabric::deliver(&self.net, m),
+            }
+        }
+    }
+
     /// Starts every host, in registration order.
     pub(super) fn start_all(&mut self) {
         for i in 0..self.hosts.len() {
@@ -55,41 +142,41 @@ impl World {
         // What an incarnation whose software returned left behind goes
         // with it, silently (it did not crash).
         self.shared.set_crashing(true);
-        let left = self.core.exec.borrow_mut().take_host(i);
+        let left = self.exec.borrow_mut().take_host(i);
         for t in left {
             drop(t);
         }
-        let gone = self.core.net.borrow_mut().host_down(i);
+        let gone = self.net.fabric.borrow_mut().host_down(i);
         drop(gone);
         self.shared.set_crashing(false);
-        self.core.net.borrow_mut().host_up(i);
+        self.net.fabric.borrow_mut().host_up(i);
         self.running[i].store(true, Ordering::SeqCst);
         let fut = (self.hosts[i].1)(self.running[i].clone());
-        self.core.exec.borrow_mut().spawn(i, fut);
+        self.exec.borrow_mut().spawn(i, fut);
     }
 
     fn idx(&self, host: &str) -> Option<HostIdx> {
-        self.hosts.iter().position(|(h, _)| h == host)
+        self.hosts.iter().position(|(h, _)| h.name == host)
     }
 
     /// Kills host `i` and records it at `now`.
     fn crash(&mut self, i: HostIdx, now: u64) {
         self.shared.set_crashing(true);
-        let tasks = self.core.exec.borrow_mut().take_host(i);
+        let tasks = self.exec.borrow_mut().take_host(i);
         // One after another, outside the executor's borrow.
         for t in tasks {
             drop(t);
         }
-        let gone = self.core.net.borrow_mut().host_down(i);
+        let gone = self.net.fabric.borrow_mut().host_down(i);
         drop(gone);
-        if self.hosts[i].0 == "store" {
+        if self.hosts[i].0.kind == HostKind::Store {
             (self.on_store_down)();
         }
         self.running[i].store(false, Ordering::SeqCst);
         self.shared.set_crashing(false);
         self.shared.record_runner(Record::HostCrashed {
             t: now,
-            host: self.hosts[i].0.clone(),
+            host: self.hosts[i].0.name.clone(),
         });
     }
 
@@ -140,8 +227,8 @@ impl World {
                     continue;
                 }
                 if let (Some(ia), Some(ib)) = (self.idx(&a), self.idx(&b)) {
-                    let again = self.core.net.borrow_mut().set_link(ia, ib, new);
-                    fabric::resend(&self.core, again);
+                    let again = self.net.fabric.borrow_mut().set_link(ia, ib, new);
+                    fabric::resend(&self.net, again);
                 }
                 self.shared.record_runner(Record::Link {
                     t: now,
@@ -166,7 +253,7 @@ impl World {
     pub(super) fn tear_down(&mut self) {
         self.shared.set_crashing(true);
         for i in 0..self.hosts.len() {
-            let tasks = self.core.exec.borrow_mut().take_host(i);
+            let tasks = self.exec.borrow_mut().take_host(i);
             for t in tasks {
                 drop(t);
             }

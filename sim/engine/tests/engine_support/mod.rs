@@ -2,9 +2,11 @@
 #![allow(dead_code)]
 
 use leasehold_sim::config::{InvariantId, SimConfig};
-use leasehold_sim::runner::{run_seed, RunOutcome};
+use leasehold_sim::runner::{run_seed, HarnessError, RunOptions, RunOutcome, ValidConfig};
 use leasehold_sim::scenario::load_file;
+use leasehold_sim::stores::MemoryFactory;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Loads a scenario file of the library by its path under `scenarios/`,
 /// failing the test with the loader's error.
@@ -19,7 +21,13 @@ pub fn scenario(rel: &str) -> SimConfig {
 
 /// Runs a seed, failing the test on a harness error.
 pub fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
-    run_seed(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
+    memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
+}
+
+/// One seed on the memory store, through the engine's one door.
+pub fn memory_run(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
+    let cfg = ValidConfig::new(cfg.clone())?;
+    run_seed(&cfg, seed, &Arc::new(MemoryFactory), RunOptions::default())
 }
 
 /// The invariants a run broke, sorted and deduplicated.

@@ -1,0 +1,94 @@
+//! A scenario checked once: what the door into a seed takes, so a config
+//! run for many seeds (a library run, a shrink, an exploration) is
+//! validated once, not once per seed.
+
+use super::{variant_of, HarnessError};
+use crate::catalogue::Variant;
+use crate::config::SimConfig;
+use crate::store_kind::StoreKind;
+use std::ops::Deref;
+
+/// A [`SimConfig`] that passed [`SimConfig::validate`], with its variant
+/// parsed. Read-only: a changed config is a new one, validated again.
+#[derive(Clone, Debug)]
+pub struct ValidConfig {
+    cfg: SimConfig,
+    variant: Option<Variant>,
+}
+
+impl ValidConfig {
+    /// Validates `cfg` and parses its variant.
+    pub fn new(cfg: SimConfig) -> Result<Self, HarnessError> {
+        cfg.validate().map_err(HarnessError::Config)?;
+        let variant = variant_of(&cfg)?;
+        Ok(ValidConfig { cfg, variant })
+    }
+
+    /// The catalogue variant in force.
+    pub fn variant(&self) -> Option<Variant> {
+        self.variant
+    }
+
+    /// The same scenario pinned to the store `kind`. Which store a
+    /// scenario runs on is no part of its validation (`validate` never
+    /// reads it; a test below holds it to that), so this does not
+    /// validate again.
+    pub fn on_store(mut self, kind: StoreKind) -> Self {
+        self.cfg.store = Some(kind);
+        self
+    }
+
+    /// The config itself.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+}
+
+impl Deref for ValidConfig {
+    type Target = SimConfig;
+
+    fn deref(&self) -> &SimConfig {
+        &self.cfg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_config_is_refused_with_its_problems() {
+        let mut cfg = crate::builtin::small_swarm();
+        cfg.duration = crate::duration::Dur::ms(0);
+        match ValidConfig::new(cfg) {
+            Err(HarnessError::Config(p)) => assert!(!p.is_empty()),
+            other => panic!("expected a config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_store_a_scenario_names_never_changes_its_validation() {
+        for base in crate::builtin::all() {
+            let mut broken = base.clone();
+            broken.duration = crate::duration::Dur::ms(0);
+            for cfg in [base, broken] {
+                let want = cfg.validate();
+                for kind in [StoreKind::Memory, StoreKind::Sqlite, StoreKind::Postgres] {
+                    let mut pinned = cfg.clone();
+                    pinned.store = Some(kind);
+                    assert_eq!(pinned.validate(), want, "{} on {kind}", cfg.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_variant_is_refused_by_name() {
+        let mut cfg = crate::builtin::small_swarm();
+        cfg.variant = Some("no-such-bug".into());
+        match ValidConfig::new(cfg) {
+            Err(HarnessError::UnknownVariant { name, .. }) => assert_eq!(name, "no-such-bug"),
+            other => panic!("expected an unknown variant, got {other:?}"),
+        }
+    }
+}

@@ -6,7 +6,7 @@
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
-use leasehold_sim::runner::ValidConfig;
+use leasehold_sim::runner::PreparedConfig;
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::time::Instant;
@@ -27,7 +27,7 @@ fn catches(file: &str) {
         .expect("a catalogue scenario names its invariant");
     let shown = path.to_string_lossy();
     let stores = Stores::new(&StoreArgs::default());
-    let valid = ValidConfig::new(cfg.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let valid = PreparedConfig::new(cfg.clone()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     for seed in 0..cfg.seeds {
         let run = engine::run(&valid, seed, &shown, &stores)
@@ -41,7 +41,7 @@ fn catches(file: &str) {
             let mut correct = cfg.clone();
             correct.variant = None;
             correct.expect.violation = None;
-            let clean = match ValidConfig::new(correct)
+            let clean = match PreparedConfig::new(correct)
                 .map_err(|e| e.to_string())
                 .and_then(|c| engine::run(&c, seed, &shown, &stores))
             {

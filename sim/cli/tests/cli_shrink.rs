@@ -3,7 +3,7 @@
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
-use leasehold_sim::runner::ValidConfig;
+use leasehold_sim::runner::PreparedConfig;
 use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +14,7 @@ fn shrinks(file: &str, max_runs: u32) {
         .join(file);
     let s = load_file(&src).unwrap();
     let inv = s.config.expect.violation.unwrap();
-    let valid = ValidConfig::new(s.config.clone()).unwrap();
+    let valid = PreparedConfig::new(s.config.clone()).unwrap();
     let seed = (0..s.config.seeds)
         .find(|&seed| {
             engine::run(&valid, seed, "x", &Stores::new(&StoreArgs::default()))

@@ -4,7 +4,7 @@
 //! between host lanes; and no two text labels overlapping.
 
 use leasehold_cli::timeline::{self, text_width, MarkAt};
-use leasehold_sim::runner::{run_seed, RunOptions, ValidConfig};
+use leasehold_sim::runner::{run_seed, RunOptions, PreparedConfig};
 use leasehold_sim::scenario::load_file;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,7 +14,7 @@ fn page(scenario: &str, seed: u64) -> String {
         .join("../..")
         .join(scenario);
     let s = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
-    let cfg = ValidConfig::new(s.config.clone()).expect("a valid scenario");
+    let cfg = PreparedConfig::new(s.config.clone()).expect("a valid scenario");
     let memory = std::sync::Arc::new(leasehold_sim::stores::MemoryFactory);
     let out = run_seed(&cfg, seed, &memory, RunOptions::default()).expect("the run completes");
     let marks = out

@@ -6,7 +6,7 @@
 //! here, outside the simulation. Set `SIM_SPEED_VERBOSE=1` for one line per
 //! seed. Exits 1 if any seed broke an invariant.
 
-use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+use leasehold_sim::runner::{builtin, run_seed, RunOptions, PreparedConfig};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -39,7 +39,7 @@ fn main() {
     let verbose = std::env::var_os("SIM_SPEED_VERBOSE").is_some();
     let next = AtomicU64::new(first);
     let totals = Mutex::new(Totals::default());
-    let cfg = ValidConfig::new(cfg).expect("a valid scenario");
+    let cfg = PreparedConfig::new(cfg).expect("a valid scenario");
     let memory = Arc::new(MemoryFactory);
     let start = Instant::now();
     std::thread::scope(|s| {

@@ -1,6 +1,6 @@
 //! Prints the history summary of one seed of a built-in scenario.
 //! `cargo run --release -p leasehold-sim --example sim_summary -- standard 3`
-use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+use leasehold_sim::runner::{builtin, run_seed, RunOptions, PreparedConfig};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 fn main() {
@@ -17,7 +17,7 @@ fn main() {
     if let Some(v) = args.get(2).filter(|v| v.as_str() != "-") {
         cfg.variant = Some(v.clone());
     }
-    let cfg = ValidConfig::new(cfg).expect("a valid scenario");
+    let cfg = PreparedConfig::new(cfg).expect("a valid scenario");
     let out = run_seed(&cfg, seed, &Arc::new(MemoryFactory), RunOptions::default()).expect("run");
     for (k, n) in out.history.summary() {
         println!("{k:32} {n}");

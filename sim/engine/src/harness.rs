@@ -23,7 +23,7 @@
 
 use crate::checker::Violation;
 use crate::report::violation_report;
-use crate::runner::{run_seed, HarnessError, RunOptions, ValidConfig};
+use crate::runner::{run_seed, HarnessError, RunOptions, PreparedConfig};
 use crate::scenario::{load_paths, LoadErrors, Scenario};
 use crate::stores::StoreFactory;
 use std::path::PathBuf;
@@ -104,7 +104,7 @@ pub fn check_store<F: StoreFactory>(
             report.skipped.push(s.config.name.clone());
             continue;
         }
-        let valid = ValidConfig::new(s.config.clone());
+        let valid = PreparedConfig::new(s.config.clone());
         for seed in 0..seeds.unwrap_or(s.config.seeds) {
             report
                 .runs
@@ -116,7 +116,7 @@ pub fn check_store<F: StoreFactory>(
 
 /// Runs one seed of one scenario on a store from `factory`.
 pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) -> SeedReport {
-    let valid = ValidConfig::new(s.config.clone());
+    let valid = PreparedConfig::new(s.config.clone());
     seed_report(factory, s, valid.as_ref(), seed)
 }
 
@@ -124,7 +124,7 @@ pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) ->
 fn seed_report<F: StoreFactory>(
     factory: &Arc<F>,
     s: &Scenario,
-    valid: Result<&ValidConfig, &HarnessError>,
+    valid: Result<&PreparedConfig, &HarnessError>,
     seed: u64,
 ) -> SeedReport {
     let path = s.path.to_string_lossy().into_owned();

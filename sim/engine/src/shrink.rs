@@ -14,7 +14,7 @@
 
 use crate::config::{Range, ScriptedFault, SimConfig};
 use crate::duration::{Dur, SignedDur};
-use crate::runner::ValidConfig;
+use crate::runner::PreparedConfig;
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -170,7 +170,7 @@ pub fn concretize(cfg: &SimConfig, schedule: &[ScriptedFault]) -> SimConfig {
 }
 
 struct Shrinker<'a> {
-    fails: &'a mut dyn FnMut(&ValidConfig) -> bool,
+    fails: &'a mut dyn FnMut(&PreparedConfig) -> bool,
     budget: Budget,
     started: Instant,
     runs: u32,
@@ -184,7 +184,7 @@ impl Shrinker<'_> {
             return false;
         }
         // Validated once here; the run it is handed to does not again.
-        let Ok(valid) = ValidConfig::new(candidate.clone()) else {
+        let Ok(valid) = PreparedConfig::new(candidate.clone()) else {
             return false;
         };
         if self.runs >= self.budget.max_runs || self.started.elapsed() >= self.budget.max_wall {
@@ -519,7 +519,7 @@ const REDUCTIONS: [Reduce; 12] = [
 pub fn shrink(
     cfg: &SimConfig,
     schedule: Option<&[ScriptedFault]>,
-    fails: &mut dyn FnMut(&ValidConfig) -> bool,
+    fails: &mut dyn FnMut(&PreparedConfig) -> bool,
     budget: Budget,
 ) -> Shrunk {
     let mut s = Shrinker {
@@ -591,7 +591,7 @@ mod tests {
             fault("partition worker-4 store 40s..95s"),
             fault("skew sweeper-1 +1m at 0s"),
         ];
-        let out = shrink(&cfg, None, &mut |c: &ValidConfig| toy(c), Budget::default());
+        let out = shrink(&cfg, None, &mut |c: &PreparedConfig| toy(c), Budget::default());
         assert_eq!(out.config.events, vec![fault("crash worker-2 at 30s")]);
         assert_eq!(out.config.workload.jobs, 3);
         assert_eq!(out.config.topology.workers, 2);
@@ -626,7 +626,7 @@ mod tests {
             ..SimConfig::default()
         };
         let mut runs = 0;
-        let mut count = |c: &ValidConfig| {
+        let mut count = |c: &PreparedConfig| {
             runs += 1;
             toy(c)
         };

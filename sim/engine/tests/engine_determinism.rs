@@ -176,10 +176,10 @@ fn seeds_in_shuffled_order_on_two_threads_give_the_same_histories() {
 /// still one history per seed, and the correct core stays clean under it.
 #[test]
 fn explored_task_orders_are_deterministic_and_differ_from_fifo() {
-    use leasehold_sim::runner::{run_seed, RunOptions, ValidConfig};
+    use leasehold_sim::runner::{run_seed, RunOptions, PreparedConfig};
     use leasehold_sim::stores::MemoryFactory;
     let cfg = scenario("swarm_of_every_fault_heals_and_every_job_finishes.toml");
-    let valid = ValidConfig::new(cfg.clone()).expect("valid");
+    let valid = PreparedConfig::new(cfg.clone()).expect("valid");
     let memory = std::sync::Arc::new(MemoryFactory);
     let mut differ = 0;
     for seed in 0..4 {

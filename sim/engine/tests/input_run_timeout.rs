@@ -4,7 +4,7 @@
 
 use leasehold_sim::bounds::MAX_DURATION;
 use leasehold_sim::duration::Dur;
-use leasehold_sim::runner::{builtin, run_seed, HarnessError, RunOptions, ValidConfig};
+use leasehold_sim::runner::{builtin, run_seed, HarnessError, RunOptions, PreparedConfig};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
     cfg.workload.enqueue_over = Dur::secs(6 * 24 * 3600);
     let limit = Duration::from_millis(300);
     let started = Instant::now();
-    let cfg = ValidConfig::new(cfg).expect("valid");
+    let cfg = PreparedConfig::new(cfg).expect("valid");
     let opts = RunOptions {
         limit: Some(limit),
         ..RunOptions::default()
@@ -46,7 +46,7 @@ fn a_week_long_run_stops_at_its_wall_clock_limit_with_an_error() {
 
 #[test]
 fn a_limit_never_changes_a_history() {
-    let cfg = ValidConfig::new(builtin::small_swarm()).expect("valid");
+    let cfg = PreparedConfig::new(builtin::small_swarm()).expect("valid");
     let factory = Arc::new(MemoryFactory);
     let free = run_seed(&cfg, 3, &factory, RunOptions::default()).expect("runs");
     let opts = RunOptions {

@@ -1,6 +1,6 @@
 //! One seed: the supervisor builds the madsim nodes, applies the fault
 //! plan, waits for the world to settle, collects the history and checks it
-//! with the turmoil simulator's checker.
+//! with the simulator's checker (`leasehold-check`).
 
 use crate::faults::{Action, Plan};
 use crate::nodes::{client_node, store_node, sweeper_node, worker_node, PlannedJob};
@@ -37,7 +37,7 @@ pub struct Outcome {
     pub seed: u64,
     /// Invariant violations (empty = every invariant held).
     pub violations: Vec<Violation>,
-    /// The full history (the turmoil simulator's format).
+    /// The full history (`leasehold-sim`'s format).
     pub history: History,
     /// Simulated time covered (ms).
     pub sim_ms: u64,

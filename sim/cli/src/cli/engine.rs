@@ -7,7 +7,7 @@ use crate::config::{InvariantId, ScriptedFault, SimConfig};
 use crate::history::{History, Record};
 use crate::report::times::Origin;
 use crate::report::violation_report;
-use crate::runner::{fault_schedule, ValidConfig};
+use crate::runner::{fault_schedule, PreparedConfig};
 use crate::stores::StoreKind;
 
 /// One violation as the CLI shows it.
@@ -57,7 +57,7 @@ fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found
 
 /// Runs one seed on the scenario's store and checks it.
 pub fn run(
-    cfg: &ValidConfig,
+    cfg: &PreparedConfig,
     seed: u64,
     path: &str,
     stores: &Stores,
@@ -67,7 +67,7 @@ pub fn run(
 
 /// Runs one seed on the scenario's store, checks it, and keeps the history.
 pub fn run_keep(
-    cfg: &ValidConfig,
+    cfg: &PreparedConfig,
     seed: u64,
     path: &str,
     stores: &Stores,
@@ -231,7 +231,7 @@ mod tests {
         };
         cfg.workload.jobs = 5;
         cfg.faults.window = crate::duration::Dur::secs(30);
-        let valid = ValidConfig::new(cfg.clone()).unwrap();
+        let valid = PreparedConfig::new(cfg.clone()).unwrap();
         let memory = std::sync::Arc::new(crate::stores::MemoryFactory);
         let out = crate::runner::run_seed(&valid, 1, &memory, Default::default()).unwrap();
         (cfg, out.history)

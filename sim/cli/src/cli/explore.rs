@@ -28,7 +28,7 @@ use super::stores::Stores;
 use super::swarm_mix;
 use super::ExitCode;
 use crate::config::{InvariantId, SimConfig};
-use crate::runner::ValidConfig;
+use crate::runner::PreparedConfig;
 use crate::scenario::{load_paths, to_toml, Scenario};
 use crate::shrink::{shrink, Budget};
 use crate::stores::StoreKind;
@@ -277,7 +277,7 @@ impl Corpus<'_> {
     /// line saying how it was found.
     fn shrunk(&self, cfg: &SimConfig, seed: u64, inv: InvariantId) -> (SimConfig, String) {
         let kind = self.stores.kind_for(cfg);
-        let mut fails = |c: &ValidConfig| {
+        let mut fails = |c: &PreparedConfig| {
             self.stores
                 .run(kind, c, seed)
                 .is_ok_and(|o| o.violations.iter().any(|v| v.invariant == inv))
@@ -289,7 +289,7 @@ impl Corpus<'_> {
         };
         let t0 = Instant::now();
         let out = shrink(cfg, Some(&schedule), &mut fails, budget);
-        if !ValidConfig::new(out.config.clone()).is_ok_and(|c| fails(&c)) {
+        if !PreparedConfig::new(out.config.clone()).is_ok_and(|c| fails(&c)) {
             // Never write a case that does not fail: keep the original.
             return (
                 cfg.clone(),
@@ -432,7 +432,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
                 let path = s.path.to_string_lossy();
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     // A mixed config is a new config for each seed.
-                    ValidConfig::new(config.clone())
+                    PreparedConfig::new(config.clone())
                         .map_err(|e| e.to_string())
                         .and_then(|cfg| engine::run(&cfg, seed, &path, stores))
                 }))

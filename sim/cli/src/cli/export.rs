@@ -7,7 +7,7 @@ use super::stores::Stores;
 use super::ExitCode;
 use crate::history::{History, Record};
 use crate::jepsen;
-use crate::runner::ValidConfig;
+use crate::runner::PreparedConfig;
 use crate::scenario::load_file;
 use std::path::Path;
 
@@ -56,7 +56,7 @@ fn load(args: &ExportArgs) -> Result<History, String> {
     let stores = Stores::new(&args.stores);
     let kind = stores.kind_for(&scenario.config);
     stores.check(kind).map_err(|e| format!("leasehold: {e}"))?;
-    let out = ValidConfig::new(scenario.config.clone())
+    let out = PreparedConfig::new(scenario.config.clone())
         .and_then(|cfg| stores.run(kind, &cfg.on_store(kind), seed))
         .map_err(|e| format!("leasehold: harness error: {e}"))?;
     Ok(out.history)

@@ -9,7 +9,7 @@ use super::args::ReplayArgs;
 use super::stores::Stores;
 use super::ExitCode;
 use crate::report::violation_report;
-use crate::runner::ValidConfig;
+use crate::runner::PreparedConfig;
 use crate::scenario::load_file;
 use crate::timeline::{self, MarkAt};
 
@@ -29,7 +29,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         return ExitCode::Input;
     }
     let path = scenario.path.to_string_lossy().into_owned();
-    let valid = ValidConfig::new(scenario.config.clone()).map(|v| v.on_store(kind));
+    let valid = PreparedConfig::new(scenario.config.clone()).map(|v| v.on_store(kind));
     let (out, cfg) = match valid.and_then(|cfg| Ok((stores.run(kind, &cfg, args.seed)?, cfg))) {
         Ok(o) => o,
         Err(e) => {

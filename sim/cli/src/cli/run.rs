@@ -13,7 +13,7 @@ use super::stores::Stores;
 use super::verdict::{judge, Detection, Verdict};
 use super::ExitCode;
 use crate::junit;
-use crate::runner::ValidConfig;
+use crate::runner::PreparedConfig;
 use crate::scenario::{load_paths, Scenario};
 use crate::stores::StoreKind;
 use std::collections::BTreeSet;
@@ -61,7 +61,7 @@ pub(super) fn memory_only(s: &Scenario) -> bool {
 /// on the first answer that differs.
 fn run_task(
     s: &Scenario,
-    valid: &Result<ValidConfig, String>,
+    valid: &Result<PreparedConfig, String>,
     seed: u64,
     stores: &Stores,
     against: Option<(&Stores, StoreKind)>,
@@ -199,9 +199,9 @@ pub fn run(args: &RunArgs) -> ExitCode {
     }
     let mut kinds = pin_stores(&mut scenarios, &stores);
     // Each scenario validated once, for all its seeds.
-    let valid: Vec<Result<ValidConfig, String>> = scenarios
+    let valid: Vec<Result<PreparedConfig, String>> = scenarios
         .iter()
-        .map(|s| ValidConfig::new(s.config.clone()).map_err(|e| e.to_string()))
+        .map(|s| PreparedConfig::new(s.config.clone()).map_err(|e| e.to_string()))
         .collect();
     kinds.extend(against.as_ref().map(|(_, k)| *k));
     kinds.sort();
@@ -424,7 +424,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
 fn replayed(
     first: Result<SeedSummary, String>,
     s: &Scenario,
-    valid: &Result<ValidConfig, String>,
+    valid: &Result<PreparedConfig, String>,
     seed: u64,
     stores: &Stores,
 ) -> Result<SeedSummary, String> {

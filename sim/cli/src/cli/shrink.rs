@@ -6,7 +6,7 @@ use super::args::ShrinkArgs;
 use super::stores::Stores;
 use super::ExitCode;
 use crate::config::InvariantId;
-use crate::runner::{fault_schedule, ValidConfig};
+use crate::runner::{fault_schedule, PreparedConfig};
 use crate::scenario::{load_file, to_toml};
 use crate::shrink::{shrink, Budget};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
     let cfg = &scenario.config;
     let path = scenario.path.to_string_lossy().into_owned();
     let seed = args.seed;
-    let first = match ValidConfig::new(cfg.clone()).and_then(|v| stores.run(kind, &v, seed)) {
+    let first = match PreparedConfig::new(cfg.clone()).and_then(|v| stores.run(kind, &v, seed)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("leasehold: harness error: {e}");
@@ -53,7 +53,7 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
     );
     let schedule = fault_schedule(cfg, seed);
     let started = Instant::now();
-    let mut fails = |c: &ValidConfig| {
+    let mut fails = |c: &PreparedConfig| {
         stores
             .run(kind, c, seed)
             .is_ok_and(|o| o.violations.iter().any(|v| v.invariant == target))
@@ -63,7 +63,7 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
         max_wall: Duration::from_secs(args.max_secs),
     };
     let mut out = shrink(cfg, Some(&schedule), &mut fails, budget);
-    let still = ValidConfig::new(out.config.clone()).is_ok_and(|c| fails(&c));
+    let still = PreparedConfig::new(out.config.clone()).is_ok_and(|c| fails(&c));
     if !still {
         eprintln!("leasehold: the shrunk scenario no longer fails on rerun; this is a determinism bug (I10)");
         return ExitCode::Input;

@@ -3,7 +3,7 @@
 
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use crate::config::SimConfig;
-use crate::runner::{run_seed, HarnessError, RunOptions, RunOutcome, ValidConfig};
+use crate::runner::{run_seed, HarnessError, RunOptions, RunOutcome, PreparedConfig};
 use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
 use clap::Args;
 use std::path::PathBuf;
@@ -118,7 +118,7 @@ impl Stores {
     pub fn run(
         &self,
         kind: StoreKind,
-        cfg: &ValidConfig,
+        cfg: &PreparedConfig,
         seed: u64,
     ) -> Result<RunOutcome, HarnessError> {
         let opts = RunOptions {

@@ -7,7 +7,7 @@
 //! time jumps to the earliest of the next timer of any host, the next
 //! message arrival, the next fault and the next quiet-end check. Message
 //! latency is drawn exactly, in milliseconds, within `network.latency`
-//! (turmoil's exponential shape); a scenario's `tick`, if it sets one, is
+//! (an exponential shape); a scenario's `tick`, if it sets one, is
 //! only a delivery quantum (arrivals rounded up to it). Clocks, timers,
 //! pauses, crashes and link changes are exact to the millisecond.
 //!
@@ -36,7 +36,7 @@ mod collect;
 mod valid;
 mod world;
 
-pub use valid::ValidConfig;
+pub use valid::PreparedConfig;
 
 pub use crate::stores::Backend;
 use collect::collect;
@@ -210,16 +210,16 @@ pub struct RunOptions {
 /// export and the harness for a user's own store.
 ///
 /// ```no_run
-/// use leasehold_sim::runner::{builtin, run_seed, RunOptions, ValidConfig};
+/// use leasehold_sim::runner::{builtin, run_seed, RunOptions, PreparedConfig};
 /// use leasehold_sim::stores::MemoryFactory;
 /// use std::sync::Arc;
-/// let cfg = ValidConfig::new(builtin::small_swarm()).expect("a valid scenario");
+/// let cfg = PreparedConfig::new(builtin::small_swarm()).expect("a valid scenario");
 /// let out = run_seed(&cfg, 7, &Arc::new(MemoryFactory), RunOptions::default())
 ///     .expect("the harness runs");
 /// assert!(out.violations.is_empty());
 /// ```
 pub fn run_seed<F: StoreFactory>(
-    cfg: &ValidConfig,
+    cfg: &PreparedConfig,
     seed: u64,
     factory: &Arc<F>,
     opts: RunOptions,

@@ -4,24 +4,26 @@
 
 use super::{variant_of, HarnessError};
 use crate::catalogue::Variant;
-use crate::config::SimConfig;
+use crate::config::{SimConfig, ValidConfig};
 use crate::store_kind::StoreKind;
 use std::ops::Deref;
 
-/// A [`SimConfig`] that passed [`SimConfig::validate`], with its variant
-/// parsed. Read-only: a changed config is a new one, validated again.
+/// The model's [`ValidConfig`] (a [`SimConfig`] that passed
+/// [`SimConfig::validate`]) with its catalogue variant parsed: what the
+/// door into a seed takes. Read-only: a changed config is a new one,
+/// validated again.
 #[derive(Clone, Debug)]
-pub struct ValidConfig {
-    cfg: SimConfig,
+pub struct PreparedConfig {
+    cfg: ValidConfig,
     variant: Option<Variant>,
 }
 
-impl ValidConfig {
+impl PreparedConfig {
     /// Validates `cfg` and parses its variant.
     pub fn new(cfg: SimConfig) -> Result<Self, HarnessError> {
-        cfg.validate().map_err(HarnessError::Config)?;
+        let cfg = cfg.into_valid().map_err(HarnessError::Config)?;
         let variant = variant_of(&cfg)?;
-        Ok(ValidConfig { cfg, variant })
+        Ok(PreparedConfig { cfg, variant })
     }
 
     /// The catalogue variant in force.
@@ -34,21 +36,21 @@ impl ValidConfig {
     /// reads it; a test below holds it to that), so this does not
     /// validate again.
     pub fn on_store(mut self, kind: StoreKind) -> Self {
-        self.cfg.store = Some(kind);
+        self.cfg = self.cfg.on_store(kind);
         self
     }
 
     /// The config itself.
     pub fn config(&self) -> &SimConfig {
-        &self.cfg
+        self.cfg.config()
     }
 }
 
-impl Deref for ValidConfig {
+impl Deref for PreparedConfig {
     type Target = SimConfig;
 
     fn deref(&self) -> &SimConfig {
-        &self.cfg
+        self.cfg.config()
     }
 }
 
@@ -60,7 +62,7 @@ mod tests {
     fn an_invalid_config_is_refused_with_its_problems() {
         let mut cfg = crate::builtin::small_swarm();
         cfg.duration = crate::duration::Dur::ms(0);
-        match ValidConfig::new(cfg) {
+        match PreparedConfig::new(cfg) {
             Err(HarnessError::Config(p)) => assert!(!p.is_empty()),
             other => panic!("expected a config error, got {other:?}"),
         }
@@ -86,7 +88,7 @@ mod tests {
     fn an_unknown_variant_is_refused_by_name() {
         let mut cfg = crate::builtin::small_swarm();
         cfg.variant = Some("no-such-bug".into());
-        match ValidConfig::new(cfg) {
+        match PreparedConfig::new(cfg) {
             Err(HarnessError::UnknownVariant { name, .. }) => assert_eq!(name, "no-such-bug"),
             other => panic!("expected an unknown variant, got {other:?}"),
         }

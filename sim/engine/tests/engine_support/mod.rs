@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use leasehold_sim::config::{InvariantId, SimConfig};
-use leasehold_sim::runner::{run_seed, HarnessError, RunOptions, RunOutcome, ValidConfig};
+use leasehold_sim::runner::{run_seed, HarnessError, RunOptions, RunOutcome, PreparedConfig};
 use leasehold_sim::scenario::load_file;
 use leasehold_sim::stores::MemoryFactory;
 use std::path::Path;
@@ -26,7 +26,7 @@ pub fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
 
 /// One seed on the memory store, through the engine's one door.
 pub fn memory_run(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
-    let cfg = ValidConfig::new(cfg.clone())?;
+    let cfg = PreparedConfig::new(cfg.clone())?;
     run_seed(&cfg, seed, &Arc::new(MemoryFactory), RunOptions::default())
 }
 

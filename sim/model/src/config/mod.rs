@@ -156,6 +156,14 @@ impl ValidConfig {
         &self.0
     }
 
+    /// The same config pinned to the store it runs on. Validation never
+    /// reads the store field (the engine's tests hold it to that), so the
+    /// proof still stands.
+    pub fn on_store(mut self, kind: crate::store_kind::StoreKind) -> Self {
+        self.0.store = Some(kind);
+        self
+    }
+
     /// The accepted config, to change (it must then be validated again).
     pub fn into_inner(self) -> SimConfig {
         self.0

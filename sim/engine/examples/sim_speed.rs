@@ -6,7 +6,7 @@
 //! here, outside the simulation. Set `SIM_SPEED_VERBOSE=1` for one line per
 //! seed. Exits 1 if any seed broke an invariant.
 
-use leasehold_sim::runner::{builtin, run_seed, RunOptions, PreparedConfig};
+use leasehold_sim::runner::{builtin, run_seed, PreparedConfig, RunOptions};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -23,7 +23,7 @@
 
 use crate::checker::Violation;
 use crate::report::violation_report;
-use crate::runner::{run_seed, HarnessError, RunOptions, PreparedConfig};
+use crate::runner::{run_seed, HarnessError, PreparedConfig, RunOptions};
 use crate::scenario::{load_paths, LoadErrors, Scenario};
 use crate::stores::StoreFactory;
 use std::path::PathBuf;

@@ -591,7 +591,12 @@ mod tests {
             fault("partition worker-4 store 40s..95s"),
             fault("skew sweeper-1 +1m at 0s"),
         ];
-        let out = shrink(&cfg, None, &mut |c: &PreparedConfig| toy(c), Budget::default());
+        let out = shrink(
+            &cfg,
+            None,
+            &mut |c: &PreparedConfig| toy(c),
+            Budget::default(),
+        );
         assert_eq!(out.config.events, vec![fault("crash worker-2 at 30s")]);
         assert_eq!(out.config.workload.jobs, 3);
         assert_eq!(out.config.topology.workers, 2);

@@ -247,7 +247,12 @@ fn no_workspace_crate_depends_on_vendored_code() {
         .as_array()
         .expect("a resolved graph")
         .iter()
-        .map(|n| (n["id"].as_str().unwrap_or_default(), strs(&n["dependencies"])))
+        .map(|n| {
+            (
+                n["id"].as_str().unwrap_or_default(),
+                strs(&n["dependencies"]),
+            )
+        })
         .collect();
     let mut bad = Vec::new();
     for (id, name, _, _) in members(&m) {

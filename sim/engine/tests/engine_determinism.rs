@@ -176,7 +176,7 @@ fn seeds_in_shuffled_order_on_two_threads_give_the_same_histories() {
 /// still one history per seed, and the correct core stays clean under it.
 #[test]
 fn explored_task_orders_are_deterministic_and_differ_from_fifo() {
-    use leasehold_sim::runner::{run_seed, RunOptions, PreparedConfig};
+    use leasehold_sim::runner::{run_seed, PreparedConfig, RunOptions};
     use leasehold_sim::stores::MemoryFactory;
     let cfg = scenario("swarm_of_every_fault_heals_and_every_job_finishes.toml");
     let valid = PreparedConfig::new(cfg.clone()).expect("valid");

@@ -4,7 +4,7 @@
 
 use leasehold_sim::bounds::MAX_DURATION;
 use leasehold_sim::duration::Dur;
-use leasehold_sim::runner::{builtin, run_seed, HarnessError, RunOptions, PreparedConfig};
+use leasehold_sim::runner::{builtin, run_seed, HarnessError, PreparedConfig, RunOptions};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use crate::config::SimConfig;
-use crate::runner::{run_seed, HarnessError, RunOptions, RunOutcome, PreparedConfig};
+use crate::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
 use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
 use clap::Args;
 use std::path::PathBuf;

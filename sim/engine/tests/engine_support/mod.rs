@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use leasehold_sim::config::{InvariantId, SimConfig};
-use leasehold_sim::runner::{run_seed, HarnessError, RunOptions, RunOutcome, PreparedConfig};
+use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
 use leasehold_sim::scenario::load_file;
 use leasehold_sim::stores::MemoryFactory;
 use std::path::Path;

@@ -24,7 +24,4 @@ pub mod checker;
 #[cfg(feature = "jepsen")]
 pub mod jepsen;
 
-// The model's modules under the paths the checker's files name them by.
-use leasehold_model::{clock, config, duration, history, timing, workload};
-
 pub use checker::{check, Violation};

@@ -25,11 +25,3 @@ pub mod junit;
 pub mod timeline;
 
 pub use cli::main;
-
-// The engine's, model's and checker's modules under the paths the
-// command line's files name them by.
-use leasehold_check::jepsen;
-use leasehold_sim::{
-    bounds, catalogue, checker, clock, config, duration, history, report, runner, scenario, shrink,
-    stores,
-};

@@ -6,8 +6,8 @@
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
+use leasehold_model::scenario::load_file;
 use leasehold_sim::runner::PreparedConfig;
-use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::time::Instant;
 
@@ -101,7 +101,7 @@ catalogue! {
 #[test]
 fn every_catalogued_variant_has_exactly_one_scenario() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/catalogue");
-    let all = leasehold_sim::scenario::load_paths(&[dir]).unwrap();
+    let all = leasehold_model::scenario::load_paths(&[dir]).unwrap();
     let mut names: Vec<String> = all
         .iter()
         .filter_map(|s| s.config.variant.clone())

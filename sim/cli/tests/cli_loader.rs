@@ -1,7 +1,7 @@
 //! The scenario loader: every shipped scenario loads, and malformed files
 //! give errors that name the file, line, column and what is wrong.
 
-use leasehold_sim::scenario::{load_paths, load_str, LoadError};
+use leasehold_model::scenario::{load_paths, load_str, LoadError};
 use std::path::{Path, PathBuf};
 
 fn scenarios_dir() -> PathBuf {
@@ -45,7 +45,7 @@ fn every_shipped_scenario_loads_and_names_itself_after_its_file() {
     }
     let catalogue = all.iter().filter(|s| s.config.variant.is_some()).count();
     // One catalogue scenario per variant of the bug catalogue.
-    assert_eq!(catalogue, leasehold_sim::catalogue::Variant::ALL.len());
+    assert_eq!(catalogue, leasehold_model::catalogue::Variant::ALL.len());
     assert!(all
         .iter()
         .all(|s| s.config.variant.is_some() == s.config.expect.violation.is_some()));

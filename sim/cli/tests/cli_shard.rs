@@ -3,7 +3,7 @@
 //! seed budget is never split.
 
 use leasehold_cli::cli::plan::{plan, PlanInput, Seeds, Shard, Task};
-use leasehold_sim::scenario::load_paths;
+use leasehold_model::scenario::load_paths;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -3,8 +3,8 @@
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
+use leasehold_model::scenario::load_file;
 use leasehold_sim::runner::PreparedConfig;
-use leasehold_sim::scenario::load_file;
 use std::path::Path;
 use std::process::Command;
 

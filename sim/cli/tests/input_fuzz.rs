@@ -5,12 +5,12 @@
 //! and clocks are built without overflow or unbounded allocation).
 
 use leasehold_cli::cli::check_input::parse_history;
-use leasehold_sim::clock::ClockModel;
-use leasehold_sim::config::{ScriptedFault, SimConfig};
-use leasehold_sim::duration::{parse_ms, Dur, SignedDur, MAX_PARSED_MS};
+use leasehold_model::clock::ClockModel;
+use leasehold_model::config::{ScriptedFault, SimConfig};
+use leasehold_model::duration::{parse_ms, Dur, SignedDur, MAX_PARSED_MS};
+use leasehold_model::scenario::load_str;
+use leasehold_model::workload::WorkloadPlan;
 use leasehold_sim::faults::{fault_schedule, heal_time, FaultPlan};
-use leasehold_sim::hosts::workload::WorkloadPlan;
-use leasehold_sim::scenario::load_str;
 use proptest::prelude::*;
 use std::path::Path;
 

@@ -4,8 +4,8 @@
 //! between host lanes; and no two text labels overlapping.
 
 use leasehold_cli::timeline::{self, text_width, MarkAt};
+use leasehold_model::scenario::load_file;
 use leasehold_sim::runner::{run_seed, PreparedConfig, RunOptions};
-use leasehold_sim::scenario::load_file;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -6,7 +6,8 @@
 //! here, outside the simulation. Set `SIM_SPEED_VERBOSE=1` for one line per
 //! seed. Exits 1 if any seed broke an invariant.
 
-use leasehold_sim::runner::{builtin, run_seed, PreparedConfig, RunOptions};
+use leasehold_model::builtin;
+use leasehold_sim::runner::{run_seed, PreparedConfig, RunOptions};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,7 +35,7 @@ fn main() {
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("unknown built-in scenario {name}"));
     if let Some(t) = args.get(3).and_then(|s| s.parse().ok()).filter(|&t| t > 0) {
-        cfg.tick = leasehold_sim::duration::Dur::ms(t);
+        cfg.tick = leasehold_model::duration::Dur::ms(t);
     }
     let verbose = std::env::var_os("SIM_SPEED_VERBOSE").is_some();
     let next = AtomicU64::new(first);

@@ -1,6 +1,7 @@
 //! Prints the history summary of one seed of a built-in scenario.
 //! `cargo run --release -p leasehold-sim --example sim_summary -- standard 3`
-use leasehold_sim::runner::{builtin, run_seed, PreparedConfig, RunOptions};
+use leasehold_model::builtin;
+use leasehold_sim::runner::{run_seed, PreparedConfig, RunOptions};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 fn main() {

@@ -18,14 +18,14 @@
 //!     eprintln!("{}\n{}", failure.summary(), failure.replay);
 //! }
 //! assert!(report.passed(), "{} of {} seeds failed", report.failures().count(), report.runs.len());
-//! # Ok::<(), leasehold_sim::scenario::LoadErrors>(())
+//! # Ok::<(), leasehold_model::scenario::LoadErrors>(())
 //! ```
 
-use crate::checker::Violation;
 use crate::report::violation_report;
 use crate::runner::{run_seed, HarnessError, PreparedConfig, RunOptions};
-use crate::scenario::{load_paths, LoadErrors, Scenario};
 use crate::stores::StoreFactory;
+use leasehold_check::checker::Violation;
+use leasehold_model::scenario::{load_paths, LoadErrors, Scenario};
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -9,10 +9,9 @@
 //! ([`runner`]), the public harness for a user's own store ([`harness`]),
 //! shrinking ([`shrink`]) and violation reports ([`report`]).
 //!
-//! For convenience it re-exports the scenario model (`leasehold-model`) and
-//! the checker (`leasehold-check`) under their own module names, so
-//! `leasehold_sim::config` and `leasehold_sim::checker` name the same items
-//! as those crates do.
+//! It re-exports nothing: the scenario model's names are imported from
+//! `leasehold-model` and the checker's from `leasehold-check`, the crates
+//! that own them.
 //!
 //! ## Depends on
 //! `leasehold-model`, `leasehold-check` (without its Jepsen reader),
@@ -35,9 +34,3 @@ pub mod runner;
 pub mod shrink;
 pub mod stores;
 pub mod topology;
-
-pub use leasehold_check::checker;
-pub use leasehold_model::{
-    bounds, builtin, catalogue, clock, config, duration, feasible, history, protocol, rng,
-    scenario, schedules, store_kind, timing, wire, wire_store, workload,
-};

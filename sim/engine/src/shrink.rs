@@ -12,9 +12,9 @@
 //! pass [`SimConfig::validate`]; the variant, expectation and seed are
 //! never touched. The work is bounded by a run count and a wall budget.
 
-use crate::config::{Range, ScriptedFault, SimConfig};
-use crate::duration::{Dur, SignedDur};
 use crate::runner::PreparedConfig;
+use leasehold_model::config::{Range, ScriptedFault, SimConfig};
+use leasehold_model::duration::{Dur, SignedDur};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -425,7 +425,7 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
     }
     // Lengths of faults that no longer happen go back to their defaults,
     // so the written file shows only what matters.
-    let defaults = crate::config::Faults::default();
+    let defaults = leasehold_model::config::Faults::default();
     let f = &c.faults;
     let idle_lengths = [
         (

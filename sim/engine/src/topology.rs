@@ -11,7 +11,7 @@
 //!   schedulers. The swarm draws each host's faults in this order, and the
 //!   schedule keeps faults of one instant in it (a stable sort).
 
-use crate::config::SimConfig;
+use leasehold_model::config::SimConfig;
 
 /// What a host runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

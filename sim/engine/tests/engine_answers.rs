@@ -7,11 +7,12 @@
 mod engine_support;
 
 use engine_support::{memory_run, scenario};
+use leasehold_check::checker::{self, answers, Violation};
 use leasehold_core::{JobId, JobState, Outcome, StoreTime, Token};
-use leasehold_sim::checker::{self, answers, Violation};
-use leasehold_sim::config::{InvariantId, SimConfig};
-use leasehold_sim::history::{Blob, Fate, History, Op, Record, Reply};
-use leasehold_sim::runner::{builtin, RunOutcome};
+use leasehold_model::builtin;
+use leasehold_model::config::{InvariantId, SimConfig};
+use leasehold_model::history::{Blob, Fate, History, Op, Record, Reply};
+use leasehold_sim::runner::RunOutcome;
 
 /// Most seeds searched for a history with the material a test alters.
 const SEARCH: u64 = 12;
@@ -89,7 +90,7 @@ fn plant(
     k: usize,
     op: Op,
     reply: Reply,
-    after: Vec<leasehold_sim::history::ReadRow>,
+    after: Vec<leasehold_model::history::ReadRow>,
 ) {
     let Record::Served {
         t,
@@ -125,7 +126,14 @@ fn plant(
     );
 }
 
-fn served_parts(r: &Record) -> (u64, String, StoreTime, Vec<leasehold_sim::history::ReadRow>) {
+fn served_parts(
+    r: &Record,
+) -> (
+    u64,
+    String,
+    StoreTime,
+    Vec<leasehold_model::history::ReadRow>,
+) {
     match r {
         Record::Served {
             id,

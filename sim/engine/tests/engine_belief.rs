@@ -14,12 +14,12 @@
 mod engine_support;
 use engine_support::memory_run;
 
+use leasehold_check::checker::{check, Violation};
 use leasehold_core::{JobId, Token, WorkerId};
-use leasehold_sim::checker::{check, Violation};
-use leasehold_sim::config::{InvariantId, SimConfig};
-use leasehold_sim::history::{BeliefWhat, HandlerPhase, History, Op, Record, Reply};
+use leasehold_model::config::{InvariantId, SimConfig};
+use leasehold_model::history::{BeliefWhat, HandlerPhase, History, Op, Record, Reply};
+use leasehold_model::scenario::load_file;
 use leasehold_sim::runner::RunOutcome;
-use leasehold_sim::scenario::load_file;
 use std::path::Path;
 
 const LOST_RENEWS: &str = "lost_renew_answers_lead_to_self_fencing_not_double_work.toml";

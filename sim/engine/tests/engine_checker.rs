@@ -6,14 +6,14 @@
 // Event builders mirror every field of an event.
 #![allow(clippy::too_many_arguments)]
 
+use leasehold_check::checker::{check, check_store_events};
 use leasehold_core::{
     CancelOutcome, Event, EventKind, JobId, JobRecord, JobState, Millis, Outcome, StoreTime, Token,
     WorkerId,
 };
-use leasehold_sim::checker::{check, check_store_events};
-use leasehold_sim::config::{InvariantId, ScriptedFault, SimConfig};
-use leasehold_sim::duration::Dur;
-use leasehold_sim::history::{BeliefWhat, HandlerPhase, History, Op, ReadRow, Record, Reply};
+use leasehold_model::config::{InvariantId, ScriptedFault, SimConfig};
+use leasehold_model::duration::Dur;
+use leasehold_model::history::{BeliefWhat, HandlerPhase, History, Op, ReadRow, Record, Reply};
 
 const T0: i64 = 1_704_067_200_000;
 
@@ -333,7 +333,7 @@ fn i9_more_running_jobs_than_the_queue_allows() {
 
 fn cfg() -> SimConfig {
     let mut c = SimConfig::default();
-    c.protocol.lease = leasehold_sim::duration::Dur::secs(5);
+    c.protocol.lease = leasehold_model::duration::Dur::secs(5);
     // Hand-written histories have no client schedule to compare against.
     c.workload.jobs = 0;
     c

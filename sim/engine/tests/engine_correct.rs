@@ -4,9 +4,9 @@
 mod engine_support;
 
 use engine_support::{describe, run};
-use leasehold_sim::runner::builtin;
+use leasehold_model::builtin;
 
-fn clean(cfg: &leasehold_sim::config::SimConfig, seeds: std::ops::Range<u64>) {
+fn clean(cfg: &leasehold_model::config::SimConfig, seeds: std::ops::Range<u64>) {
     for seed in seeds {
         let out = run(cfg, seed);
         assert!(
@@ -46,11 +46,11 @@ fn a_clock_drift_beyond_rho_is_reported_and_fencing_still_holds() {
     assert!(out
         .violations
         .iter()
-        .all(|v| v.invariant != leasehold_sim::config::InvariantId::I3));
+        .all(|v| v.invariant != leasehold_model::config::InvariantId::I3));
     assert!(
         out.violations.iter().all(|v| !matches!(
             v.invariant,
-            leasehold_sim::config::InvariantId::I1 | leasehold_sim::config::InvariantId::I2
+            leasehold_model::config::InvariantId::I1 | leasehold_model::config::InvariantId::I2
         )),
         "{}",
         describe(&out, &cfg)
@@ -63,10 +63,10 @@ fn drift_at_the_edges_of_rho_against_the_store_keeps_beliefs_exclusive() {
     // worst case the fence must cover. Partitions cut workers off mid-lease.
     let mut cfg = builtin::small_swarm();
     cfg.name = "rho-edges".into();
-    cfg.faults.clock_drift_ppm = leasehold_sim::config::Range::exactly(0);
-    cfg.faults.clock_step_rate = leasehold_sim::config::Range::exactly(0.0);
-    cfg.faults.partition_rate = leasehold_sim::config::Range::new(1.0, 2.0);
-    cfg.faults.pause_rate = leasehold_sim::config::Range::new(0.5, 1.0);
+    cfg.faults.clock_drift_ppm = leasehold_model::config::Range::exactly(0);
+    cfg.faults.clock_step_rate = leasehold_model::config::Range::exactly(0.0);
+    cfg.faults.partition_rate = leasehold_model::config::Range::new(1.0, 2.0);
+    cfg.faults.pause_rate = leasehold_model::config::Range::new(0.5, 1.0);
     let rho = i64::from(cfg.protocol.max_drift_ppm);
     let mut events = vec![format!("drift store {rho}ppm at 0s")];
     for i in 1..=cfg.topology.workers {

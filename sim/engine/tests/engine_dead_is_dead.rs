@@ -6,7 +6,7 @@
 mod engine_support;
 
 use engine_support::{run, scenario};
-use leasehold_sim::history::Record;
+use leasehold_model::history::Record;
 
 /// The host that acted in `r` (the store for what it served).
 fn actor(r: &Record) -> Option<&str> {

@@ -4,7 +4,7 @@
 mod engine_support;
 
 use engine_support::{run, scenario};
-use leasehold_sim::runner::builtin;
+use leasehold_model::builtin;
 use std::collections::BTreeSet;
 
 #[test]
@@ -60,10 +60,10 @@ fn replaying_the_resolved_schedule_as_scripted_events_gives_the_same_faults() {
     let draw = leasehold_sim::faults::draw_swarm(&cfg, seed);
     let mut scripted = cfg.clone();
     scripted.events = schedule.clone();
-    scripted.faults = leasehold_sim::config::Faults {
+    scripted.faults = leasehold_model::config::Faults {
         window: cfg.faults.window,
-        message_loss: leasehold_sim::config::Range::exactly(draw.message_loss),
-        answer_loss: leasehold_sim::config::Range::exactly(draw.answer_loss),
+        message_loss: leasehold_model::config::Range::exactly(draw.message_loss),
+        answer_loss: leasehold_model::config::Range::exactly(draw.answer_loss),
         ..Default::default()
     };
     let mut expect = schedule.clone();

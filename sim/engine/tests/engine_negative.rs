@@ -5,8 +5,8 @@
 mod engine_support;
 
 use engine_support::{broken, first_catching, run};
-use leasehold_sim::config::{InvariantId, Range, ScriptedFault, SimConfig};
-use leasehold_sim::duration::{Dur, SignedDur};
+use leasehold_model::config::{InvariantId, Range, ScriptedFault, SimConfig};
+use leasehold_model::duration::{Dur, SignedDur};
 
 /// A small world with short leases, so bugs show within two minutes.
 fn small(name: &str) -> SimConfig {

@@ -8,12 +8,12 @@ mod engine_support;
 
 use engine_support::{describe, run, scenario};
 use leasehold_core::{EventKind, JobState, Outcome, Token, WorkerId};
-use leasehold_sim::config::{ScriptedFault, SimConfig};
-use leasehold_sim::duration::Dur;
-use leasehold_sim::history::{BeliefWhat, Blob, Fate, Op, Record, Reply};
-use leasehold_sim::hosts::workload::WorkloadPlan;
+use leasehold_model::config::{ScriptedFault, SimConfig};
+use leasehold_model::duration::Dur;
+use leasehold_model::history::{BeliefWhat, Blob, Fate, Op, Record, Reply};
+use leasehold_model::scenario::load_str;
+use leasehold_model::workload::WorkloadPlan;
 use leasehold_sim::runner::RunOutcome;
-use leasehold_sim::scenario::load_str;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -572,8 +572,8 @@ fn size_knobs_default_to_zero_and_are_checked_against_the_limits() {
     );
     // A claim answer of that many 2 MiB leases is too large for one frame
     // of the simulated wire.
-    let max = leasehold_sim::config::MAX_VALUE_BYTES;
-    let leases = leasehold_sim::net::wire::MAX_FRAME as u64 / (2 * max) + 1;
+    let max = leasehold_model::config::MAX_VALUE_BYTES;
+    let leases = leasehold_model::wire::MAX_FRAME as u64 / (2 * max) + 1;
     let text = format!(
         "[protocol]\nconcurrency = {leases}\nmax_payload_bytes = {max}\n\n[workload]\npayload_bytes = {max}\n"
     );

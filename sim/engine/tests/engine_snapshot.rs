@@ -3,7 +3,7 @@
 
 mod engine_support;
 
-use leasehold_sim::runner::builtin;
+use leasehold_model::builtin;
 
 #[test]
 fn calm_seed_1_history_summary() {

@@ -2,9 +2,9 @@
 //! has an upper bound, and every setting the correct core cannot work
 //! under is refused at load, each with the file, line and column of its key.
 
-use leasehold_sim::bounds::{MAX_EVENTS, MAX_JOBS};
-use leasehold_sim::config::SimConfig;
-use leasehold_sim::scenario::{load_str, LoadError};
+use leasehold_model::bounds::{MAX_EVENTS, MAX_JOBS};
+use leasehold_model::config::SimConfig;
+use leasehold_model::scenario::{load_str, LoadError};
 use std::path::Path;
 use toml::{Table, Value};
 
@@ -72,10 +72,10 @@ fn huge_files() -> Vec<(String, String)> {
             // u32::MAX: still a valid u32 for the parser, so a bound must refuse it.
             Value::Integer(_) => "4294967295".to_string(),
             Value::Float(_) => "1e300".to_string(),
-            Value::String(s) if s.parse::<leasehold_sim::duration::Dur>().is_ok() => {
+            Value::String(s) if s.parse::<leasehold_model::duration::Dur>().is_ok() => {
                 "\"100000h\"".into()
             }
-            Value::String(s) if s.parse::<leasehold_sim::duration::SignedDur>().is_ok() => {
+            Value::String(s) if s.parse::<leasehold_model::duration::SignedDur>().is_ok() => {
                 "\"+100000h\"".into()
             }
             // Names and texts: not a count or a size.
@@ -177,7 +177,7 @@ fn too_many_events_queues_and_bytes_are_refused() {
         1,
         "scripted events",
     );
-    let queues: Vec<String> = (0..=leasehold_sim::bounds::MAX_QUEUES)
+    let queues: Vec<String> = (0..=leasehold_model::bounds::MAX_QUEUES)
         .map(|i| format!("\"q{i}\""))
         .collect();
     one_error_at(

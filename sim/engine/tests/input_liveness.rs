@@ -6,8 +6,8 @@
 mod engine_support;
 use engine_support::memory_run;
 
-use leasehold_sim::config::{InvariantId, Range, SimConfig};
-use leasehold_sim::duration::Dur;
+use leasehold_model::config::{InvariantId, Range, SimConfig};
+use leasehold_model::duration::Dur;
 
 /// Three jobs of 150 s each in a run of 2 minutes: nothing can finish.
 fn too_short() -> SimConfig {

@@ -2,9 +2,10 @@
 //! (never a pass), and a limit only aborts: a run that finishes in time has
 //! the history it has without one.
 
-use leasehold_sim::bounds::MAX_DURATION;
-use leasehold_sim::duration::Dur;
-use leasehold_sim::runner::{builtin, run_seed, HarnessError, PreparedConfig, RunOptions};
+use leasehold_model::bounds::MAX_DURATION;
+use leasehold_model::builtin;
+use leasehold_model::duration::Dur;
+use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions};
 use leasehold_sim::stores::MemoryFactory;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -8,12 +8,12 @@
 mod engine_support;
 use engine_support::memory_run;
 
-use leasehold_sim::config::InvariantId;
+use leasehold_model::config::InvariantId;
 
-use leasehold_sim::scenario::{load_file, load_str};
+use leasehold_model::scenario::{load_file, load_str};
 use std::path::Path;
 
-fn scenario(name: &str) -> leasehold_sim::config::SimConfig {
+fn scenario(name: &str) -> leasehold_model::config::SimConfig {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios")
         .join(name);
@@ -73,7 +73,7 @@ fn skewed_schedulers_replay_exactly_and_make_one_job_per_plan_time() {
     let mut cfg = scenario("skewed_schedulers_racing_fire_each_plan_time_once.toml");
     // Schedulers fire until one liveness bound (about 30 s here) before the
     // end: 90 s leaves them about 60 s of firing.
-    cfg.duration = leasehold_sim::duration::Dur::secs(90);
+    cfg.duration = leasehold_model::duration::Dur::secs(90);
     let a = memory_run(&cfg, 3).expect("run");
     let b = memory_run(&cfg, 3).expect("run");
     assert_eq!(a.history_hash, b.history_hash, "I10");
@@ -83,7 +83,7 @@ fn skewed_schedulers_replay_exactly_and_make_one_job_per_plan_time() {
         .records
         .iter()
         .filter_map(|r| match r {
-            leasehold_sim::history::Record::Final { row } => row.idempotency_key.clone(),
+            leasehold_model::history::Record::Final { row } => row.idempotency_key.clone(),
             _ => None,
         })
         .filter(|k| k.starts_with("leasehold:schedule:"))
@@ -107,12 +107,12 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
     let at = records
         .iter()
         .position(|r| {
-            matches!(r, leasehold_sim::history::Record::Final { row }
+            matches!(r, leasehold_model::history::Record::Final { row }
                 if row.idempotency_key.as_deref().is_some_and(|k| k.starts_with("leasehold:schedule:each-missed-one@")))
         })
         .expect("a plan time's job");
     records.remove(at);
-    let v = leasehold_sim::checker::check(&run.history, &cfg);
+    let v = leasehold_check::checker::check(&run.history, &cfg);
     assert!(
         v.iter()
             .any(|v| v.invariant == InvariantId::I12 && v.message.contains("has no job")),
@@ -124,7 +124,7 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
 /// catch-up whose on-time fire is turned into a second missed plan time.
 #[test]
 fn a_catch_up_past_its_policy_fails_i12() {
-    use leasehold_sim::history::{Op, Record};
+    use leasehold_model::history::{Op, Record};
     let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
     let mut run = memory_run(&cfg, 0).expect("run");
     assert!(run.violations.is_empty(), "{:?}", run.violations);
@@ -158,7 +158,7 @@ fn a_catch_up_past_its_policy_fails_i12() {
     {
         *plan_time = leasehold_core::StoreTime(missed - 4_000);
     }
-    let v = leasehold_sim::checker::check(&run.history, &cfg);
+    let v = leasehold_check::checker::check(&run.history, &cfg);
     assert!(
         v.iter().any(|v| v.invariant == InvariantId::I12
             && v.message
@@ -170,7 +170,7 @@ fn a_catch_up_past_its_policy_fails_i12() {
 
 #[test]
 fn a_removed_schedule_is_refused_and_a_store_that_fires_it_fails_i12() {
-    use leasehold_sim::history::{Op, Record, Reply};
+    use leasehold_model::history::{Op, Record, Reply};
     let cfg = scenario(
         "schedule_removed_while_schedulers_crash_and_are_cut_off_is_never_fired_again.toml",
     );
@@ -223,7 +223,7 @@ fn a_removed_schedule_is_refused_and_a_store_that_fires_it_fails_i12() {
             }
         }
     }
-    let v = leasehold_sim::checker::check(&run.history, &cfg);
+    let v = leasehold_check::checker::check(&run.history, &cfg);
     assert!(
         v.iter().any(|v| v.invariant == InvariantId::I12
             && v.message.contains("after the schedule's removal")),

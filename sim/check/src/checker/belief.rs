@@ -14,9 +14,9 @@
 
 use super::facts::{Facts, LeaseKey};
 use super::Violation;
-use crate::config::InvariantId::I3;
-use crate::history::{BeliefWhat, HandlerPhase};
 use leasehold_core::JobId;
+use leasehold_model::config::InvariantId::I3;
+use leasehold_model::history::{BeliefWhat, HandlerPhase};
 use std::collections::BTreeMap;
 
 /// A lease and one of its belief intervals.

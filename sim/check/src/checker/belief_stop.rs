@@ -24,8 +24,8 @@
 
 use super::facts::{Facts, LeaseKey};
 use super::Violation;
-use crate::config::InvariantId::I3;
-use crate::history::{BeliefWhat, HandlerPhase, Op, Reply};
+use leasehold_model::config::InvariantId::I3;
+use leasehold_model::history::{BeliefWhat, HandlerPhase, Op, Reply};
 use std::collections::BTreeMap;
 
 /// What ended the lease for the worker, and when (true ms).

@@ -3,8 +3,8 @@
 
 use super::replay::Step;
 use super::Violation;
-use crate::config::InvariantId::I8;
 use leasehold_core::{EventKind, JobState, Outcome};
+use leasehold_model::config::InvariantId::I8;
 
 /// On events alone.
 pub fn check_events(steps: &[Step<'_>]) -> Vec<Violation> {

@@ -5,9 +5,9 @@
 use super::facts::Facts;
 use super::replay::Step;
 use super::Violation;
-use crate::config::InvariantId::I7;
-use crate::history::{HandlerPhase, Op, Reply};
 use leasehold_core::{CancelOutcome, EventKind, JobId, JobState};
+use leasehold_model::config::InvariantId::I7;
+use leasehold_model::history::{HandlerPhase, Op, Reply};
 use std::collections::BTreeMap;
 
 /// On events alone.

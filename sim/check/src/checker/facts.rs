@@ -1,9 +1,9 @@
 //! The history, indexed for the checks: requests with their fate and
 //! answer, beliefs, handler executions, and fault intervals per host.
 
-use crate::config::{ScriptedFault, SimConfig};
-use crate::history::{BeliefWhat, Fate, HandlerPhase, History, Op, Record, Reply};
 use leasehold_core::{Event, JobId, JobRecord, Token, WorkerId};
+use leasehold_model::config::{ScriptedFault, SimConfig};
+use leasehold_model::history::{BeliefWhat, Fate, HandlerPhase, History, Op, Record, Reply};
 use std::collections::BTreeMap;
 
 /// One request and what became of it.

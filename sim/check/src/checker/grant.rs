@@ -5,9 +5,9 @@
 use super::facts::Facts;
 use super::replay::Step;
 use super::Violation;
-use crate::config::InvariantId::I1;
-use crate::history::BeliefWhat;
 use leasehold_core::{EventKind, JobId, JobState, Token, WorkerId};
+use leasehold_model::config::InvariantId::I1;
+use leasehold_model::history::BeliefWhat;
 use std::collections::BTreeMap;
 
 /// Claims against the checker's view of the job.

@@ -22,11 +22,11 @@
 
 use super::facts::Facts;
 use super::Violation;
-use crate::config::{InvariantId::I6, SimConfig};
-use crate::history::{Op, Reply};
-use crate::timing::liveness_bound_ms;
-use crate::workload::KEY_PREFIX;
 use leasehold_core::{EventKind, JobId, JobState};
+use leasehold_model::config::{InvariantId::I6, SimConfig};
+use leasehold_model::history::{Op, Reply};
+use leasehold_model::timing::liveness_bound_ms;
+use leasehold_model::workload::KEY_PREFIX;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Each job's deadline: `(base, retries after base)`.
@@ -231,7 +231,7 @@ fn too_short(deadline: u64) -> String {
     format!(
         "the scenario is too short to judge it (its duration would have to reach {}), or it is \
          stuck",
-        crate::duration::format_ms(deadline)
+        leasehold_model::duration::format_ms(deadline)
     )
 }
 

@@ -22,10 +22,10 @@ mod results;
 mod schedules;
 mod winner;
 
-use crate::config::{InvariantId, ScriptedFault, SimConfig};
-use crate::history::History;
 use facts::Facts;
 use leasehold_core::{Event, JobId, StoreTime, Token};
+use leasehold_model::config::{InvariantId, ScriptedFault, SimConfig};
+use leasehold_model::history::History;
 use replay::{replay, Step, Timed};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -9,10 +9,10 @@
 use super::facts::Facts;
 use super::replay::Step;
 use super::Violation;
-use crate::config::InvariantId::I9;
-use crate::config::SimConfig;
-use crate::history::HandlerPhase;
 use leasehold_core::{JobId, JobState, WorkerId};
+use leasehold_model::config::InvariantId::I9;
+use leasehold_model::config::SimConfig;
+use leasehold_model::history::HandlerPhase;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Each worker's running handlers, per queue and in all, against its limits.

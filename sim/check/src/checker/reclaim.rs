@@ -37,9 +37,9 @@
 use super::facts::{Facts, ReqInfo};
 use super::replay::Step;
 use super::Violation;
-use crate::config::{InvariantId::I5, SimConfig};
-use crate::history::{BeliefWhat, Fate, Op, Reply};
 use leasehold_core::{EventKind, JobId, Token, WorkerId};
+use leasehold_model::config::{InvariantId::I5, SimConfig};
+use leasehold_model::history::{BeliefWhat, Fate, Op, Reply};
 use std::collections::BTreeMap;
 
 struct Grant {

@@ -5,9 +5,9 @@
 use super::facts::Facts;
 use super::replay::{JobView, Step};
 use super::Violation;
-use crate::config::InvariantId::I4;
-use crate::history::{Blob, Op, Reply};
 use leasehold_core::{EventKind, JobId, JobState, Outcome, Token};
+use leasehold_model::config::InvariantId::I4;
+use leasehold_model::history::{Blob, Op, Reply};
 use std::collections::BTreeMap;
 
 /// The accepted success of each job: token and result bytes (as the
@@ -138,7 +138,7 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
 
 fn check_read(
     ok: &BTreeMap<JobId, (Token, &[u8])>,
-    r: &crate::history::ReadRow,
+    r: &leasehold_model::history::ReadRow,
     host: &str,
     t: u64,
     out: &mut Vec<Violation>,

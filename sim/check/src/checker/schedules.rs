@@ -52,10 +52,10 @@
 
 use super::facts::Facts;
 use super::Violation;
-use crate::clock::ClockModel;
-use crate::config::{InvariantId, ScriptedFault, SimConfig};
-use crate::history::{Fate, History, Op, Record, Reply};
 use leasehold_core::{JobId, StoreTime};
+use leasehold_model::clock::ClockModel;
+use leasehold_model::config::{InvariantId, ScriptedFault, SimConfig};
+use leasehold_model::history::{Fate, History, Op, Record, Reply};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Most missing plan times reported one by one per schedule.
@@ -332,7 +332,9 @@ fn missing(
     let g = 4 * p.scheduler_tick.as_ms() + 2 * p.request_timeout.as_ms() + 1_000;
     let heal = schedule_heal(h, facts, cfg);
     // Schedulers stop firing one liveness bound before the end.
-    let stop = facts.end_ms.min(crate::timing::firing_stops_ms(cfg));
+    let stop = facts
+        .end_ms
+        .min(leasehold_model::timing::firing_stops_ms(cfg));
     let (lo_t, hi_t) = (heal + g, stop.saturating_sub(g));
     if lo_t >= hi_t {
         return out;
@@ -433,8 +435,8 @@ fn missing(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::duration::Dur;
     use leasehold_core::{JobRecord, JobState, Token};
+    use leasehold_model::duration::Dur;
     use leasehold_model::schedules::ScheduleSpec;
 
     fn row(id: u64, key: &str) -> JobRecord {
@@ -480,7 +482,7 @@ mod tests {
     /// A history where schedule `s` was put at store time 0 and the final
     /// rows are `rows`, ending at true time `end`.
     fn history(rows: Vec<JobRecord>, end: u64) -> History {
-        use crate::history::{Blob, Fate};
+        use leasehold_model::history::{Blob, Fate};
         let mut records = vec![
             Record::Request {
                 t: 0,
@@ -533,7 +535,7 @@ mod tests {
     #[test]
     fn a_missing_plan_time_in_the_healed_window_is_a_violation() {
         let c = cfg();
-        let epoch = crate::clock::EPOCH_MS;
+        let epoch = leasehold_model::clock::EPOCH_MS;
         // Jobs for every plan time in [epoch, epoch + 120s] but one.
         let rows: Vec<JobRecord> = (0..=12)
             .filter(|k| *k != 7)
@@ -549,7 +551,7 @@ mod tests {
         c2.events.push(ScriptedFault::Skew {
             host: "store".into(),
             at: Dur::secs(60),
-            by: crate::duration::SignedDur(15_000),
+            by: leasehold_model::duration::SignedDur(15_000),
         });
         let mut h2 = history(rows, 120_000);
         h2.records.insert(
@@ -569,7 +571,7 @@ mod tests {
     /// Records of one request from `host`: sent at `t`, served at store
     /// time `st` (unless `st` is `None`: lost on the way in), answered.
     fn exchange(id: u64, host: &str, t: u64, st: Option<i64>, op: Op, reply: Reply) -> Vec<Record> {
-        use crate::history::Fate;
+        use leasehold_model::history::Fate;
         let mut v = vec![Record::Request {
             t,
             local: t,
@@ -788,7 +790,7 @@ mod tests {
     #[test]
     fn plan_times_after_the_removal_are_not_demanded() {
         let c = cfg();
-        let epoch = crate::clock::EPOCH_MS;
+        let epoch = leasehold_model::clock::EPOCH_MS;
         // Jobs for every plan time up to 40s; the removal commits at 50s.
         let rows: Vec<JobRecord> = (0..=4)
             .map(|k| row(k as u64 + 1, &key(epoch + k * 10_000)))

@@ -5,9 +5,9 @@
 use super::facts::Facts;
 use super::replay::Step;
 use super::Violation;
-use crate::config::InvariantId::{I2, I4};
-use crate::history::{Op, Reply};
 use leasehold_core::{EventKind, JobId, JobState, Outcome, Token, WorkerId};
+use leasehold_model::config::InvariantId::{I2, I4};
+use leasehold_model::history::{Op, Reply};
 use std::collections::BTreeMap;
 
 fn changes_terminal_outside_cancel(s: &Step<'_>) -> bool {

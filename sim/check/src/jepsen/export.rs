@@ -15,7 +15,7 @@
 //! `now`) are left out.
 
 use super::{Op, OpType, Process, Value};
-use crate::history::{History, Op as Req, Record, Reply};
+use leasehold_model::history::{History, Op as Req, Record, Reply};
 use std::collections::BTreeMap;
 
 /// Nanoseconds per millisecond of true time.
@@ -270,8 +270,8 @@ fn completion(f: &str, invoked: Value, reply: &Reply) -> (OpType, Value, Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::LeaseRef;
     use leasehold_core::{JobId, Millis, Outcome, StoreTime, Token, WorkerId};
+    use leasehold_model::history::LeaseRef;
 
     fn req(t: u64, host: &str, id: u64, op: Req) -> Record {
         Record::Request {
@@ -307,7 +307,7 @@ mod tests {
             attempt: 1,
             expires_at: StoreTime(0),
             queue: "q".into(),
-            payload: crate::history::Blob::of(b""),
+            payload: leasehold_model::history::Blob::of(b""),
         }]);
         let release = Req::Release {
             job: JobId(4),

@@ -12,7 +12,7 @@
 //! job and fencing token in its `:value`; `:enqueue` and `:cancel` from the
 //! client; faults as `:nemesis` operations.
 //!
-//! - [`export`] turns a simulator [`crate::history::History`] into operations;
+//! - [`export`] turns a simulator [`leasehold_model::history::History`] into operations;
 //! - [`edn`] writes operations as EDN and reads them back, and [`json`]
 //!   reads elle-cli's JSON form; every error located at `file:line:col`;
 //! - [`calls`] pairs client invocations with their completions;

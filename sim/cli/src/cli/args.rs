@@ -2,8 +2,8 @@
 
 use super::plan::Shard;
 use super::stores::StoreArgs;
-use crate::stores::StoreKind;
 use clap::{Args, Parser, Subcommand};
+use leasehold_model::store_kind::StoreKind;
 use std::path::PathBuf;
 
 /// Deterministic simulation of the leasehold lease protocol: run scenarios
@@ -153,7 +153,7 @@ pub struct ExploreArgs {
     /// Stop after this long (`90s`, `10m`, `1h`; default: until Ctrl-C or
     /// SIGTERM).
     #[arg(long = "for", value_name = "DURATION")]
-    pub for_: Option<crate::duration::Dur>,
+    pub for_: Option<leasehold_model::duration::Dur>,
     /// Stop after this many seeds.
     #[arg(long, value_name = "N")]
     pub max_seeds: Option<u64>,
@@ -222,10 +222,10 @@ pub struct ShrinkArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Most simulation runs to spend.
-    #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_RUNS)]
+    #[arg(long, default_value_t = leasehold_sim::shrink::DEFAULT_MAX_RUNS)]
     pub max_runs: u32,
     /// Most wall seconds to spend.
-    #[arg(long, default_value_t = crate::shrink::DEFAULT_MAX_WALL.as_secs())]
+    #[arg(long, default_value_t = leasehold_sim::shrink::DEFAULT_MAX_WALL.as_secs())]
     pub max_secs: u64,
     /// The store to run on.
     #[command(flatten)]

@@ -12,8 +12,8 @@
 //! error names the file, line and column. An empty history proves nothing,
 //! so it must not pass.
 
-use crate::history::Record;
 use leasehold_core::Event;
+use leasehold_model::history::Record;
 use std::fmt;
 use std::path::{Path, PathBuf};
 

@@ -1,22 +1,22 @@
 //! `leasehold check --format jepsen HISTORY`: a Jepsen history (EDN, or
 //! elle-cli's JSON) checked against a model (docs/JEPSEN.md):
 //! - lease calls with `{:job J, :token T}` values: the checks of
-//!   `crate::jepsen::check` (I1, I2) and the lease model's linearizability
-//!   search (`crate::jepsen::lease`), expiry judged on the store's clock
+//!   `leasehold_check::jepsen::check` (I1, I2) and the lease model's linearizability
+//!   search (`leasehold_check::jepsen::lease`), expiry judged on the store's clock
 //!   when the history carries it;
 //! - `:acquire`/`:release` without values: Knossos's mutex
-//!   (`crate::jepsen::mutex`).
+//!   (`leasehold_check::jepsen::mutex`).
 //!
 //! Exit 0 valid, 1 a violation, 2 bad input or nothing the model can
 //! judge, 3 no verdict (the search hit its bound).
 
 use super::args::{CheckArgs, JepsenModel};
 use super::ExitCode;
-use crate::jepsen::edn::ReadError;
-use crate::jepsen::lease::{self, LeaseVerdict};
-use crate::jepsen::linearize::Limits;
-use crate::jepsen::mutex::{self, MutexVerdict};
-use crate::jepsen::{check, Op, Pos, Process, Value};
+use leasehold_check::jepsen::edn::ReadError;
+use leasehold_check::jepsen::lease::{self, LeaseVerdict};
+use leasehold_check::jepsen::linearize::Limits;
+use leasehold_check::jepsen::mutex::{self, MutexVerdict};
+use leasehold_check::jepsen::{check, Op, Pos, Process, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -36,7 +36,7 @@ pub fn run(args: &CheckArgs) -> ExitCode {
         );
         return ExitCode::Input;
     }
-    let ops = match crate::jepsen::read_history(&text, file) {
+    let ops = match leasehold_check::jepsen::read_history(&text, file) {
         Ok(ops) => ops,
         Err(e) => {
             eprintln!("{e}");
@@ -95,7 +95,8 @@ fn detect(ops: &[(Pos, Op)]) -> Option<JepsenModel> {
 fn client_calls(ops: &[(Pos, Op)]) -> usize {
     ops.iter()
         .filter(|(_, op)| {
-            matches!(op.process, Process::Client(_)) && op.kind == crate::jepsen::OpType::Invoke
+            matches!(op.process, Process::Client(_))
+                && op.kind == leasehold_check::jepsen::OpType::Invoke
         })
         .count()
 }

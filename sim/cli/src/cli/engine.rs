@@ -2,13 +2,13 @@
 //! `report`), reduced to what the commands print and judge.
 
 use super::stores::Stores;
-use crate::checker::{check_store_events, Violation};
-use crate::config::{InvariantId, ScriptedFault, SimConfig};
-use crate::history::{History, Record};
-use crate::report::times::Origin;
-use crate::report::violation_report;
-use crate::runner::{fault_schedule, PreparedConfig};
-use crate::stores::StoreKind;
+use leasehold_check::checker::{check_store_events, Violation};
+use leasehold_model::config::{InvariantId, ScriptedFault, SimConfig};
+use leasehold_model::history::{History, Record};
+use leasehold_model::store_kind::StoreKind;
+use leasehold_sim::report::times::Origin;
+use leasehold_sim::report::violation_report;
+use leasehold_sim::runner::{fault_schedule, PreparedConfig};
 
 /// One violation as the CLI shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub struct SeedSummary {
 
 /// The replay command line for a scenario file and seed on a store.
 pub fn replay_command(path: &str, seed: u64, store: StoreKind) -> String {
-    crate::report::replay_command_on(path, seed, Some(store))
+    leasehold_sim::report::replay_command_on(path, seed, Some(store))
 }
 
 fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found {
@@ -221,19 +221,19 @@ pub fn check_events(events: &[leasehold_core::Event], parallelism: Option<u32>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Reply;
+    use leasehold_model::history::Reply;
 
     fn calm() -> (SimConfig, History) {
         let mut cfg = SimConfig {
             name: "calm".into(),
-            duration: crate::duration::Dur::secs(120),
+            duration: leasehold_model::duration::Dur::secs(120),
             ..SimConfig::default()
         };
         cfg.workload.jobs = 5;
-        cfg.faults.window = crate::duration::Dur::secs(30);
+        cfg.faults.window = leasehold_model::duration::Dur::secs(30);
         let valid = PreparedConfig::new(cfg.clone()).unwrap();
-        let memory = std::sync::Arc::new(crate::stores::MemoryFactory);
-        let out = crate::runner::run_seed(&valid, 1, &memory, Default::default()).unwrap();
+        let memory = std::sync::Arc::new(leasehold_sim::stores::MemoryFactory);
+        let out = leasehold_sim::runner::run_seed(&valid, 1, &memory, Default::default()).unwrap();
         (cfg, out.history)
     }
 

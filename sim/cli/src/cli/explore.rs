@@ -27,11 +27,11 @@ use super::engine::{self, SeedSummary};
 use super::stores::Stores;
 use super::swarm_mix;
 use super::ExitCode;
-use crate::config::{InvariantId, SimConfig};
-use crate::runner::PreparedConfig;
-use crate::scenario::{load_paths, to_toml, Scenario};
-use crate::shrink::{shrink, Budget};
-use crate::stores::StoreKind;
+use leasehold_model::config::{InvariantId, SimConfig};
+use leasehold_model::scenario::{load_paths, to_toml, Scenario};
+use leasehold_model::store_kind::StoreKind;
+use leasehold_sim::runner::PreparedConfig;
+use leasehold_sim::shrink::{shrink, Budget};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -282,7 +282,7 @@ impl Corpus<'_> {
                 .run(kind, c, seed)
                 .is_ok_and(|o| o.violations.iter().any(|v| v.invariant == inv))
         };
-        let schedule = crate::runner::fault_schedule(cfg, seed);
+        let schedule = leasehold_sim::runner::fault_schedule(cfg, seed);
         let budget = Budget {
             max_runs: SHRINK_MAX_RUNS,
             max_wall: Duration::from_secs(self.shrink_secs),

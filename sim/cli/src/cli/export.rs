@@ -1,14 +1,14 @@
 //! `leasehold export INPUT --format jepsen`: a run's history as Jepsen
-//! operations in EDN (`crate::jepsen`), from a scenario file run at
+//! operations in EDN (`leasehold_check::jepsen`), from a scenario file run at
 //! `--seed`, or from a history written by `leasehold replay --trace`.
 
 use super::args::ExportArgs;
 use super::stores::Stores;
 use super::ExitCode;
-use crate::history::{History, Record};
-use crate::jepsen;
-use crate::runner::PreparedConfig;
-use crate::scenario::load_file;
+use leasehold_check::jepsen;
+use leasehold_model::history::{History, Record};
+use leasehold_model::scenario::load_file;
+use leasehold_sim::runner::PreparedConfig;
 use std::path::Path;
 
 /// Runs the command.

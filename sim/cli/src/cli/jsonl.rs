@@ -29,8 +29,8 @@
 use super::engine::{self, SeedSummary};
 use super::plan::{Shard, Task};
 use super::verdict::{judge, seed_status, Detection, Verdict};
-use crate::scenario::Scenario;
-use crate::stores::StoreKind;
+use leasehold_model::scenario::Scenario;
+use leasehold_model::store_kind::StoreKind;
 use serde_json::{json, Value};
 use std::io::Write;
 

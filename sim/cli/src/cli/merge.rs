@@ -17,7 +17,7 @@ use super::args::MergeArgs;
 use super::plan::Task;
 use super::ExitCode;
 use crate::junit;
-use crate::scenario::Scenario;
+use leasehold_model::scenario::Scenario;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read};

@@ -8,10 +8,10 @@
 use super::args::ReplayArgs;
 use super::stores::Stores;
 use super::ExitCode;
-use crate::report::violation_report;
-use crate::runner::PreparedConfig;
-use crate::scenario::load_file;
 use crate::timeline::{self, MarkAt};
+use leasehold_model::scenario::load_file;
+use leasehold_sim::report::violation_report;
+use leasehold_sim::runner::PreparedConfig;
 
 /// Runs the command.
 pub fn run(args: &ReplayArgs) -> ExitCode {
@@ -45,7 +45,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
             .as_deref()
             .map(|v| format!(" (variant {v})"))
             .unwrap_or_default(),
-        crate::duration::format_ms(out.sim_time_ms),
+        leasehold_model::duration::format_ms(out.sim_time_ms),
         out.history.records.len(),
         out.violations.len(),
         if out.timing_assumption_broken {
@@ -73,7 +73,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
                 label: format!(
                     "{}: {}",
                     v.invariant,
-                    crate::report::times::Origin::SIM.humanize(&v.message)
+                    leasehold_sim::report::times::Origin::SIM.humanize(&v.message)
                 ),
                 job: v.job,
             })
@@ -88,7 +88,7 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
             format!("violations: {}", out.violations.len()),
             format!(
                 "replay: {}",
-                crate::report::replay_command_on(&path, args.seed, Some(kind))
+                leasehold_sim::report::replay_command_on(&path, args.seed, Some(kind))
             ),
         ];
         let tl = timeline::from_history(

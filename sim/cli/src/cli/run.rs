@@ -13,9 +13,9 @@ use super::stores::Stores;
 use super::verdict::{judge, Detection, Verdict};
 use super::ExitCode;
 use crate::junit;
-use crate::runner::PreparedConfig;
-use crate::scenario::{load_paths, Scenario};
-use crate::stores::StoreKind;
+use leasehold_model::scenario::{load_paths, Scenario};
+use leasehold_model::store_kind::StoreKind;
+use leasehold_sim::runner::PreparedConfig;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
@@ -53,8 +53,8 @@ pub(super) fn memory_only(s: &Scenario) -> bool {
     s.config
         .variant
         .as_deref()
-        .and_then(crate::catalogue::Variant::parse)
-        .is_some_and(crate::catalogue::is_store_side)
+        .and_then(leasehold_model::catalogue::Variant::parse)
+        .is_some_and(leasehold_model::catalogue::is_store_side)
 }
 
 /// Runs one seed; in differential mode also on the second store, failing
@@ -137,10 +137,10 @@ fn seed_settings(args: &RunArgs) -> Result<(Option<u64>, Option<u64>), String> {
     if count == Some(0) {
         return Err("--seeds 0 (or LEASEHOLD_SEEDS=0) runs no seed".into());
     }
-    if let Some(n) = count.filter(|&n| n > crate::bounds::MAX_SEEDS) {
+    if let Some(n) = count.filter(|&n| n > leasehold_model::bounds::MAX_SEEDS) {
         return Err(format!(
             "--seeds {n} (or LEASEHOLD_SEEDS) is above the bound of {} seeds per scenario",
-            crate::bounds::MAX_SEEDS
+            leasehold_model::bounds::MAX_SEEDS
         ));
     }
     Ok((seed, count))

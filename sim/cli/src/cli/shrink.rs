@@ -1,14 +1,14 @@
 //! `leasehold shrink SCENARIO --seed S [-o FILE]`: reduces a failing run
 //! to a minimal scenario file that still breaks the same invariant on the
-//! same seed (see [`crate::shrink`]).
+//! same seed (see [`leasehold_sim::shrink`]).
 
 use super::args::ShrinkArgs;
 use super::stores::Stores;
 use super::ExitCode;
-use crate::config::InvariantId;
-use crate::runner::{fault_schedule, PreparedConfig};
-use crate::scenario::{load_file, to_toml};
-use crate::shrink::{shrink, Budget};
+use leasehold_model::config::InvariantId;
+use leasehold_model::scenario::{load_file, to_toml};
+use leasehold_sim::runner::{fault_schedule, PreparedConfig};
+use leasehold_sim::shrink::{shrink, Budget};
 use std::time::{Duration, Instant};
 
 /// Runs the command.

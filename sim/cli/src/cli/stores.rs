@@ -2,10 +2,11 @@
 //! memory; and the factories behind each, made once per command.
 
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
-use crate::config::SimConfig;
-use crate::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
-use crate::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreKind};
 use clap::Args;
+use leasehold_model::config::SimConfig;
+use leasehold_model::store_kind::StoreKind;
+use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
+use leasehold_sim::stores::{MemoryFactory, PostgresFactory, SqliteFactory};
 use std::path::PathBuf;
 use std::sync::Arc;
 

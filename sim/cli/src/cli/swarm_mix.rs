@@ -9,7 +9,7 @@
 //! switches kinds off (rate range set to zero), never on, and keeps at
 //! least one of the scenario's kinds.
 
-use crate::config::{Range, SimConfig};
+use leasehold_model::config::{Range, SimConfig};
 
 /// The swarm rate ranges a mix may switch off, by their scenario-file name.
 fn kinds(cfg: &mut SimConfig) -> [(&'static str, &mut Range<f64>); 13] {

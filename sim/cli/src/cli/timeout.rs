@@ -6,7 +6,7 @@
 //! (exit status 2), never as a pass. The limit only aborts: it is read
 //! outside the simulation and cannot change a history.
 
-use crate::duration::Dur;
+use leasehold_model::duration::Dur;
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 
 use super::engine::SeedSummary;
 use super::plan::Task;
-use crate::config::{InvariantId, SimConfig};
+use leasehold_model::config::{InvariantId, SimConfig};
 
 /// The verdict on one run.
 #[derive(Clone, Debug, PartialEq, Eq)]

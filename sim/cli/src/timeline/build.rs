@@ -1,10 +1,10 @@
 //! Builds a [`Timeline`] from a run's [`History`].
 
 use super::{Arrow, ClockLane, FaultSpan, JobLane, LeaseBar, Mark, Timeline};
-use crate::clock::{ClockModel, EPOCH_MS};
-use crate::config::ScriptedFault;
-use crate::history::{BeliefWhat, Fate, History, Record};
 use leasehold_core::{EventKind, JobId};
+use leasehold_model::clock::{ClockModel, EPOCH_MS};
+use leasehold_model::config::ScriptedFault;
+use leasehold_model::history::{BeliefWhat, Fate, History, Record};
 use std::collections::BTreeMap;
 
 /// Samples per clock lane (plus three around each fault).

@@ -8,7 +8,7 @@
 
 use super::palette::{self, Palette};
 use super::{escape, FaultSpan, JobLane, Mark, Timeline, MAX_LANES};
-use crate::duration::format_ms;
+use leasehold_model::duration::format_ms;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

@@ -206,7 +206,7 @@ fn marks_table(s: &mut String, t: &Timeline) {
             s,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             i + 1,
-            crate::duration::format_ms(m.at_ms),
+            leasehold_model::duration::format_ms(m.at_ms),
             escape(m.job.as_deref().unwrap_or("(no job)")),
             escape(&m.label)
         );

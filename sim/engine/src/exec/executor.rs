@@ -15,7 +15,7 @@
 //! Simulated code spawns onto the seed's executor through a thread-local
 //! handle the world installs for the length of one seed ([`enter`]).
 
-use crate::rng::SimRng;
+use leasehold_model::rng::SimRng;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;

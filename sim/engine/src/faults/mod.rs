@@ -30,7 +30,7 @@ mod swarm;
 pub use plan::{paused_until, FaultPlan, LinkView, Pauses, ProcessAction};
 pub use swarm::{draw_swarm, SwarmDraw};
 
-use crate::config::{ScriptedFault, SimConfig};
+use leasehold_model::config::{ScriptedFault, SimConfig};
 
 /// The concrete faults of `seed`: the scenario's scripted events followed by
 /// the swarm faults drawn for this seed, sorted by start time (stable).

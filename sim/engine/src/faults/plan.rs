@@ -1,7 +1,7 @@
 //! The resolved schedule as the runner applies it: process actions at their
 //! exact instants, link states, and each host's pause windows.
 
-use crate::config::ScriptedFault;
+use leasehold_model::config::ScriptedFault;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -210,7 +210,7 @@ pub fn paused_until(pauses: &[(u64, u64)], t: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::duration::Dur;
+    use leasehold_model::duration::Dur;
 
     #[test]
     fn overlapping_link_faults_combine() {

@@ -1,9 +1,9 @@
 //! Swarm testing: each seed draws its own fault rates, then concrete faults.
 
-use crate::config::{Range, ScriptedFault, SimConfig};
-use crate::duration::{Dur, SignedDur};
-use crate::rng::SimRng;
 use crate::topology::{HostKind, Hosts};
+use leasehold_model::config::{Range, ScriptedFault, SimConfig};
+use leasehold_model::duration::{Dur, SignedDur};
+use leasehold_model::rng::SimRng;
 
 /// Most faults of one kind on one host, a bound on the arrival loop.
 const MAX_ARRIVALS: usize = 10_000;

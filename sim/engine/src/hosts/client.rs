@@ -13,10 +13,10 @@
 
 use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use super::shared::Shared;
-use crate::history::Record;
 use crate::net::RemoteStore;
 use leasehold_core::worker::with_timeout;
 use leasehold_core::{JobId, ListRequest, Millis, NewJob, Runtime, Store, StoreError};
+use leasehold_model::history::Record;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -43,7 +43,7 @@ const READ_BYTES: u64 = 8 << 20;
 /// as fit in [`READ_BYTES`] and one frame of the simulated wire (at least
 /// one; the loader refuses sizes where one row would not fit a frame),
 /// reading at most one MiB of wire per simulated second.
-fn read_plan(cfg: &crate::config::SimConfig) -> (u32, u64) {
+fn read_plan(cfg: &leasehold_model::config::SimConfig) -> (u32, u64) {
     let w = &cfg.workload;
     if w.payload_bytes == 0 && w.result_bytes == 0 && w.error_bytes == 0 {
         return (READ_PAGE, READ_EVERY_MS);
@@ -51,7 +51,7 @@ fn read_plan(cfg: &crate::config::SimConfig) -> (u32, u64) {
     // JSON: 2 characters per padded payload byte, up to 4 per result byte.
     let err = w.error_bytes.min(cfg.protocol.max_error_bytes);
     let row = 2 * w.payload_bytes + 4 * w.result_bytes + err + 4096;
-    let budget = READ_BYTES.min(crate::net::wire::MAX_FRAME as u64);
+    let budget = READ_BYTES.min(leasehold_model::wire::MAX_FRAME as u64);
     let page = (budget / row.max(1)).clamp(1, u64::from(READ_PAGE));
     let every = (page * row * READ_MS_PER_MIB).div_ceil(1 << 20);
     (page as u32, every.max(READ_EVERY_MS))

@@ -18,11 +18,11 @@
 //! lease task's own event, at a deterministic point.
 
 use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
-use super::workload::{AttemptKind, WorkloadPlan};
-use crate::history::{Execution, HandlerSink, Record};
 use leasehold_core::{
     Handler, HandlerError, JobId, Lease, Millis, Runtime, StopReason, StopSignal, Token, WorkerId,
 };
+use leasehold_model::history::{Execution, HandlerSink, Record};
+use leasehold_model::workload::{AttemptKind, WorkloadPlan};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -143,7 +143,7 @@ impl Handler for SimHandler {
             // time and succeeds: I12 judges that it exists, not what it does.
             if lease
                 .payload
-                .starts_with(crate::schedules::PAYLOAD_PREFIX.as_bytes())
+                .starts_with(leasehold_model::schedules::PAYLOAD_PREFIX.as_bytes())
             {
                 let run = this
                     .rt

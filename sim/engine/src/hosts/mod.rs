@@ -8,7 +8,6 @@ pub mod scheduler;
 pub mod shared;
 pub mod store;
 pub mod worker;
-pub use leasehold_model::workload;
 
 pub use runtime::HostRuntime;
 pub use shared::Shared;

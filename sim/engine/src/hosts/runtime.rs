@@ -35,9 +35,9 @@
 //! it to the runner, which fails the run as a harness error.
 
 use super::shared::Shared;
-use crate::clock::ClockModel;
 use crate::faults::paused_until;
 use leasehold_core::{BoxFuture, Millis, Runtime, StoreTime};
+use leasehold_model::clock::ClockModel;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;

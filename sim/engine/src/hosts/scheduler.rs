@@ -15,10 +15,10 @@
 
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
-use crate::catalogue;
-use crate::history::Record;
-use crate::timing::firing_stops_ms;
 use leasehold_core::{shutdown_channel, Scheduler, SchedulerConfig};
+use leasehold_model::catalogue;
+use leasehold_model::history::Record;
+use leasehold_model::timing::firing_stops_ms;
 use std::sync::Arc;
 
 /// The scheduler host's software: one incarnation.

@@ -5,14 +5,14 @@
 //! the locks are never contended; they exist because the core's `Runtime`
 //! and `Store` must be `Send + Sync`.
 
-use crate::catalogue::Variant;
-use crate::clock::ClockModel;
-use crate::config::SimConfig;
 use crate::faults::{FaultPlan, SwarmDraw};
-use crate::history::Record;
-use crate::hosts::workload::WorkloadPlan;
-use crate::rng::SimRng;
 use leasehold_core::JobId;
+use leasehold_model::catalogue::Variant;
+use leasehold_model::clock::ClockModel;
+use leasehold_model::config::SimConfig;
+use leasehold_model::history::Record;
+use leasehold_model::rng::SimRng;
+use leasehold_model::workload::WorkloadPlan;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -39,15 +39,15 @@
 
 use super::runtime::HostRuntime;
 use super::shared::Shared;
-use crate::history::{Fate, ReadRow, Record};
 use crate::net::fabric::{self, Incoming};
-use crate::net::wire::{decode, encode};
 use crate::net::WakeSender;
-use crate::net::{WireError, WireMessage, WireOp, WireReply};
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{JobId, JobState, Runtime, StoreError};
+use leasehold_model::history::{Fate, ReadRow, Record};
+use leasehold_model::wire::{decode, encode};
+use leasehold_model::wire::{WireError, WireMessage, WireOp, WireReply};
 use leasehold_model::wire_store::{apply, apply_batch, touched, wire};
 use std::collections::BTreeSet;
 use std::future::Future;

@@ -16,11 +16,11 @@
 use super::handler::SimHandler;
 use super::runtime::{sleep_until_true, HostRuntime};
 use super::shared::Shared;
-use crate::catalogue::{self, Variant};
-use crate::history::{record_of_event, Record};
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::worker::RuntimeEvent;
 use leasehold_core::{shutdown_channel, Sweeper, SweeperConfig, Worker};
+use leasehold_model::catalogue::{self, Variant};
+use leasehold_model::history::{record_of_event, Record};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -111,8 +111,13 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> Result
     let mut workers: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = Vec::new();
     for (j, id) in ids.iter().enumerate() {
         let k = index as usize * per as usize + j;
-        let queues = crate::protocol::queues_of(&shared.cfg, k);
-        let b = crate::protocol::worker_config(&shared.cfg, id.clone(), &queues, shared.variant);
+        let queues = leasehold_model::protocol::queues_of(&shared.cfg, k);
+        let b = leasehold_model::protocol::worker_config(
+            &shared.cfg,
+            id.clone(),
+            &queues,
+            shared.variant,
+        );
         let cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
         let handler = turns.for_worker(leasehold_core::WorkerId::new(id.clone()));
         let obs_rt = rt.clone();

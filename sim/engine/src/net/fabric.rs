@@ -30,8 +30,8 @@
 use crate::exec::timers::{Event, Timeline};
 use crate::exec::HostIdx;
 use crate::faults::LinkView;
-use crate::rng::SimRng;
 use leasehold_core::worker::wake::WorkSignal;
+use leasehold_model::rng::SimRng;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::future::Future;

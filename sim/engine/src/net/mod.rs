@@ -5,14 +5,12 @@
 //! it (one message per request or batch, one per answer); [`wake`] carries
 //! the store's wake-ups the other way, as datagrams.
 //!
-//! Message bodies are bincode ([`wire::encode`]), as they would be on a
+//! Message bodies are bincode ([`leasehold_model::wire::encode`]), as they would be on a
 //! real wire: what the store host executes is what survived the encoding.
 
 pub mod fabric;
 pub mod remote;
 pub mod wake;
-pub use leasehold_model::wire;
 
 pub use remote::{remote_store, worker_store, RemoteCall, RemoteStore};
 pub use wake::{listen_for_wake_ups, WakeSender};
-pub use wire::{WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest};

@@ -19,17 +19,17 @@
 //! Its answer then finds nobody waiting and is dropped.
 
 use super::fabric;
-use super::wire::{
-    decode, encode, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
-};
-use crate::catalogue::{self, Variant};
 use crate::exec::HostIdx;
-use crate::history::{Op, Record, Reply};
 use crate::hosts::runtime::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, Millis, Patience, Runtime, StoreError, StoreTime,
     DEFAULT_MERGE_FLUSHERS,
+};
+use leasehold_model::catalogue::{self, Variant};
+use leasehold_model::history::{Op, Record, Reply};
+use leasehold_model::wire::{
+    decode, encode, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
 };
 use leasehold_model::wire_store::{wire, WireCall, WireStore};
 use serde::de::DeserializeOwned;

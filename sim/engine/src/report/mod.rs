@@ -4,9 +4,9 @@
 
 pub mod times;
 
-use crate::checker::Violation;
-use crate::config::SimConfig;
-use crate::duration::format_ms;
+use leasehold_check::checker::Violation;
+use leasehold_model::config::SimConfig;
+use leasehold_model::duration::format_ms;
 use std::fmt::Write;
 use times::Origin;
 
@@ -19,10 +19,12 @@ pub fn replay_command(scenario_path: &str, seed: u64) -> String {
 pub fn replay_command_on(
     scenario_path: &str,
     seed: u64,
-    store: Option<crate::stores::StoreKind>,
+    store: Option<leasehold_model::store_kind::StoreKind>,
 ) -> String {
     match store {
-        None | Some(crate::stores::StoreKind::Memory) => replay_command(scenario_path, seed),
+        None | Some(leasehold_model::store_kind::StoreKind::Memory) => {
+            replay_command(scenario_path, seed)
+        }
         Some(k) => format!("{} --store {k}", replay_command(scenario_path, seed)),
     }
 }
@@ -87,7 +89,7 @@ pub fn violation_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::InvariantId;
+    use leasehold_model::config::InvariantId;
 
     #[test]
     fn report_names_invariant_job_and_replay() {
@@ -111,7 +113,9 @@ mod tests {
     fn store_times_show_from_the_start_of_the_run() {
         let v = Violation::new(InvariantId::I4, "renewed until @1704067262030ms")
             .at(2_050)
-            .store_at(leasehold_core::StoreTime(crate::clock::EPOCH_MS + 62_030));
+            .store_at(leasehold_core::StoreTime(
+                leasehold_model::clock::EPOCH_MS + 62_030,
+            ));
         let r = violation_report(&v, &SimConfig::default(), 1, None);
         assert!(
             r.contains("when:   true 2s50ms, store +1m2s30ms (59s980ms ahead of true time)"),

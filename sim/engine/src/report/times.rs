@@ -12,8 +12,8 @@
 //! the `--trace` JSON lines and the histories `leasehold check` reads carry
 //! epoch ms, and `--json`'s `sim_ms` is a number of ms of true time.
 
-use crate::duration::format_ms;
 use leasehold_core::StoreTime;
+use leasehold_model::duration::format_ms;
 
 /// Where store times are measured from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct Origin(pub i64);
 impl Origin {
     /// The simulator's: the store time the run starts at on a clock without
     /// offset (true time 0).
-    pub const SIM: Origin = Origin(crate::clock::EPOCH_MS);
+    pub const SIM: Origin = Origin(leasehold_model::clock::EPOCH_MS);
 
     /// The first event's store time, for histories recorded elsewhere.
     pub fn first_of(times: impl IntoIterator<Item = StoreTime>) -> Origin {
@@ -99,10 +99,13 @@ mod tests {
     fn store_times_read_as_durations_from_the_start() {
         let o = Origin::SIM;
         assert_eq!(
-            o.since(StoreTime(crate::clock::EPOCH_MS + 62_030)),
+            o.since(StoreTime(leasehold_model::clock::EPOCH_MS + 62_030)),
             "+1m2s30ms"
         );
-        assert_eq!(o.since(StoreTime(crate::clock::EPOCH_MS - 3_000)), "-3s");
+        assert_eq!(
+            o.since(StoreTime(leasehold_model::clock::EPOCH_MS - 3_000)),
+            "-3s"
+        );
         assert_eq!(
             o.humanize("renewed until @1704067262030ms, after 16460ms"),
             "renewed until @+1m2s30ms, after 16s460ms"

@@ -1,9 +1,9 @@
 //! Assembling the final history of a run.
 
-use crate::config::SimConfig;
-use crate::history::History;
 use crate::hosts::Shared;
 use leasehold_core::{Event, JobRecord};
+use leasehold_model::config::SimConfig;
+use leasehold_model::history::History;
 
 /// A store event with the true time and request that committed it.
 type Placed = (u64, Option<u64>, Event);
@@ -44,7 +44,7 @@ pub(super) fn collect(
         None => {
             let bare = History::assemble(records.clone(), Vec::new(), Vec::new(), now, quiet);
             let mut last = 0u64;
-            crate::checker::answers::model_events(&bare, cfg)
+            leasehold_check::checker::answers::model_events(&bare, cfg)
                 .into_iter()
                 .map(|(t, req, event)| {
                     let t = t.unwrap_or(last);

@@ -31,7 +31,6 @@
 //! one is left to send), so the run stops early and says so in its `End`
 //! record. This skips the idle tail of long scenarios.
 
-pub use leasehold_model::builtin;
 mod collect;
 mod valid;
 mod world;
@@ -42,19 +41,19 @@ pub use crate::stores::Backend;
 use collect::collect;
 use world::{Starter, World};
 
-use crate::catalogue::{self, Variant};
-use crate::checker::{self, Violation};
-use crate::clock::ClockModel;
-use crate::config::{ScriptedFault, SimConfig};
 use crate::exec::executor::{Executor, TaskFuture};
 use crate::faults::{self, FaultPlan, SwarmDraw};
-use crate::history::{History, Record};
-use crate::hosts::workload::WorkloadPlan;
 use crate::hosts::{client, store, worker, Shared};
 use crate::net::fabric::Fabric;
 use crate::stores::{SeedContext, StoreFactory};
 use crate::topology::{Host, HostKind, Hosts};
+use leasehold_check::checker::{self, Violation};
 use leasehold_core::{list_all, Event, JobRecord};
+use leasehold_model::catalogue::{self, Variant};
+use leasehold_model::clock::ClockModel;
+use leasehold_model::config::{ScriptedFault, SimConfig};
+use leasehold_model::history::{History, Record};
+use leasehold_model::workload::WorkloadPlan;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,7 +101,7 @@ pub struct RunOutcome {
 pub enum HarnessError {
     /// The scenario is invalid.
     #[error("invalid scenario: {}", .0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
-    Config(Vec<crate::config::ConfigProblem>),
+    Config(Vec<leasehold_model::config::ConfigProblem>),
     /// The variant name is unknown.
     #[error("unknown variant {name:?}; known variants: {known}")]
     UnknownVariant {
@@ -127,8 +126,8 @@ pub enum HarnessError {
         "stopped by the run timeout of {}s of wall time, after {} of {} simulated ({steps} steps); \
          raise --run-timeout or shorten the scenario",
         limit.as_secs_f64(),
-        crate::duration::format_ms(*sim_ms),
-        crate::duration::format_ms(*duration_ms)
+        leasehold_model::duration::format_ms(*sim_ms),
+        leasehold_model::duration::format_ms(*duration_ms)
     )]
     Timeout {
         /// The wall-clock limit.
@@ -210,7 +209,8 @@ pub struct RunOptions {
 /// export and the harness for a user's own store.
 ///
 /// ```no_run
-/// use leasehold_sim::runner::{builtin, run_seed, RunOptions, PreparedConfig};
+/// use leasehold_model::builtin;
+/// use leasehold_sim::runner::{run_seed, RunOptions, PreparedConfig};
 /// use leasehold_sim::stores::MemoryFactory;
 /// use std::sync::Arc;
 /// let cfg = PreparedConfig::new(builtin::small_swarm()).expect("a valid scenario");
@@ -237,7 +237,7 @@ pub fn run_seed<F: StoreFactory>(
     let ctx = SeedContext {
         scenario: cfg.name.clone(),
         seed,
-        policy: crate::protocol::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
+        policy: leasehold_model::protocol::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
         variant,
     };
     let backend = Arc::new(
@@ -313,14 +313,18 @@ fn run_world<F: StoreFactory>(
     let lat = &cfg.network.latency;
     let fabric = Fabric::new(
         names.clone(),
-        crate::rng::SimRng::derive(seed, "latency", &[]),
+        leasehold_model::rng::SimRng::derive(seed, "latency", &[]),
         lat.lo.as_ms(),
         lat.hi.as_ms(),
         cfg.tick.as_ms(),
     );
     let mut exec = Executor::new(names.len());
     if explore {
-        exec = exec.with_seeded_order(crate::rng::SimRng::derive(seed, "task-order", &[]));
+        exec = exec.with_seeded_order(leasehold_model::rng::SimRng::derive(
+            seed,
+            "task-order",
+            &[],
+        ));
     }
     let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
     let hosts: Vec<(Host, Starter)> = topology

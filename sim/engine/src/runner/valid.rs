@@ -3,9 +3,9 @@
 //! validated once, not once per seed.
 
 use super::{variant_of, HarnessError};
-use crate::catalogue::Variant;
-use crate::config::{SimConfig, ValidConfig};
-use crate::store_kind::StoreKind;
+use leasehold_model::catalogue::Variant;
+use leasehold_model::config::{SimConfig, ValidConfig};
+use leasehold_model::store_kind::StoreKind;
 use std::ops::Deref;
 
 /// The model's [`ValidConfig`] (a [`SimConfig`] that passed
@@ -60,8 +60,8 @@ mod tests {
 
     #[test]
     fn an_invalid_config_is_refused_with_its_problems() {
-        let mut cfg = crate::builtin::small_swarm();
-        cfg.duration = crate::duration::Dur::ms(0);
+        let mut cfg = leasehold_model::builtin::small_swarm();
+        cfg.duration = leasehold_model::duration::Dur::ms(0);
         match PreparedConfig::new(cfg) {
             Err(HarnessError::Config(p)) => assert!(!p.is_empty()),
             other => panic!("expected a config error, got {other:?}"),
@@ -70,9 +70,9 @@ mod tests {
 
     #[test]
     fn the_store_a_scenario_names_never_changes_its_validation() {
-        for base in crate::builtin::all() {
+        for base in leasehold_model::builtin::all() {
             let mut broken = base.clone();
-            broken.duration = crate::duration::Dur::ms(0);
+            broken.duration = leasehold_model::duration::Dur::ms(0);
             for cfg in [base, broken] {
                 let want = cfg.validate();
                 for kind in [StoreKind::Memory, StoreKind::Sqlite, StoreKind::Postgres] {
@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn an_unknown_variant_is_refused_by_name() {
-        let mut cfg = crate::builtin::small_swarm();
+        let mut cfg = leasehold_model::builtin::small_swarm();
         cfg.variant = Some("no-such-bug".into());
         match PreparedConfig::new(cfg) {
             Err(HarnessError::UnknownVariant { name, .. }) => assert_eq!(name, "no-such-bug"),

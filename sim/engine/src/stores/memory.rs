@@ -10,9 +10,9 @@
 #![allow(clippy::manual_async_fn)]
 
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
-use crate::catalogue::Variant;
 use leasehold_core::{CrashReport, Event, StoreError, StoreTime, SweepRequest};
 use leasehold_memory::{MemoryState, MemoryStore};
+use leasehold_model::catalogue::Variant;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 

@@ -47,12 +47,11 @@ pub use postgres::{PostgresFactory, DEFAULT_SCHEMA_PREFIX};
 #[cfg(feature = "sql")]
 pub use sqlite::SqliteFactory;
 
-use crate::catalogue::Variant;
-pub use crate::store_kind::StoreKind;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     CrashReport, Event, Policy, Store, StoreClock, StoreError, StoreTime, SweepRequest,
 };
+use leasehold_model::catalogue::Variant;
 use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;

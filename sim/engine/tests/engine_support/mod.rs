@@ -1,9 +1,9 @@
 //! Helpers shared by the engine tests.
 #![allow(dead_code)]
 
-use leasehold_sim::config::{InvariantId, SimConfig};
+use leasehold_model::config::{InvariantId, SimConfig};
+use leasehold_model::scenario::load_file;
 use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
-use leasehold_sim::scenario::load_file;
 use leasehold_sim::stores::MemoryFactory;
 use std::path::Path;
 use std::sync::Arc;

@@ -2,8 +2,8 @@
 //! short texts the messages use (blobs by their Display, never bytes).
 
 use super::model::{ErrText, Row, RunAt, Want};
-use crate::history::{LeaseRef, Op, ReadRow, Reply};
 use leasehold_core::{CancelOutcome, CrashReport, JobId, Outcome};
+use leasehold_model::history::{LeaseRef, Op, ReadRow, Reply};
 
 /// Longest quoted text (error messages, rejection texts) in a message.
 const MAX_QUOTE: usize = 60;
@@ -211,7 +211,7 @@ pub(crate) fn op_text(op: &Op, host: &str) -> String {
 /// An outcome, short.
 pub(crate) fn outcome_text(o: &Outcome) -> String {
     match o {
-        Outcome::Succeeded(r) => format!("succeeded({})", crate::history::Blob::of(r)),
+        Outcome::Succeeded(r) => format!("succeeded({})", leasehold_model::history::Blob::of(r)),
         Outcome::Failed { error, retryable } => format!(
             "failed({}, {})",
             if *retryable { "retryable" } else { "permanent" },
@@ -303,8 +303,8 @@ pub(crate) fn want_text(w: &Want) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Blob;
     use leasehold_core::{JobState, StoreTime, Token};
+    use leasehold_model::history::Blob;
 
     #[test]
     fn variant_is_the_text_before_the_parenthesis() {

@@ -79,10 +79,10 @@ mod schedules;
 pub(crate) use model::stored_error;
 
 use crate::checker::Violation;
-use crate::config::{InvariantId, SimConfig};
-use crate::history::{Fate, History, Op, ReadRow, Record, Reply};
 use compare::{diffs_text, op_text, reply_text, row_diffs, variant_of, want_text};
 use leasehold_core::{Event, EventKind, JobId, Outcome, StoreTime, Token};
+use leasehold_model::config::{InvariantId, SimConfig};
+use leasehold_model::history::{Fate, History, Op, ReadRow, Record, Reply};
 use model::{Model, Plan, Row, Rules, RunAt, Want};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -9,13 +9,13 @@
 //! settles it.
 
 use super::backoff::{later, Backoff};
-use crate::config::SimConfig;
-use crate::history::{Blob, LeaseRef, Op, ReadRow, Reply};
 use leasehold_core::{
     CancelOutcome, CrashReport, JobId, JobState, Millis, Outcome, StoreTime, Token, WorkerId,
     DEFAULT_MAX_ATTEMPTS_CAP, DEFAULT_MAX_CLAIM_BATCH, DEFAULT_MAX_KEY_LEN, DEFAULT_MAX_LEASE,
     DEFAULT_MAX_QUEUE_LEN,
 };
+use leasehold_model::config::SimConfig;
+use leasehold_model::history::{Blob, LeaseRef, Op, ReadRow, Reply};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The store's rules in a scenario: limits, backoff, parallelism.
@@ -795,7 +795,7 @@ impl Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::duration::Dur;
+    use leasehold_model::duration::Dur;
 
     fn model() -> Model {
         let mut cfg = SimConfig::default();

@@ -20,10 +20,10 @@
 //! every answer about existing keys still is.
 
 use super::model::{queue_ok, ErrText, Model, Plan, Row, RunAt, Want};
-use crate::history::{Blob, Op, Reply, ScheduleView};
 use leasehold_core::{
     CatchUp, JobId, JobState, Millis, Rule, StoreTime, Token, DEFAULT_MAX_ATTEMPTS_CAP,
 };
+use leasehold_model::history::{Blob, Op, Reply, ScheduleView};
 use std::collections::BTreeMap;
 
 /// Keys of fires live under this prefix; an enqueue may not use it.

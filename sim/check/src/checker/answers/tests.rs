@@ -2,9 +2,9 @@
 //! rule, answered right and then wrong.
 
 use super::*;
-use crate::duration::Dur;
-use crate::history::Blob;
 use leasehold_core::{CancelOutcome, CrashReport, JobState, Millis, Outcome, WorkerId};
+use leasehold_model::duration::Dur;
+use leasehold_model::history::Blob;
 
 fn cfg() -> SimConfig {
     let mut c = SimConfig::default();
@@ -115,7 +115,7 @@ fn claim_op() -> Op {
 }
 
 fn lease(job: u64, token: u64, attempt: u32, until: i64) -> LeaseRefT {
-    crate::history::LeaseRef {
+    leasehold_model::history::LeaseRef {
         job: JobId(job),
         token: Token(token),
         attempt,
@@ -125,7 +125,7 @@ fn lease(job: u64, token: u64, attempt: u32, until: i64) -> LeaseRefT {
     }
 }
 
-type LeaseRefT = crate::history::LeaseRef;
+type LeaseRefT = leasehold_model::history::LeaseRef;
 
 /// Enqueue job 1 at 0 and claim it at 10 (lease until 110).
 fn claimed() -> (Script, ReadRow) {

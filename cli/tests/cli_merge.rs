@@ -21,7 +21,7 @@ const SCENARIOS: [&str; 3] = [
 
 fn leasehold(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_leasehold"));
-    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
         .args(args);
     for k in [
         "LEASEHOLD_SEED",
@@ -151,7 +151,7 @@ fn a_failing_seed_on_one_shard_fails_the_merge_with_its_replay_line() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
+            .join("..")
             .join(SCENARIOS[1]),
     )
     .unwrap();

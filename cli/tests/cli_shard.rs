@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 fn inputs() -> Vec<PlanInput> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
     load_paths(&[dir])
         .unwrap()
         .iter()

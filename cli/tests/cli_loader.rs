@@ -5,7 +5,7 @@ use leasehold_model::scenario::{load_paths, load_str, LoadError};
 use std::path::{Path, PathBuf};
 
 fn scenarios_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
 }
 
 /// Loads `text` as `bad.toml` and answers its errors.

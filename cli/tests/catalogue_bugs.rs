@@ -13,7 +13,7 @@ use std::time::Instant;
 
 fn catches(file: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/catalogue")
+        .join("../scenarios/catalogue")
         .join(file);
     let s = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let cfg = &s.config;
@@ -100,7 +100,7 @@ catalogue! {
 
 #[test]
 fn every_catalogued_variant_has_exactly_one_scenario() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/catalogue");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/catalogue");
     let all = leasehold_model::scenario::load_paths(&[dir]).unwrap();
     let mut names: Vec<String> = all
         .iter()

@@ -10,7 +10,7 @@ use std::process::Command;
 
 fn shrinks(file: &str, max_runs: u32) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/catalogue")
+        .join("../scenarios/catalogue")
         .join(file);
     let s = load_file(&src).unwrap();
     let inv = s.config.expect.violation.unwrap();

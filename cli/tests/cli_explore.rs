@@ -12,7 +12,7 @@ const CORRECT: &str = "scenarios/cancel_racing_completion_never_overwrites_succe
 
 fn command(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_leasehold"));
-    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
         .args(args);
     c
 }
@@ -92,7 +92,7 @@ fn explore_finds_a_planted_bug_and_leaves_a_shrunk_replayable_case() {
     };
     let original = std::fs::read_to_string(
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
+            .join("..")
             .join(PLANTED),
     )
     .unwrap();

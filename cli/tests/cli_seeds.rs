@@ -9,7 +9,7 @@ const SCENARIO: &str = "scenarios/worker_crash_mid_job_is_reclaimed_once.toml";
 
 fn leasehold(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_leasehold"));
-    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.."))
+    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
         .args(args)
         .env_remove("LEASEHOLD_SEED")
         .env_remove("LEASEHOLD_SEEDS");

@@ -11,7 +11,7 @@ use std::path::Path;
 
 fn page(scenario: &str, seed: u64) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
+        .join("..")
         .join(scenario);
     let s = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let cfg = PreparedConfig::new(s.config.clone()).expect("a valid scenario");

@@ -16,7 +16,7 @@ fn leasehold(args: &[&str]) -> Output {
 }
 
 fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn fixture(name: &str) -> String {

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 
 fn leasehold(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .args(args)
         .env_remove("LEASEHOLD_SEED")
         .env_remove("LEASEHOLD_SEEDS")

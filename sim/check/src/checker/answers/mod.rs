@@ -75,6 +75,7 @@
 mod backoff;
 mod compare;
 mod model;
+mod schedule_book;
 mod schedules;
 pub(crate) use model::stored_error;
 

@@ -9,6 +9,7 @@
 //! settles it.
 
 use super::backoff::{later, Backoff};
+use super::schedule_book::{SchedChange, Schedules, FIRE_KEY_PREFIX};
 use leasehold_core::{
     CancelOutcome, CrashReport, JobId, JobState, Millis, Outcome, StoreTime, Token, WorkerId,
     DEFAULT_MAX_ATTEMPTS_CAP, DEFAULT_MAX_CLAIM_BATCH, DEFAULT_MAX_KEY_LEN, DEFAULT_MAX_LEASE,
@@ -290,7 +291,7 @@ pub(crate) struct Plan {
     /// Why the model expects this, when it is not obvious from the answer.
     pub note: Option<String>,
     /// The change to the schedules, if the answer agrees.
-    pub schedule: Option<super::schedules::SchedChange>,
+    pub schedule: Option<SchedChange>,
 }
 
 impl Plan {
@@ -320,7 +321,7 @@ pub(crate) struct Model {
     /// Idempotency keys (schedule fires' keys included).
     pub keys: BTreeMap<String, JobId>,
     /// The schedules.
-    pub schedules: super::schedules::Schedules,
+    pub schedules: Schedules,
 }
 
 /// Whether a queue name is acceptable: non-empty, bounded, no control or
@@ -460,7 +461,7 @@ impl Model {
             k.is_empty()
                 || k.len() > DEFAULT_MAX_KEY_LEN
                 || k.contains('\0')
-                || k.starts_with(super::schedules::FIRE_KEY_PREFIX)
+                || k.starts_with(FIRE_KEY_PREFIX)
         });
         if !queue_ok(queue)
             || payload.len > self.rules.max_payload

@@ -20,47 +20,12 @@
 //! every answer about existing keys still is.
 
 use super::model::{queue_ok, ErrText, Model, Plan, Row, RunAt, Want};
+use super::schedule_book::{fire_key, name_ok, SchedChange, MAX_CATCH_UP, MAX_JITTER_MS};
 use leasehold_core::{
     CatchUp, JobId, JobState, Millis, Rule, StoreTime, Token, DEFAULT_MAX_ATTEMPTS_CAP,
 };
 use leasehold_model::history::{Blob, Op, Reply, ScheduleView};
 use std::collections::BTreeMap;
-
-/// Keys of fires live under this prefix; an enqueue may not use it.
-pub(crate) const FIRE_KEY_PREFIX: &str = "leasehold:schedule:";
-/// Longest schedule name, bytes.
-const MAX_NAME: usize = 128;
-/// Largest catch-up bound.
-const MAX_CATCH_UP: u32 = 1000;
-/// Largest jitter, ms.
-const MAX_JITTER_MS: u64 = 3_600_000;
-
-/// The key of the job of `name`'s `plan_time`.
-pub(crate) fn fire_key(name: &str, plan_time: StoreTime) -> String {
-    format!("{FIRE_KEY_PREFIX}{name}@{}", plan_time.0)
-}
-
-/// The model's schedules.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Schedules {
-    /// By name.
-    pub by_name: BTreeMap<String, ScheduleView>,
-    /// The model lost track (an answer it could not judge or that differed).
-    pub blind: bool,
-}
-
-/// A change to the schedules an agreeing answer makes.
-#[derive(Clone, Debug)]
-pub(crate) enum SchedChange {
-    /// Stored as this.
-    Put(ScheduleView),
-    /// Removed.
-    Remove(String),
-}
-
-fn name_ok(n: &str) -> bool {
-    !n.is_empty() && n.len() <= MAX_NAME && !n.chars().any(|c| c.is_control() || c.is_whitespace())
-}
 
 impl Model {
     /// The plan of a schedule operation.

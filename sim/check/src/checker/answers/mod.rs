@@ -75,6 +75,7 @@
 mod backoff;
 mod compare;
 mod model;
+pub mod reference;
 mod schedule_book;
 mod schedules;
 pub(crate) use model::stored_error;
@@ -204,6 +205,16 @@ struct Replay {
 }
 
 impl Replay {
+    /// A replay over an empty store with `cfg`'s rules.
+    fn new(cfg: &SimConfig) -> Replay {
+        Replay {
+            model: Model::new(Rules::of(cfg)),
+            blind: false,
+            violations: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
     fn run(h: &History, cfg: &SimConfig) -> Replay {
         let mut ops: BTreeMap<u64, &Op> = BTreeMap::new();
         for r in &h.records {
@@ -211,12 +222,7 @@ impl Replay {
                 ops.insert(*id, op);
             }
         }
-        let mut replay = Replay {
-            model: Model::new(Rules::of(cfg)),
-            blind: false,
-            violations: Vec::new(),
-            events: Vec::new(),
-        };
+        let mut replay = Replay::new(cfg);
         // Served records are in execution order (the store serializes
         // requests; records are stably sorted by true time).
         let cancelled = Reply::Unavailable("cancelled by its caller mid-transaction".into());

@@ -1,14 +1,18 @@
-//! Test bundle for the worker runtime: a memory store whose clock follows
-//! tokio's paused clock (plus a settable jump), a store wrapper that can
-//! stop answering renews or lose the answers to fires, and a scripted handler that records what happened.
+//! Test bundle for the core's worker runtime over the memory store: a
+//! memory store whose clock follows tokio's paused clock (plus a settable
+//! jump), a store wrapper that can stop answering renews or lose the
+//! answers to fires, a scripted handler that records what happened, and
+//! the steps the runtime tests share (enqueue a job, run a worker, read a
+//! row) written once.
 
 #![allow(dead_code)]
 
-use leasehold_core::worker::RuntimeEvent;
+use leasehold_core::worker::{BeliefEnd, RuntimeEvent, WorkerConfig, WorkerStats};
 use leasehold_core::*;
 use leasehold_memory::MemoryStore;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::task::JoinHandle;
 
 pub const EPOCH: i64 = 1_700_000_000_000;
 
@@ -70,10 +74,74 @@ impl Bundle {
         self.rt.sleep(Millis(ms)).await;
     }
 
+    /// Enqueues `spec`; its id.
+    pub async fn enqueue(&self, spec: NewJob) -> JobId {
+        self.store.enqueue(spec).await.unwrap()
+    }
+
+    /// Enqueues one job on `q`.
+    pub async fn one_job(&self) -> JobId {
+        self.enqueue(NewJob::new("q", b"x".to_vec())).await
+    }
+
+    /// The row of `job`, which must exist.
+    pub async fn row(&self, job: JobId) -> JobRecord {
+        self.store.get(job).await.unwrap().unwrap()
+    }
+
+    /// A worker on this store and runtime.
+    pub fn worker(
+        &self,
+        handler: Scripted,
+        cfg: WorkerConfig,
+    ) -> Worker<Flaky, Scripted, TokioRuntime> {
+        Worker::new(self.store.clone(), handler, self.rt.clone(), cfg)
+    }
+
+    /// Runs a worker (see [`Bundle::worker`]) until `shutdown`.
+    pub fn spawn_worker(
+        &self,
+        handler: Scripted,
+        cfg: WorkerConfig,
+        shutdown: Shutdown,
+    ) -> JoinHandle<WorkerStats> {
+        tokio::spawn(self.worker(handler, cfg).run(shutdown))
+    }
+
+    /// A sweeper on this store polling every `interval` ms, `batch`
+    /// leases a sweep.
+    pub fn sweeper(&self, interval: u64, batch: u32) -> Sweeper<Flaky, TokioRuntime> {
+        let cfg = SweeperConfig::new(Millis(interval), batch).unwrap();
+        Sweeper::new(self.store.clone(), self.rt.clone(), cfg)
+    }
+
+    /// Claims up to `max` jobs of `q` for `lease` ms as a worker that is
+    /// gone at once (it never renews nor releases); how many it got.
+    pub async fn claim_as_gone(&self, lease: u64, max: u32) -> usize {
+        let claim = ClaimRequest {
+            worker: WorkerId::new("gone"),
+            queue: "q".into(),
+            lease: Millis(lease),
+            max,
+        };
+        self.store.claim(claim).await.unwrap().len()
+    }
+
+    /// Why each belief the observer saw ended, in order.
+    pub fn belief_ends(&self) -> Vec<BeliefEnd> {
+        self.events()
+            .iter()
+            .filter_map(|e| match e {
+                RuntimeEvent::BeliefEnded { why, .. } => Some(*why),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Waits until `job` is in `state`, polling every 10 ms, at most `limit_ms`.
     pub async fn wait_state(&self, job: JobId, state: JobState, limit_ms: u64) -> JobRecord {
         for _ in 0..limit_ms / 10 {
-            let r = self.store.get(job).await.unwrap().unwrap();
+            let r = self.row(job).await;
             if r.state == state {
                 return r;
             }

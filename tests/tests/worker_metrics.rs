@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-mod support;
+mod runtime_support;
 
 /// Counter totals and histogram samples by `name{label=value,...}`.
 #[derive(Clone, Default)]
@@ -255,7 +255,7 @@ async fn scheduler_counts_its_fires() {
 async fn a_fire_whose_answer_is_lost_counts_unknown_and_is_retried_next_tick() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let b = support::bundle();
+    let b = runtime_support::bundle();
     let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)))
         .catch_up(CatchUp::Each { max: 10 });
     b.store.put_schedule(every_10s).await.unwrap();
@@ -290,7 +290,7 @@ async fn a_fire_whose_answer_is_lost_counts_unknown_and_is_retried_next_tick() {
 async fn the_renew_round_trip_is_recorded_in_seconds() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let b = support::bundle();
+    let b = runtime_support::bundle();
     b.store.renew_delay_ms.store(250, Ordering::SeqCst);
     let config = WorkerConfig::builder("rtt-worker", "q")
         .poll_interval(Millis(10))
@@ -320,7 +320,7 @@ async fn the_renew_round_trip_is_recorded_in_seconds() {
 async fn a_refused_fire_is_counted_and_fired_next_tick() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let b = support::bundle();
+    let b = runtime_support::bundle();
     let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)));
     b.store.put_schedule(every_10s).await.unwrap();
     let cfg = SchedulerConfig::builder("refused").build().unwrap();

@@ -1,28 +1,37 @@
-//! The worker runtime on the memory adapter, under tokio's paused clock:
-//! time only moves when every task waits, so each run is deterministic.
+//! The core's worker runtime (`Worker`, `Sweeper`) over the memory
+//! adapter, under tokio's paused clock: time only moves when every task
+//! waits, so each run is deterministic.
 
-mod support;
+mod runtime_support;
 
 use leasehold_core::worker::{BeliefEnd, RuntimeEvent, WorkerConfig, WorkerStats};
 use leasehold_core::*;
+use runtime_support::{bundle, Bundle, Script, Scripted};
 use std::sync::atomic::Ordering;
-use support::{bundle, Script, Scripted};
 
 const LEASE: u64 = 1000;
 const RENEW: u64 = 300;
 
-fn cfg(concurrency: u32) -> WorkerConfig {
+/// Worker `w1` on `q` with the lease, renew interval, drift and fence
+/// margin `SAFE` is computed from, giving up on a request after
+/// `request_timeout` ms.
+fn config(concurrency: u32, request_timeout: u64) -> WorkerConfig {
     WorkerConfig::builder("w1", "q")
         .concurrency(concurrency)
         .lease(Millis(LEASE))
         .renew_interval(Millis(RENEW))
         .max_drift_ppm(10_000)
         .fence_margin(Millis(100))
-        .request_timeout(Millis(200))
+        .request_timeout(Millis(request_timeout))
         .poll_interval(Millis(50))
         .grace(Millis(500))
         .build()
         .unwrap()
+}
+
+/// The usual worker: requests time out after 200 ms.
+fn cfg(concurrency: u32) -> WorkerConfig {
+    config(concurrency, 200)
 }
 
 /// `L·(1−ρ)/(1+ρ) − margin` for the settings above.
@@ -31,20 +40,13 @@ const SAFE: u64 = 880;
 #[tokio::test(start_paused = true)]
 async fn handler_outliving_the_lease_keeps_it_by_heartbeats() {
     let b = bundle();
-    let job = b
-        .store
-        .enqueue(NewJob::new("q", b"r".to_vec()))
-        .await
-        .unwrap();
+    let job = b.enqueue(NewJob::new("q", b"r".to_vec())).await;
     let handler = Scripted::new(Script::Work(5 * LEASE), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+    let worker = b
+        .worker(handler.clone(), cfg(1))
         .with_observer(b.observer());
-    let sweeper = Sweeper::new(
-        b.store.clone(),
-        b.rt.clone(),
-        SweeperConfig::new(Millis(100), 10).unwrap(),
-    );
+    let sweeper = b.sweeper(100, 10);
     let w = tokio::spawn(worker.run(sd.clone()));
     let s = tokio::spawn(sweeper.run(sd));
 
@@ -84,14 +86,11 @@ async fn handler_outliving_the_lease_keeps_it_by_heartbeats() {
 #[tokio::test(start_paused = true)]
 async fn lost_lease_stops_the_handler() {
     let b = bundle();
-    let job = b
-        .store
-        .enqueue(NewJob::new("q", b"x".to_vec()))
-        .await
-        .unwrap();
+    let job = b.one_job().await;
     let handler = Scripted::new(Script::UntilStopped, &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+    let worker = b
+        .worker(handler.clone(), cfg(1))
         .with_observer(b.observer());
     let w = tokio::spawn(worker.run(sd));
     b.wait_state(job, JobState::Running, 1000).await;
@@ -114,15 +113,7 @@ async fn lost_lease_stops_the_handler() {
         trace.dropped[0] <= swept_at + RENEW + 1,
         "stopped at the next renew"
     );
-    let lost = b.events().iter().any(|e| {
-        matches!(
-            e,
-            RuntimeEvent::BeliefEnded {
-                why: BeliefEnd::Lost,
-                ..
-            }
-        )
-    });
+    let lost = b.belief_ends().contains(&BeliefEnd::Lost);
     assert!(lost, "belief ended as Lost");
     stop.shutdown();
     let stats = w.await.unwrap();
@@ -132,11 +123,7 @@ async fn lost_lease_stops_the_handler() {
 #[tokio::test(start_paused = true)]
 async fn release_after_the_lease_was_reclaimed_answers_lost() {
     let b = bundle();
-    let job = b
-        .store
-        .enqueue(NewJob::new("q", b"x".to_vec()))
-        .await
-        .unwrap();
+    let job = b.one_job().await;
     // Finishes at 700 ms, before the first renew at 750 ms.
     let handler = Scripted::new(Script::Work(700), &b.rt);
     let config = WorkerConfig {
@@ -144,8 +131,7 @@ async fn release_after_the_lease_was_reclaimed_answers_lost() {
         ..cfg(1)
     };
     let (stop, sd) = shutdown_channel();
-    let worker =
-        Worker::new(b.store.clone(), handler, b.rt.clone(), config).with_observer(b.observer());
+    let worker = b.worker(handler, config).with_observer(b.observer());
     let w = tokio::spawn(worker.run(sd));
     b.wait_state(job, JobState::Running, 1000).await;
     b.jump.store(10 * LEASE as i64, Ordering::SeqCst);
@@ -171,7 +157,7 @@ async fn release_after_the_lease_was_reclaimed_answers_lost() {
         .collect();
     assert_eq!(answers, vec![Some(Release::Lost)]);
     assert!(stats.release_lost >= 1);
-    let row = b.store.get(job).await.unwrap().unwrap();
+    let row = b.row(job).await;
     assert_ne!(
         row.state,
         JobState::Succeeded,
@@ -182,15 +168,10 @@ async fn release_after_the_lease_was_reclaimed_answers_lost() {
 #[tokio::test(start_paused = true)]
 async fn cancel_reaches_a_running_handler() {
     let b = bundle();
-    let job = b
-        .store
-        .enqueue(NewJob::new("q", b"x".to_vec()))
-        .await
-        .unwrap();
+    let job = b.one_job().await;
     let handler = Scripted::new(Script::UntilStopped, &b.rt);
     let (stop, sd) = shutdown_channel();
-    let w =
-        tokio::spawn(Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1)).run(sd));
+    let w = b.spawn_worker(handler.clone(), cfg(1), sd);
     b.wait_state(job, JobState::Running, 1000).await;
     assert_eq!(b.store.cancel(job).await.unwrap(), CancelOutcome::Requested);
     let row = b.wait_state(job, JobState::Cancelled, 2 * LEASE).await;
@@ -207,14 +188,11 @@ async fn cancel_reaches_a_running_handler() {
 #[tokio::test(start_paused = true)]
 async fn self_fencing_fires_when_renews_go_unanswered() {
     let b = bundle();
-    let job = b
-        .store
-        .enqueue(NewJob::new("q", b"x".to_vec()))
-        .await
-        .unwrap();
+    let job = b.one_job().await;
     let handler = Scripted::new(Script::Stubborn(10 * LEASE), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+    let worker = b
+        .worker(handler.clone(), cfg(1))
         .with_observer(b.observer());
     b.store.renew_down.store(true, Ordering::SeqCst);
     let w = tokio::spawn(worker.run(sd));
@@ -237,21 +215,10 @@ async fn self_fencing_fires_when_renews_go_unanswered() {
         fenced_after < LEASE,
         "before the store could reassign the lease"
     );
-    let fenced = b.events().iter().any(|e| {
-        matches!(
-            e,
-            RuntimeEvent::BeliefEnded {
-                why: BeliefEnd::Fenced,
-                ..
-            }
-        )
-    });
+    let fenced = b.belief_ends().contains(&BeliefEnd::Fenced);
     assert!(fenced);
     // No release was sent: the row is left for the sweeper.
-    assert_eq!(
-        b.store.get(job).await.unwrap().unwrap().state,
-        JobState::Running
-    );
+    assert_eq!(b.row(job).await.state, JobState::Running);
     stop.shutdown();
     w.await.unwrap();
 }
@@ -259,21 +226,13 @@ async fn self_fencing_fires_when_renews_go_unanswered() {
 #[tokio::test(start_paused = true)]
 async fn heartbeat_survives_transient_renew_errors() {
     let b = bundle();
-    let job = b
-        .store
-        .enqueue(NewJob::new("q", b"x".to_vec()))
-        .await
-        .unwrap();
+    let job = b.one_job().await;
     let handler = Scripted::new(Script::Work(3 * LEASE), &b.rt);
     b.store.renew_failures.store(2, Ordering::SeqCst);
     let (stop, sd) = shutdown_channel();
-    let sweeper = Sweeper::new(
-        b.store.clone(),
-        b.rt.clone(),
-        SweeperConfig::new(Millis(50), 10).unwrap(),
-    );
+    let sweeper = b.sweeper(50, 10);
     let s = tokio::spawn(sweeper.run(sd.clone()));
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(1)).run(sd));
+    let w = b.spawn_worker(handler, cfg(1), sd);
     let row = b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
     stop.shutdown();
     w.await.unwrap();
@@ -293,30 +252,11 @@ async fn heartbeat_survives_transient_renew_errors() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_returns_running_leases() {
     let b = bundle();
-    let coop = b
-        .store
-        .enqueue(NewJob::new("q", b"a".to_vec()))
-        .await
-        .unwrap();
-    let stubborn = b
-        .store
-        .enqueue(NewJob::new("q", b"b".to_vec()))
-        .await
-        .unwrap();
+    let coop = b.enqueue(NewJob::new("q", b"a".to_vec())).await;
+    let stubborn = b.enqueue(NewJob::new("q", b"b".to_vec())).await;
     let (stop, sd) = shutdown_channel();
     let h1 = Scripted::new(Script::UntilStopped, &b.rt);
-    let w1 = tokio::spawn(
-        Worker::new(
-            b.store.clone(),
-            h1.clone(),
-            b.rt.clone(),
-            WorkerConfig {
-                concurrency: 1,
-                ..cfg(1)
-            },
-        )
-        .run(sd.clone()),
-    );
+    let w1 = b.spawn_worker(h1.clone(), cfg(1), sd.clone());
     b.wait_state(coop, JobState::Running, 1000).await;
     let h2 = Scripted::new(Script::Stubborn(100 * LEASE), &b.rt);
     let config2 = WorkerConfig::builder("w2", "q")
@@ -326,7 +266,7 @@ async fn shutdown_returns_running_leases() {
         .grace(Millis(500))
         .build()
         .unwrap();
-    let w2 = tokio::spawn(Worker::new(b.store.clone(), h2.clone(), b.rt.clone(), config2).run(sd));
+    let w2 = b.spawn_worker(h2.clone(), config2, sd);
     b.wait_state(stubborn, JobState::Running, 2000).await;
     let t0 = b.rt.now().0;
     stop.shutdown();
@@ -334,7 +274,7 @@ async fn shutdown_returns_running_leases() {
     let took = b.rt.now().0 - t0;
 
     for id in [coop, stubborn] {
-        let row = b.store.get(id).await.unwrap().unwrap();
+        let row = b.row(id).await;
         assert_eq!(row.state, JobState::Pending, "{id} returned");
         assert_eq!(row.attempt, 0, "{id}: a returned attempt is refunded");
     }
@@ -355,20 +295,10 @@ async fn shutdown_returns_running_leases() {
 async fn poison_payload_fails_the_job_for_good() {
     let b = bundle();
     let job = b
-        .store
         .enqueue(NewJob::new("q", b"\xff".to_vec()).max_attempts(5))
-        .await
-        .unwrap();
+        .await;
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(
-        Worker::new(
-            b.store.clone(),
-            Scripted::new(Script::Poison, &b.rt),
-            b.rt.clone(),
-            cfg(2),
-        )
-        .run(sd),
-    );
+    let w = b.spawn_worker(Scripted::new(Script::Poison, &b.rt), cfg(2), sd);
     let row = b.wait_state(job, JobState::Dead, 1000).await;
     stop.shutdown();
     w.await.unwrap();
@@ -380,18 +310,10 @@ async fn poison_payload_fails_the_job_for_good() {
 async fn concurrency_limit_bounds_running_leases() {
     let b = bundle();
     for i in 0..10u8 {
-        b.store.enqueue(NewJob::new("q", vec![i])).await.unwrap();
+        b.enqueue(NewJob::new("q", vec![i])).await;
     }
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(
-        Worker::new(
-            b.store.clone(),
-            Scripted::new(Script::Work(200), &b.rt),
-            b.rt.clone(),
-            cfg(3),
-        )
-        .run(sd),
-    );
+    let w = b.spawn_worker(Scripted::new(Script::Work(200), &b.rt), cfg(3), sd);
     let mut max_running = 0;
     for _ in 0..200 {
         let rows = list_all(&*b.store).await.unwrap();
@@ -418,18 +340,12 @@ async fn a_release_that_is_never_answered_does_not_hold_back_its_batch() {
     let b = bundle();
     let mut jobs = Vec::new();
     for payload in [b"a", b"b"] {
-        jobs.push(
-            b.store
-                .enqueue(NewJob::new("q", payload.to_vec()))
-                .await
-                .unwrap(),
-        );
+        jobs.push(b.enqueue(NewJob::new("q", payload.to_vec())).await);
     }
     b.store.hang_first_release.store(true, Ordering::SeqCst);
     let handler = Scripted::new(Script::Work(100), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(2));
-    let w = tokio::spawn(worker.run(sd));
+    let w = b.spawn_worker(handler, cfg(2), sd);
     for &job in &jobs {
         b.wait_state(job, JobState::Running, 1000).await;
     }
@@ -447,7 +363,7 @@ async fn a_release_that_is_never_answered_does_not_hold_back_its_batch() {
         sent.contains(&other),
         "{other}'s release was never sent: {sent:?}"
     );
-    let row = b.store.get(other).await.unwrap().unwrap();
+    let row = b.row(other).await;
     assert_eq!(
         row.state,
         JobState::Succeeded,
@@ -457,19 +373,11 @@ async fn a_release_that_is_never_answered_does_not_hold_back_its_batch() {
     w.await.unwrap();
 }
 
-/// Enqueues one job on `q`.
-async fn one_job(b: &support::Bundle) -> JobId {
-    b.store
-        .enqueue(NewJob::new("q", b"x".to_vec()))
-        .await
-        .unwrap()
-}
-
 /// Runs a worker with `cfg` whose handler follows `script` until `job`
 /// reaches `state` (at most `10 * LEASE`), then shuts it down; the row
 /// then, and the worker's stats.
 async fn run_until(
-    b: &support::Bundle,
+    b: &Bundle,
     cfg: WorkerConfig,
     script: Script,
     job: JobId,
@@ -477,7 +385,7 @@ async fn run_until(
 ) -> (JobRecord, WorkerStats) {
     let handler = Scripted::new(script, &b.rt);
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg).run(sd));
+    let w = b.spawn_worker(handler, cfg, sd);
     let row = b.wait_state(job, state, 10 * LEASE).await;
     stop.shutdown();
     (row, w.await.unwrap())
@@ -485,17 +393,7 @@ async fn run_until(
 
 /// `cfg(1)` with time for a release slower than a renew interval.
 fn patient() -> WorkerConfig {
-    WorkerConfig::builder("w1", "q")
-        .concurrency(1)
-        .lease(Millis(LEASE))
-        .renew_interval(Millis(RENEW))
-        .max_drift_ppm(10_000)
-        .fence_margin(Millis(100))
-        .request_timeout(Millis(600))
-        .poll_interval(Millis(50))
-        .grace(Millis(500))
-        .build()
-        .unwrap()
+    config(1, 600)
 }
 
 /// A `Worker` hands its releases to its loop, which sends them in its
@@ -505,11 +403,11 @@ async fn releases_travel_in_the_workers_batches() {
     let b = bundle();
     let mut jobs = Vec::new();
     for _ in 0..5 {
-        jobs.push(one_job(&b).await);
+        jobs.push(b.one_job().await);
     }
     let handler = Scripted::new(Script::Work(10), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(2)).run(sd));
+    let w = b.spawn_worker(handler, cfg(2), sd);
     for &job in &jobs {
         b.wait_state(job, JobState::Succeeded, 10 * LEASE).await;
     }
@@ -526,7 +424,7 @@ async fn releases_travel_in_the_workers_batches() {
 #[tokio::test(start_paused = true)]
 async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     // The handler ends before the first renew is due (RENEW), and its
     // release takes well past it.
     b.store.release_delay_ms.store(400, Ordering::SeqCst);
@@ -550,7 +448,7 @@ async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
 #[tokio::test(start_paused = true)]
 async fn a_renew_refused_while_releasing_is_not_sent_again() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.release_delay_ms.store(400, Ordering::SeqCst);
     b.store.renews_rejected.store(true, Ordering::SeqCst);
     let work = Script::Work(RENEW - 50);
@@ -564,11 +462,11 @@ async fn a_renew_refused_while_releasing_is_not_sent_again() {
 #[tokio::test(start_paused = true)]
 async fn a_release_refused_for_good_is_not_sent_again() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.releases_rejected.store(1, Ordering::SeqCst);
     let handler = Scripted::new(Script::Work(10), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    let w = b.spawn_worker(handler, patient(), sd);
     b.wait_state(job, JobState::Running, LEASE).await;
     // Long enough for every retry a retried release would get.
     b.sleep(5 * LEASE).await;
@@ -579,7 +477,7 @@ async fn a_release_refused_for_good_is_not_sent_again() {
     assert_eq!(b.store.releases_rejected.load(Ordering::SeqCst), 0);
     let sent = b.store.releases_sent.lock().unwrap().clone();
     assert_eq!(sent, vec![job], "the refused release was sent once");
-    let row = b.store.get(job).await.unwrap().unwrap();
+    let row = b.row(job).await;
     assert_eq!(row.state, JobState::Running, "left for the sweeper");
 }
 
@@ -588,7 +486,7 @@ async fn a_release_refused_for_good_is_not_sent_again() {
 #[tokio::test(start_paused = true)]
 async fn a_release_answered_conflict_is_sent_again_and_commits() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.release_conflicts.store(1, Ordering::SeqCst);
     let (row, stats) = run_until(&b, patient(), Script::Work(10), job, JobState::Succeeded).await;
     assert_eq!(stats.committed, 1);
@@ -605,9 +503,9 @@ async fn an_idle_worker_polls_a_store_that_never_wakes_it() {
     let b = bundle();
     let handler = Scripted::new(Script::Work(10), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), cfg(1)).run(sd));
+    let w = b.spawn_worker(handler, cfg(1), sd);
     b.sleep(500).await;
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     // The poll interval is 50 ms: well within 10 of them.
     b.wait_state(job, JobState::Succeeded, 500).await;
     stop.shutdown();
@@ -620,21 +518,11 @@ async fn an_idle_worker_polls_a_store_that_never_wakes_it() {
 async fn one_sweep_reclaims_every_expired_lease_batch_by_batch() {
     let b = bundle();
     for _ in 0..5 {
-        one_job(&b).await;
+        b.one_job().await;
     }
-    let claim = ClaimRequest {
-        worker: WorkerId::new("gone"),
-        queue: "q".into(),
-        lease: Millis(LEASE),
-        max: 5,
-    };
-    assert_eq!(b.store.claim(claim).await.unwrap().len(), 5);
+    assert_eq!(b.claim_as_gone(LEASE, 5).await, 5);
     b.jump.fetch_add(2 * LEASE as i64, Ordering::SeqCst);
-    let sweeper = Sweeper::new(
-        b.store.clone(),
-        b.rt.clone(),
-        SweeperConfig::new(Millis(50), 2).unwrap(),
-    );
+    let sweeper = b.sweeper(50, 2);
     let reports = sweeper.sweep_once().await.unwrap();
     assert_eq!(reports.len(), 5, "batches of 2, 2 and 1");
 }
@@ -645,12 +533,12 @@ async fn one_sweep_reclaims_every_expired_lease_batch_by_batch() {
 #[tokio::test(start_paused = true)]
 async fn the_heartbeat_of_an_unanswered_release_stops_at_the_fence() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.hang_first_release.store(true, Ordering::SeqCst);
     b.store.renew_failures.store(1_000, Ordering::SeqCst);
     let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let w = tokio::spawn(Worker::new(b.store.clone(), handler, b.rt.clone(), patient()).run(sd));
+    let w = b.spawn_worker(handler, patient(), sd);
     b.wait_state(job, JobState::Running, LEASE).await;
     b.sleep(4 * LEASE).await;
     let renews = b.store.renew_times_ms.lock().unwrap().clone();
@@ -668,7 +556,7 @@ async fn the_heartbeat_of_an_unanswered_release_stops_at_the_fence() {
 #[tokio::test(start_paused = true)]
 async fn release_retries_back_off() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.release_conflicts.store(2, Ordering::SeqCst);
     run_until(&b, patient(), Script::Work(10), job, JobState::Succeeded).await;
     let t = b.store.release_times_ms.lock().unwrap().clone();
@@ -681,21 +569,10 @@ async fn release_retries_back_off() {
 #[tokio::test(start_paused = true)]
 async fn a_running_sweeper_reclaims_an_expired_lease() {
     let b = bundle();
-    let job = one_job(&b).await;
-    let claim = ClaimRequest {
-        worker: WorkerId::new("gone"),
-        queue: "q".into(),
-        lease: Millis(LEASE),
-        max: 1,
-    };
-    assert_eq!(b.store.claim(claim).await.unwrap().len(), 1);
+    let job = b.one_job().await;
+    assert_eq!(b.claim_as_gone(LEASE, 1).await, 1);
     let (stop, sd) = shutdown_channel();
-    let sweeper = Sweeper::new(
-        b.store.clone(),
-        b.rt.clone(),
-        SweeperConfig::new(Millis(50), 10).unwrap(),
-    )
-    .with_observer(b.observer());
+    let sweeper = b.sweeper(50, 10).with_observer(b.observer());
     let s = tokio::spawn(sweeper.run(sd));
     b.jump.fetch_add(2 * LEASE as i64, Ordering::SeqCst);
     let row = b.wait_state(job, JobState::Pending, LEASE).await;
@@ -714,7 +591,7 @@ async fn a_running_sweeper_reclaims_an_expired_lease() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_claim_is_counted_and_claimed_again() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.claim_failures.store(2, Ordering::SeqCst);
     let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
     assert_eq!(stats.claim_errors, 2);
@@ -756,10 +633,11 @@ async fn an_idle_worker_wakes_for_new_work_before_its_poll() {
 #[tokio::test(start_paused = true)]
 async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_cancelled() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     let handler = Scripted::new(Script::Stubborn(100 * LEASE), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = Worker::new(b.store.clone(), handler.clone(), b.rt.clone(), cfg(1))
+    let worker = b
+        .worker(handler.clone(), cfg(1))
         .with_observer(b.observer());
     let w = tokio::spawn(worker.run(sd));
     b.wait_state(job, JobState::Running, LEASE).await;
@@ -769,15 +647,7 @@ async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_canc
     w.await.unwrap();
     assert_eq!(row.token, Token(1));
     assert_eq!(handler.trace().dropped.len(), 1, "dropped after the grace");
-    let ends: Vec<BeliefEnd> = b
-        .events()
-        .iter()
-        .filter_map(|e| match e {
-            RuntimeEvent::BeliefEnded { why, .. } => Some(*why),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ends, [BeliefEnd::CancelTimeout]);
+    assert_eq!(b.belief_ends(), [BeliefEnd::CancelTimeout]);
 }
 
 /// A batch that fails whole counts each claim it carried as a claim
@@ -785,7 +655,7 @@ async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_canc
 #[tokio::test(start_paused = true)]
 async fn a_failed_batch_counts_its_claims_as_claim_errors() {
     let b = bundle();
-    let job = one_job(&b).await;
+    let job = b.one_job().await;
     b.store.batch_failures.store(1, Ordering::SeqCst);
     let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
     assert_eq!(stats.claim_errors, 1);

@@ -11,9 +11,10 @@
 #
 # CRATE is core, memory, sqlite or postgres. Each crate's mutants are judged
 # by the tests that catch bugs there:
-#   core:     core's unit tests; the memory adapter's tests (its model
-#             proptest, the Worker runtime tests, the conformance suite on
-#             memory); nothing else needs building per mutant;
+#   core:     core's unit tests; the memory adapter's tests (its unit
+#             tests, the conformance suite on memory); nothing else needs
+#             building per mutant (the Worker runtime tests and the
+#             reference-model proptest are in leasehold-tests, not run here);
 #   memory:   the same;
 #   sqlite:   its own unit tests, and leasehold-tests (the conformance
 #             suite on SQLite files, the busy, cancelled-write, disk-full
@@ -45,7 +46,7 @@ SQL_BUILD_TIMEOUT=600
 # this code. Only the mutants build uses it.
 SQL_TESTS_PROFILE=(--cargo-arg=--config=profile.test.package.leasehold-tests.opt-level=0)
 
-usage() { sed -n '2,26p' "$0" >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" >&2; exit 2; }
 crate=${1:-}; [ -n "$crate" ] || usage; shift
 
 if ! command -v cargo-mutants >/dev/null 2>&1; then

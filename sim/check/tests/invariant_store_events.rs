@@ -5,7 +5,9 @@
 
 mod histories;
 
-use histories::{cancelled, claim, enq, failed, invariants, ok, released, swept};
+use histories::{
+    cancelled, claim, enq, failed, invariants, ok, released, swept, w1_fails_retryably,
+};
 use leasehold_check::checker::check_store_events;
 use leasehold_core::{JobState, Token};
 use leasehold_model::config::InvariantId;
@@ -15,16 +17,7 @@ fn a_clean_life_passes_every_events_check() {
     let e = [
         enq(1, 0),
         claim(1, 1, "w1", 1, 10, 2),
-        released(
-            1,
-            1,
-            "w1",
-            failed("x", true),
-            JobState::Pending,
-            20,
-            3,
-            Some(520),
-        ),
+        w1_fails_retryably(520),
         claim(1, 2, "w2", 2, 600, 4),
         released(1, 2, "w2", ok(b"r"), JobState::Succeeded, 700, 5, None),
         cancelled(1, 2, JobState::Succeeded, JobState::Succeeded, 800, 5),
@@ -106,16 +99,7 @@ fn i8_over_budget_early_claim_and_unjustified_death() {
     let e = vec![
         enq(1, 0),
         claim(1, 1, "w1", 1, 10, 2),
-        released(
-            1,
-            1,
-            "w1",
-            failed("x", true),
-            JobState::Pending,
-            20,
-            3,
-            Some(5_000),
-        ),
+        w1_fails_retryably(5_000),
         claim(1, 2, "w1", 2, 100, 4),
     ];
     assert_eq!(

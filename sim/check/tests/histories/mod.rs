@@ -141,6 +141,13 @@ pub fn cancelled(
     )
 }
 
+/// `w1`'s first lease on job 1 (claimed at 10) released at 20 with a
+/// retryable failure, the job due again at `run_at`.
+pub fn w1_fails_retryably(run_at: i64) -> Event {
+    let failure = failed("x", true);
+    released(1, 1, "w1", failure, JobState::Pending, 20, 3, Some(run_at))
+}
+
 /// A success with these result bytes.
 pub fn ok(bytes: &[u8]) -> Outcome {
     Outcome::Succeeded(bytes.to_vec())

@@ -188,6 +188,39 @@ impl Row {
         }
     }
 
+    /// The row of a job just made (by an enqueue or a fire), under a
+    /// placeholder id: pending, never claimed, version 1.
+    pub fn made(
+        queue: &str,
+        payload: Blob,
+        priority: i32,
+        run_at: RunAt,
+        max_attempts: u32,
+        key: Option<String>,
+    ) -> Row {
+        Row {
+            job: JobId(0),
+            queue: queue.to_string(),
+            payload,
+            priority,
+            run_at,
+            state: JobState::Pending,
+            attempt: 0,
+            max_attempts,
+            token: Token::NONE,
+            holder: None,
+            expires_at: None,
+            cancel_requested: false,
+            released: None,
+            earlier: BTreeMap::new(),
+            result: None,
+            error: ErrText::Is(None),
+            key,
+            version: 1,
+            known: true,
+        }
+    }
+
     /// The next version of this row (every accepted transition bumps the
     /// version by exactly one).
     fn bumped(&self) -> Row {
@@ -492,27 +525,8 @@ impl Model {
                 };
             }
         }
-        let row = Row {
-            job: JobId(0),
-            queue: queue.to_string(),
-            payload: *payload,
-            priority,
-            run_at: RunAt::At(later(now, delay.0)),
-            state: JobState::Pending,
-            attempt: 0,
-            max_attempts,
-            token: Token::NONE,
-            holder: None,
-            expires_at: None,
-            cancel_requested: false,
-            released: None,
-            earlier: BTreeMap::new(),
-            result: None,
-            error: ErrText::Is(None),
-            key: key.clone(),
-            version: 1,
-            known: true,
-        };
+        let run_at = RunAt::At(later(now, delay.0));
+        let row = Row::made(queue, *payload, priority, run_at, max_attempts, key.clone());
         Plan {
             new_row: Some(row),
             ..Plan::want(Want::NewJob)

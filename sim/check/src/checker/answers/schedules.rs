@@ -19,13 +19,10 @@
 //! not judged (the store's answer is taken), while every other field and
 //! every answer about existing keys still is.
 
-use super::model::{queue_ok, ErrText, Model, Plan, Row, RunAt, Want};
+use super::model::{queue_ok, Model, Plan, Row, RunAt, Want};
 use super::schedule_book::{fire_key, name_ok, SchedChange, MAX_CATCH_UP, MAX_JITTER_MS};
-use leasehold_core::{
-    CatchUp, JobId, JobState, Millis, Rule, StoreTime, Token, DEFAULT_MAX_ATTEMPTS_CAP,
-};
+use leasehold_core::{CatchUp, Millis, Rule, StoreTime, DEFAULT_MAX_ATTEMPTS_CAP};
 use leasehold_model::history::{Blob, Op, Reply, ScheduleView};
-use std::collections::BTreeMap;
 
 impl Model {
     /// The plan of a schedule operation.
@@ -176,27 +173,8 @@ impl Model {
                 attempt: 0,
             }
         };
-        let row = Row {
-            job: JobId(0),
-            queue: s.queue.clone(),
-            payload: s.payload,
-            priority: 0,
-            run_at,
-            state: JobState::Pending,
-            attempt: 0,
-            max_attempts: s.max_attempts,
-            token: Token::NONE,
-            holder: None,
-            expires_at: None,
-            cancel_requested: false,
-            released: None,
-            earlier: BTreeMap::new(),
-            result: None,
-            error: ErrText::Is(None),
-            key: Some(key),
-            version: 1,
-            known: true,
-        };
+        // A fire's job has priority 0 (spec §3).
+        let row = Row::made(&s.queue, s.payload, 0, run_at, s.max_attempts, Some(key));
         Plan {
             new_row: Some(row),
             ..Plan::want(Want::NewJob)

@@ -146,6 +146,14 @@ fn claimed() -> (Script, ReadRow) {
     (s, r)
 }
 
+/// Asserts that `v`'s message says each of `parts`.
+#[track_caller]
+fn assert_says(v: &Violation, parts: &[&str]) {
+    for part in parts {
+        assert!(v.message.contains(part), "{} lacks {part:?}", v.message);
+    }
+}
+
 fn only_i11(v: &[Violation]) -> Vec<&str> {
     v.iter()
         .filter(|v| v.invariant == InvariantId::I11)
@@ -202,11 +210,12 @@ fn rejections_compare_by_variant() {
     );
     let v = s.check();
     assert_eq!(only_i11(&v).len(), 1);
-    assert!(
-        v[0].message.contains("rejected \"UnknownJob(JobId(1))\"")
-            && v[0].message.contains("the model expected committed"),
-        "{}",
-        v[0].message
+    assert_says(
+        &v[0],
+        &[
+            "rejected \"UnknownJob(JobId(1))\"",
+            "the model expected committed",
+        ],
     );
 }
 
@@ -262,13 +271,10 @@ fn a_retry_time_inside_the_window_is_learnt_and_outside_it_is_reported() {
             assert_eq!(*r, Some(StoreTime(run_at)));
         } else {
             assert_eq!(v.len(), 1, "{run_at}: {v:?}");
-            assert!(
-                v[0].message.contains(&format!(
-                    "run_at=@{run_at}ms (model: within [@810ms, @1210ms], the backoff window after attempt 1)"
-                )),
-                "{}",
-                v[0].message
+            let said = format!(
+                "run_at=@{run_at}ms (model: within [@810ms, @1210ms], the backoff window after attempt 1)"
             );
+            assert_says(&v[0], &[&said]);
         }
     }
 }
@@ -302,12 +308,7 @@ fn repeat_of_a_release_is_committed_even_after_a_new_claim() {
     s.serve(41, op, Reply::ReleaseLost, vec![again]);
     let v = s.check();
     assert_eq!(v.len(), 1);
-    assert!(
-        v[0].message
-            .contains("release(job-1, t1, returned): the store answered lost but the model expected committed"),
-        "{}",
-        v[0].message
-    );
+    assert_says(&v[0], &["release(job-1, t1, returned): the store answered lost but the model expected committed"]);
 }
 
 #[test]
@@ -416,12 +417,9 @@ fn answer_lost_is_judged_and_request_lost_is_not() {
     s.serve(10, enqueue_op(Some("k")), Reply::Job(JobId(2)), vec![]);
     let v = s.check();
     assert_eq!(v.len(), 1, "{v:?}");
-    assert!(
-        v[0].message.contains(
-            "the store answered job-2 but the model expected job-1 (key \"k\" already names job-1)"
-        ),
-        "{}",
-        v[0].message
+    assert_says(
+        &v[0],
+        &["the store answered job-2 but the model expected job-1 (key \"k\" already names job-1)"],
     );
 }
 
@@ -507,11 +505,7 @@ fn a_sweep_to_dead_takes_the_stores_wording_and_ignores_wall() {
     bad.serve(50, early, Reply::Swept(vec![report]), vec![dead]);
     let v = bad.check();
     assert_eq!(v.len(), 1, "{v:?}");
-    assert!(
-        v[0].message.contains("sweep(limit=10, wall=@99999ms): the store answered swept [job-1 t1 of w expired @110ms → dead] but the model expected swept [] (0 leases expired at @50ms; job-1 is running under t1 by w until @110ms)"),
-        "{}",
-        v[0].message
-    );
+    assert_says(&v[0], &["sweep(limit=10, wall=@99999ms): the store answered swept [job-1 t1 of w expired @110ms → dead] but the model expected swept [] (0 leases expired at @50ms; job-1 is running under t1 by w until @110ms)"]);
 }
 
 #[test]
@@ -550,17 +544,8 @@ fn reads_are_compared_field_by_field_and_listed_in_id_order() {
     );
     let v = s.check();
     assert_eq!(v.len(), 2, "{v:?}");
-    assert!(
-        v[0].message.contains("get(job-1): answered row job-1 running t1 v2 as the model expects, but the store's row job-1 has payload=0 bytes"),
-        "{}",
-        v[0].message
-    );
-    assert!(
-        v[1].message
-            .contains("list(after=job-1, limit=10): the store answered rows [job-1] but the model expected rows []"),
-        "{}",
-        v[1].message
-    );
+    assert_says(&v[0], &["get(job-1): answered row job-1 running t1 v2 as the model expects, but the store's row job-1 has payload=0 bytes"]);
+    assert_says(&v[1], &["list(after=job-1, limit=10): the store answered rows [job-1] but the model expected rows []"]);
 }
 
 #[test]
@@ -668,11 +653,7 @@ fn a_conflict_applies_nothing_and_a_row_changed_under_it_is_reported() {
     );
     let v = s.check();
     assert_eq!(only_i11(&v).len(), 1, "{v:?}");
-    assert!(
-        v[0].message.contains("the store's row job-1"),
-        "{}",
-        v[0].message
-    );
+    assert_says(&v[0], &["the store's row job-1"]);
 }
 
 #[test]
@@ -702,11 +683,7 @@ fn a_cancelled_release_applies_nothing_and_a_row_it_changed_is_reported() {
     strip_reply(&mut s, id);
     let v = s.check();
     assert_eq!(only_i11(&v).len(), 1, "{v:?}");
-    assert!(
-        v[0].message.contains("the store's row job-1"),
-        "{}",
-        v[0].message
-    );
+    assert_says(&v[0], &["the store's row job-1"]);
 }
 
 /// A cancelled request has no answer: its `Served` record carries none.

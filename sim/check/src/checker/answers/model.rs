@@ -823,15 +823,20 @@ mod tests {
         Model::new(Rules::of(&cfg))
     }
 
-    fn enqueue(m: &mut Model, id: u64, key: Option<&str>, priority: i32, delay: u64) {
-        let op = Op::Enqueue {
+    /// An enqueue on `q` with a budget of 2.
+    fn enqueue_op(key: Option<&str>, payload: &[u8], priority: i32, delay: u64) -> Op {
+        Op::Enqueue {
             key: key.map(str::to_string),
             queue: "q".into(),
-            payload: Blob::of(format!("p{id}").as_bytes()),
+            payload: Blob::of(payload),
             priority,
             delay: Millis(delay),
             max_attempts: 2,
-        };
+        }
+    }
+
+    fn enqueue(m: &mut Model, id: u64, key: Option<&str>, priority: i32, delay: u64) {
+        let op = enqueue_op(key, format!("p{id}").as_bytes(), priority, delay);
         let plan = m.plan(&op, StoreTime(0));
         assert_eq!(plan.want, Want::NewJob);
         let mut row = plan.new_row.unwrap();
@@ -885,36 +890,15 @@ mod tests {
     fn repeated_key_answers_the_same_job_or_rejects_another_spec() {
         let mut m = model();
         enqueue(&mut m, 1, Some("k"), 0, 0);
-        let same = Op::Enqueue {
-            key: Some("k".into()),
-            queue: "q".into(),
-            payload: Blob::of(b"p1"),
-            priority: 0,
-            delay: Millis(77),
-            max_attempts: 2,
-        };
+        let same = enqueue_op(Some("k"), b"p1", 0, 77);
         assert_eq!(
             m.plan(&same, StoreTime(5)).want,
             Want::Exact(Reply::Job(JobId(1)))
         );
-        let other = Op::Enqueue {
-            key: Some("k".into()),
-            queue: "q".into(),
-            payload: Blob::of(b"other"),
-            priority: 0,
-            delay: Millis(0),
-            max_attempts: 2,
-        };
+        let other = enqueue_op(Some("k"), b"other", 0, 0);
         assert_eq!(m.plan(&other, StoreTime(5)).want, Want::Rejected("Input"));
         // A NUL cannot be stored in every store's text column: refused.
-        let nul = Op::Enqueue {
-            key: Some("a\0b".into()),
-            queue: "q".into(),
-            payload: Blob::of(b"p1"),
-            priority: 0,
-            delay: Millis(0),
-            max_attempts: 2,
-        };
+        let nul = enqueue_op(Some("a\0b"), b"p1", 0, 0);
         assert_eq!(m.plan(&nul, StoreTime(5)).want, Want::Rejected("Input"));
     }
 

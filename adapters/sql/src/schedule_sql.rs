@@ -4,10 +4,14 @@
 //! The text each dialect gets is fixed by the test below: a change to it
 //! is a change to what both stores send.
 
+use crate::affected::RowsAffected;
+use crate::column::SqlRow;
 use crate::dialect::Dialect;
-use crate::schedule_columns::{ScheduleColumns, SCHEDULE_COLUMNS};
+use crate::job_sql::MapError;
+use crate::schedule_columns::{decode_schedule, ScheduleColumns, SCHEDULE_COLUMNS};
+use leasehold_core::{JobId, ListSchedulesRequest, ScheduleRecord, StoreError};
 use sqlx::query::Query;
-use sqlx::{Database, Encode, Type};
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 
 /// Columns an update of a schedule writes (all but the name it is found
 /// by and `created_at`), in bind order.
@@ -29,14 +33,14 @@ const UPDATED: [&str; 11] = [
 #[derive(Clone, Debug)]
 pub struct ScheduleSql {
     /// One schedule by name (`name` bound first).
-    pub select: String,
+    select: String,
     /// One schedule by name, its row locked to the transaction.
-    pub select_locked: String,
+    select_locked: String,
     /// Up to a limit of schedules named after a name, in byte order
     /// (`after`, then `limit`).
-    pub list: String,
+    list: String,
     /// Removes a schedule by name.
-    pub delete: String,
+    delete: String,
     /// Inserts a schedule (see [`ScheduleSql::put`]).
     insert: String,
     /// Writes a schedule over the version it was loaded at (see
@@ -82,11 +86,121 @@ impl ScheduleSql {
         }
     }
 
+    /// Schedule `name`, if it exists; its row locked to the transaction
+    /// when `lock` is set (where the dialect locks rows).
+    pub async fn load<'c, DB, E>(
+        &self,
+        exec: E,
+        name: &str,
+        lock: bool,
+        map: MapError,
+    ) -> Result<Option<ScheduleRecord>, StoreError>
+    where
+        DB: Database,
+        DB::Row: SqlRow,
+        E: Executor<'c, Database = DB>,
+        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    {
+        let sql = if lock {
+            &self.select_locked
+        } else {
+            &self.select
+        };
+        let row = sqlx::query(sql)
+            .bind(name)
+            .fetch_optional(exec)
+            .await
+            .map_err(map)?;
+        row.as_ref().map(decode_schedule).transpose()
+    }
+
+    /// Removes schedule `name`; whether it existed.
+    pub async fn remove<'c, DB, E>(
+        &self,
+        exec: E,
+        name: &str,
+        map: MapError,
+    ) -> Result<bool, StoreError>
+    where
+        DB: Database,
+        E: Executor<'c, Database = DB>,
+        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+        DB::QueryResult: RowsAffected,
+    {
+        let res = sqlx::query(&self.delete)
+            .bind(name)
+            .execute(exec)
+            .await
+            .map_err(map)?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// Up to `req.limit` schedules named after `req.after`, in byte order
+    /// (as every store lists names).
+    pub async fn page<'c, DB, E>(
+        &self,
+        exec: E,
+        req: &ListSchedulesRequest,
+        map: MapError,
+    ) -> Result<Vec<ScheduleRecord>, StoreError>
+    where
+        DB: Database,
+        DB::Row: SqlRow,
+        E: Executor<'c, Database = DB>,
+        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+        for<'q> i64: Encode<'q, DB> + Type<DB>,
+        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+    {
+        let rows = sqlx::query(&self.list)
+            .bind(req.after.as_deref().unwrap_or(""))
+            .bind(i64::from(req.limit))
+            .fetch_all(exec)
+            .await
+            .map_err(map)?;
+        rows.iter().map(decode_schedule).collect()
+    }
+
+    /// Writes `c` ([`ScheduleSql::put`]) over the row loaded at
+    /// `loaded_version`. A write that changed no row lost to a concurrent
+    /// writer: [`StoreError::Conflict`], which the store's transaction
+    /// retries. `map` sees every driver error (a store may read a unique
+    /// violation of a first put as that conflict too).
+    pub async fn write<'c, DB, E>(
+        &self,
+        exec: E,
+        c: &ScheduleColumns,
+        loaded_version: Option<u64>,
+        map: impl FnOnce(sqlx::Error) -> StoreError,
+    ) -> Result<(), StoreError>
+    where
+        DB: Database,
+        E: Executor<'c, Database = DB>,
+        for<'q> String: Encode<'q, DB> + Type<DB>,
+        for<'q> Vec<u8>: Encode<'q, DB> + Type<DB>,
+        for<'q> i64: Encode<'q, DB> + Type<DB>,
+        for<'q> Option<String>: Encode<'q, DB> + Type<DB>,
+        for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+        DB::QueryResult: RowsAffected,
+    {
+        let res = self
+            .put::<DB>(c, loaded_version)
+            .execute(exec)
+            .await
+            .map_err(map)?;
+        if res.rows_affected() != 1 {
+            return Err(StoreError::Conflict(JobId(0)));
+        }
+        Ok(())
+    }
+
     /// The statement writing `c`, with its values bound: an insert when
     /// the schedule had no row (`loaded_version` is `None`), else an
     /// update of the row loaded at `loaded_version`. Either writes one row,
     /// or none when a concurrent writer won.
-    pub fn put<'q, DB>(
+    fn put<'q, DB>(
         &'q self,
         c: &'q ScheduleColumns,
         loaded_version: Option<u64>,

@@ -14,17 +14,18 @@ use crate::read::JOBS;
 use crate::write_batch::Batch;
 use crate::PgStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
-use leasehold_core::{
-    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError,
-};
+use leasehold_core::{FireRequest, JobId, Schedule, StoreError};
 use leasehold_sql::dialect::POSTGRES;
+use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::postgres::PgConnection;
+use sqlx::Postgres;
 use std::sync::LazyLock;
 
 /// The schedule statements, in PostgreSQL's placeholders.
-static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(POSTGRES));
+pub(crate) static SQL: LazyLock<ScheduleSql<Postgres>> =
+    LazyLock::new(|| ScheduleSql::new(POSTGRES));
 
 impl PgStore {
     pub(crate) async fn put_schedule_in(
@@ -45,13 +46,6 @@ impl PgStore {
             .await
     }
 
-    pub(crate) async fn remove_schedule_in(
-        conn: &mut PgConnection,
-        name: &str,
-    ) -> Result<bool, StoreError> {
-        SQL.remove(&mut *conn, name, error::map).await
-    }
-
     pub(crate) async fn fire_in(
         &self,
         conn: &mut PgConnection,
@@ -60,7 +54,9 @@ impl PgStore {
         leasehold_core::schedule::check_name(&req.name)?;
         let schedule = SQL.load(&mut *conn, &req.name, false, error::map).await?;
         let key = transition::fire_key(req);
-        let existing = JOBS.by_key(&mut *conn, &key, error::map).await?;
+        let existing = JOBS
+            .find(&mut *conn, FindJob::Key(&key), error::map)
+            .await?;
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
         // existing job, or a refusal (a removed schedule, a time that is no
@@ -102,13 +98,5 @@ impl PgStore {
                 Ok(id)
             }
         }
-    }
-
-    pub(crate) async fn list_schedules_in(
-        &self,
-        req: &ListSchedulesRequest,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        // Byte order (`COLLATE "C"`), as every other store lists names.
-        SQL.page(self.pool(), req, error::map).await
     }
 }

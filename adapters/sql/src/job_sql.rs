@@ -10,23 +10,25 @@ use crate::dialect::Dialect;
 use crate::job_columns::{decode_job, to_i64, COLUMNS};
 use leasehold_core::{JobId, JobRecord, ListRequest, StoreError};
 use sqlx::{Database, Encode, Executor, IntoArguments, Type};
+use std::marker::PhantomData;
 
 /// How a store maps a driver error to a [`StoreError`].
 pub type MapError = fn(sqlx::Error) -> StoreError;
 
-/// The job reads of one dialect. Build it once per store.
-#[derive(Clone, Debug)]
-pub struct JobSql {
+/// The job reads in driver `DB`'s dialect. Build it once per store.
+#[derive(Debug)]
+pub struct JobSql<DB> {
     /// One job by id.
     by_id: String,
     /// One job by idempotency key.
     by_key: String,
     /// Up to a limit of jobs after an id, in id order.
     page: String,
+    driver: PhantomData<DB>,
 }
 
-impl JobSql {
-    /// The reads in `dialect`.
+impl<DB> JobSql<DB> {
+    /// The reads in `dialect` (the dialect of `DB`).
     pub fn new(dialect: Dialect) -> Self {
         let p = |n| dialect.placeholder(n);
         JobSql {
@@ -40,114 +42,89 @@ impl JobSql {
                 p(1),
                 p(2)
             ),
+            driver: PhantomData,
         }
     }
+}
 
-    /// Job `id`, if it exists.
-    pub async fn by_id<'c, DB, E>(
-        &self,
-        exec: E,
-        id: JobId,
-        map: MapError,
-    ) -> Result<Option<JobRecord>, StoreError>
-    where
-        DB: Database,
-        DB::Row: SqlRow,
-        E: Executor<'c, Database = DB>,
-        for<'q> i64: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    {
-        let row = sqlx::query(&self.by_id)
-            .bind(to_i64(id.0)?)
-            .fetch_optional(exec)
-            .await
-            .map_err(map)?;
-        row.as_ref().map(decode_job).transpose()
-    }
-
-    /// The job enqueued under idempotency key `key`, if any.
-    pub async fn by_key<'c, DB, E>(
-        &self,
-        exec: E,
-        key: &str,
-        map: MapError,
-    ) -> Result<Option<JobRecord>, StoreError>
-    where
-        DB: Database,
-        DB::Row: SqlRow,
-        E: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    {
-        let row = sqlx::query(&self.by_key)
-            .bind(key)
-            .fetch_optional(exec)
-            .await
-            .map_err(map)?;
+// What the reads need of a driver, said once for all of them.
+impl<DB> JobSql<DB>
+where
+    DB: Database<Row: SqlRow>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    /// The job `by` names, if it exists.
+    pub async fn find<'c>(&self, exec: impl Exec<'c, DB>, by: FindJob<'_>, map: MapError) -> Found {
+        let q = match by {
+            FindJob::Id(id) => sqlx::query(&self.by_id).bind(to_i64(id.0)?),
+            FindJob::Key(key) => sqlx::query(&self.by_key).bind(key),
+        };
+        let row = q.fetch_optional(exec).await.map_err(map)?;
         row.as_ref().map(decode_job).transpose()
     }
 
     /// Up to `req.limit` jobs after `req.after`, in id order.
-    pub async fn page<'c, DB, E>(
+    pub async fn page<'c>(
         &self,
-        exec: E,
+        exec: impl Exec<'c, DB>,
         req: &ListRequest,
         map: MapError,
-    ) -> Result<Vec<JobRecord>, StoreError>
-    where
-        DB: Database,
-        DB::Row: SqlRow,
-        E: Executor<'c, Database = DB>,
-        for<'q> i64: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    {
+    ) -> Page {
         let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
-        let rows = sqlx::query(&self.page)
-            .bind(after)
-            .bind(i64::from(req.limit))
-            .fetch_all(exec)
-            .await
-            .map_err(map)?;
-        rows.iter().map(decode_job).collect()
+        let q = sqlx::query(&self.page).bind(after);
+        let rows = q.bind(i64::from(req.limit)).fetch_all(exec).await;
+        rows.map_err(map)?.iter().map(decode_job).collect()
     }
 }
+
+/// What names the one job [`JobSql::find`] reads.
+#[derive(Clone, Copy, Debug)]
+pub enum FindJob<'a> {
+    /// The job with this id.
+    Id(JobId),
+    /// The job enqueued under this idempotency key.
+    Key(&'a str),
+}
+
+/// [`JobSql::find`]'s answer.
+type Found = Result<Option<JobRecord>, StoreError>;
+/// [`JobSql::page`]'s answer.
+type Page = Result<Vec<JobRecord>, StoreError>;
+
+/// An executor of driver `DB`'s statements (a pool or a connection): a
+/// shorter name for what every shared operation runs on.
+pub trait Exec<'c, DB: Database>: Executor<'c, Database = DB> {}
+
+impl<'c, DB: Database, E: Executor<'c, Database = DB>> Exec<'c, DB> for E {}
 
 #[cfg(test)]
 mod tests {
     use super::JobSql;
     use crate::dialect::{POSTGRES, SQLITE};
     use crate::job_columns::COLUMNS;
+    use sqlx::{Postgres, Sqlite};
 
     /// Each store sends exactly the text it sent before the reads were
-    /// shared.
+    /// shared: (by id, by key, page) per dialect.
     #[test]
     fn each_dialect_gets_its_reads_to_the_letter() {
-        let c = COLUMNS;
-        let pg = JobSql::new(POSTGRES);
-        assert_eq!(
-            pg.by_id,
-            format!("SELECT {c} FROM leasehold_jobs WHERE id = $1")
-        );
-        assert_eq!(
-            pg.by_key,
-            format!("SELECT {c} FROM leasehold_jobs WHERE idempotency_key = $1")
-        );
-        assert_eq!(
-            pg.page,
-            format!("SELECT {c} FROM leasehold_jobs WHERE id > $1 ORDER BY id LIMIT $2")
-        );
-        let lite = JobSql::new(SQLITE);
-        assert_eq!(
-            lite.by_id,
-            format!("SELECT {c} FROM leasehold_jobs WHERE id = ?")
-        );
-        assert_eq!(
-            lite.by_key,
-            format!("SELECT {c} FROM leasehold_jobs WHERE idempotency_key = ?")
-        );
-        assert_eq!(
-            lite.page,
-            format!("SELECT {c} FROM leasehold_jobs WHERE id > ? ORDER BY id LIMIT ?")
-        );
+        let pg = JobSql::<Postgres>::new(POSTGRES);
+        let lite = JobSql::<Sqlite>::new(SQLITE);
+        let sent = [
+            (&pg.by_id, &pg.by_key, &pg.page),
+            (&lite.by_id, &lite.by_key, &lite.page),
+        ];
+        let want = [("$1", "$1", "$1", "$2"), ("?", "?", "?", "?")];
+        for ((by_id, by_key, page), (id, key, after, limit)) in sent.into_iter().zip(want) {
+            let select = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE");
+            assert_eq!(*by_id, format!("{select} id = {id}"));
+            assert_eq!(*by_key, format!("{select} idempotency_key = {key}"));
+            assert_eq!(
+                *page,
+                format!("{select} id > {after} ORDER BY id LIMIT {limit}")
+            );
+        }
     }
 }

@@ -7,11 +7,12 @@
 use crate::affected::RowsAffected;
 use crate::column::SqlRow;
 use crate::dialect::Dialect;
-use crate::job_sql::MapError;
+use crate::job_sql::{Exec, MapError};
 use crate::schedule_columns::{decode_schedule, ScheduleColumns, SCHEDULE_COLUMNS};
 use leasehold_core::{JobId, ListSchedulesRequest, ScheduleRecord, StoreError};
 use sqlx::query::Query;
-use sqlx::{Database, Encode, Executor, IntoArguments, Type};
+use sqlx::{Database, Encode, IntoArguments, Type};
+use std::marker::PhantomData;
 
 /// Columns an update of a schedule writes (all but the name it is found
 /// by and `created_at`), in bind order.
@@ -29,9 +30,10 @@ const UPDATED: [&str; 11] = [
     "updated_at",
 ];
 
-/// The schedule statements of one dialect. Build it once per store.
-#[derive(Clone, Debug)]
-pub struct ScheduleSql {
+/// The schedule statements in driver `DB`'s dialect. Build it once per
+/// store.
+#[derive(Debug)]
+pub struct ScheduleSql<DB> {
     /// One schedule by name (`name` bound first).
     select: String,
     /// One schedule by name, its row locked to the transaction.
@@ -46,10 +48,11 @@ pub struct ScheduleSql {
     /// Writes a schedule over the version it was loaded at (see
     /// [`ScheduleSql::put`]).
     update: String,
+    driver: PhantomData<DB>,
 }
 
-impl ScheduleSql {
-    /// The statements in `dialect`.
+impl<DB> ScheduleSql<DB> {
+    /// The statements in `dialect` (the dialect of `DB`).
     pub fn new(dialect: Dialect) -> Self {
         let p = |n| dialect.placeholder(n);
         let select = format!(
@@ -83,82 +86,67 @@ impl ScheduleSql {
                 p(n + 2)
             ),
             select,
+            driver: PhantomData,
         }
     }
+}
 
+// What the schedule operations need of a driver, said once for all.
+impl<DB> ScheduleSql<DB>
+where
+    DB: Database<Row: SqlRow, QueryResult: RowsAffected>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
     /// Schedule `name`, if it exists; its row locked to the transaction
     /// when `lock` is set (where the dialect locks rows).
-    pub async fn load<'c, DB, E>(
+    pub async fn load<'c>(
         &self,
-        exec: E,
+        exec: impl Exec<'c, DB>,
         name: &str,
         lock: bool,
         map: MapError,
-    ) -> Result<Option<ScheduleRecord>, StoreError>
-    where
-        DB: Database,
-        DB::Row: SqlRow,
-        E: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    {
+    ) -> Result<Option<ScheduleRecord>, StoreError> {
         let sql = if lock {
             &self.select_locked
         } else {
             &self.select
         };
-        let row = sqlx::query(sql)
-            .bind(name)
-            .fetch_optional(exec)
-            .await
-            .map_err(map)?;
+        let q = sqlx::query(sql).bind(name);
+        let row = q.fetch_optional(exec).await.map_err(map)?;
         row.as_ref().map(decode_schedule).transpose()
     }
 
     /// Removes schedule `name`; whether it existed.
-    pub async fn remove<'c, DB, E>(
+    pub async fn remove<'c>(
         &self,
-        exec: E,
+        exec: impl Exec<'c, DB>,
         name: &str,
         map: MapError,
-    ) -> Result<bool, StoreError>
-    where
-        DB: Database,
-        E: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        DB::QueryResult: RowsAffected,
-    {
-        let res = sqlx::query(&self.delete)
-            .bind(name)
-            .execute(exec)
-            .await
-            .map_err(map)?;
+    ) -> Result<bool, StoreError> {
+        let q = sqlx::query(&self.delete).bind(name);
+        let res = q.execute(exec).await.map_err(map)?;
         Ok(res.rows_affected() > 0)
     }
 
     /// Up to `req.limit` schedules named after `req.after`, in byte order
     /// (as every store lists names).
-    pub async fn page<'c, DB, E>(
+    pub async fn page<'c>(
         &self,
-        exec: E,
+        exec: impl Exec<'c, DB>,
         req: &ListSchedulesRequest,
         map: MapError,
-    ) -> Result<Vec<ScheduleRecord>, StoreError>
-    where
-        DB: Database,
-        DB::Row: SqlRow,
-        E: Executor<'c, Database = DB>,
-        for<'q> &'q str: Encode<'q, DB> + Type<DB>,
-        for<'q> i64: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-    {
-        let rows = sqlx::query(&self.list)
-            .bind(req.after.as_deref().unwrap_or(""))
-            .bind(i64::from(req.limit))
-            .fetch_all(exec)
-            .await
-            .map_err(map)?;
+    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+        let after = req.after.as_deref().unwrap_or("");
+        let q = sqlx::query(&self.list)
+            .bind(after)
+            .bind(i64::from(req.limit));
+        let rows = q.fetch_all(exec).await.map_err(map)?;
         rows.iter().map(decode_schedule).collect()
     }
 
@@ -167,26 +155,15 @@ impl ScheduleSql {
     /// writer: [`StoreError::Conflict`], which the store's transaction
     /// retries. `map` sees every driver error (a store may read a unique
     /// violation of a first put as that conflict too).
-    pub async fn write<'c, DB, E>(
+    pub async fn write<'c>(
         &self,
-        exec: E,
+        exec: impl Exec<'c, DB>,
         c: &ScheduleColumns,
         loaded_version: Option<u64>,
         map: impl FnOnce(sqlx::Error) -> StoreError,
-    ) -> Result<(), StoreError>
-    where
-        DB: Database,
-        E: Executor<'c, Database = DB>,
-        for<'q> String: Encode<'q, DB> + Type<DB>,
-        for<'q> Vec<u8>: Encode<'q, DB> + Type<DB>,
-        for<'q> i64: Encode<'q, DB> + Type<DB>,
-        for<'q> Option<String>: Encode<'q, DB> + Type<DB>,
-        for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
-        for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
-        DB::QueryResult: RowsAffected,
-    {
+    ) -> Result<(), StoreError> {
         let res = self
-            .put::<DB>(c, loaded_version)
+            .put(c, loaded_version)
             .execute(exec)
             .await
             .map_err(map)?;
@@ -200,19 +177,11 @@ impl ScheduleSql {
     /// the schedule had no row (`loaded_version` is `None`), else an
     /// update of the row loaded at `loaded_version`. Either writes one row,
     /// or none when a concurrent writer won.
-    fn put<'q, DB>(
+    fn put<'q>(
         &'q self,
         c: &'q ScheduleColumns,
         loaded_version: Option<u64>,
-    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>>
-    where
-        DB: Database,
-        String: Encode<'q, DB> + Type<DB>,
-        Vec<u8>: Encode<'q, DB> + Type<DB>,
-        i64: Encode<'q, DB> + Type<DB>,
-        Option<String>: Encode<'q, DB> + Type<DB>,
-        Option<i64>: Encode<'q, DB> + Type<DB>,
-    {
+    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>> {
         let q = match loaded_version {
             None => sqlx::query(&self.insert).bind(&c.name),
             Some(_) => sqlx::query(&self.update),
@@ -241,13 +210,14 @@ mod tests {
     use super::ScheduleSql;
     use crate::dialect::{POSTGRES, SQLITE};
     use crate::schedule_columns::SCHEDULE_COLUMNS;
+    use sqlx::{Postgres, Sqlite};
 
     /// Each store sends exactly the text it sent before the statements
     /// were shared.
     #[test]
     fn each_dialect_gets_its_statements_to_the_letter() {
         let c = SCHEDULE_COLUMNS;
-        let pg = ScheduleSql::new(POSTGRES);
+        let pg = ScheduleSql::<Postgres>::new(POSTGRES);
         assert_eq!(
             pg.select,
             format!("SELECT {c} FROM leasehold_schedules WHERE name = $1")
@@ -279,7 +249,7 @@ mod tests {
              WHERE name = $12 AND version = $13"
         );
 
-        let lite = ScheduleSql::new(SQLITE);
+        let lite = ScheduleSql::<Sqlite>::new(SQLITE);
         let select = format!("SELECT {c} FROM leasehold_schedules WHERE name = ?");
         assert_eq!(lite.select, select);
         assert_eq!(lite.select_locked, select, "SQLite locks the file instead");

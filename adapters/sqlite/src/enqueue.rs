@@ -7,6 +7,7 @@ use crate::read::JOBS;
 use crate::SqliteStore;
 use leasehold_core::transition::{self, EnqueuePlan};
 use leasehold_core::{JobId, NewJob, StoreError, StoreTime};
+use leasehold_sql::job_sql::FindJob;
 use sqlx::SqliteConnection;
 
 impl SqliteStore {
@@ -49,7 +50,7 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
         let existing = match &job.idempotency_key {
-            Some(key) => JOBS.by_key(&mut *conn, key, error::map).await?,
+            Some(key) => JOBS.find(&mut *conn, FindJob::Key(key), error::map).await?,
             None => None,
         };
         // Rows are never deleted and ids are taken under the write lock, so

@@ -6,6 +6,7 @@ use crate::{error, SqliteStore};
 use leasehold_core::transition::Applied;
 use leasehold_core::{Event, InputError, JobId, JobRecord, StoreError};
 use leasehold_sql::job_columns::{to_i64, COLUMNS};
+use leasehold_sql::job_sql::FindJob;
 use sqlx::SqliteConnection;
 
 impl SqliteStore {
@@ -13,7 +14,7 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         id: JobId,
     ) -> Result<JobRecord, StoreError> {
-        JOBS.by_id(&mut *conn, id, error::map)
+        JOBS.find(&mut *conn, FindJob::Id(id), error::map)
             .await?
             .ok_or(StoreError::Input(InputError::UnknownJob(id)))
     }

@@ -11,17 +11,17 @@ use crate::error;
 use crate::read::JOBS;
 use crate::SqliteStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
-use leasehold_core::{
-    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError, StoreTime,
-};
+use leasehold_core::{FireRequest, JobId, Schedule, StoreError, StoreTime};
 use leasehold_sql::dialect::SQLITE;
+use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::sqlite::SqliteConnection;
+use sqlx::Sqlite;
 use std::sync::LazyLock;
 
 /// The schedule statements, in SQLite's placeholders.
-static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(SQLITE));
+pub(crate) static SQL: LazyLock<ScheduleSql<Sqlite>> = LazyLock::new(|| ScheduleSql::new(SQLITE));
 
 impl SqliteStore {
     pub(crate) async fn put_schedule_in(
@@ -50,13 +50,6 @@ impl SqliteStore {
         .await
     }
 
-    pub(crate) async fn remove_schedule_in(
-        conn: &mut SqliteConnection,
-        name: &str,
-    ) -> Result<bool, StoreError> {
-        SQL.remove(&mut *conn, name, error::map).await
-    }
-
     pub(crate) async fn fire_in(
         &self,
         conn: &mut SqliteConnection,
@@ -66,7 +59,9 @@ impl SqliteStore {
         leasehold_core::schedule::check_name(&req.name)?;
         let schedule = SQL.load(&mut *conn, &req.name, false, error::map).await?;
         let key = transition::fire_key(req);
-        let existing = JOBS.by_key(&mut *conn, &key, error::map).await?;
+        let existing = JOBS
+            .find(&mut *conn, FindJob::Key(&key), error::map)
+            .await?;
         // Rows are never deleted and ids are taken under the write lock.
         let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
             .fetch_one(&mut *conn)
@@ -80,12 +75,5 @@ impl SqliteStore {
                 Ok(id)
             }
         }
-    }
-
-    pub(crate) async fn list_schedules_in(
-        &self,
-        req: &ListSchedulesRequest,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        SQL.page(self.pool(), req, error::map).await
     }
 }

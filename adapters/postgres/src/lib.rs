@@ -451,13 +451,11 @@ impl Store for PgStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        read::JOBS
-            .find(&self.pool, FindJob::Id(job), error::map)
-            .await
+        read::JOBS.find(&self.pool, FindJob::Id(job)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        read::JOBS.page(&self.pool, &req, error::map).await
+        read::JOBS.page(&self.pool, &req).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
@@ -466,9 +464,7 @@ impl Store for PgStore {
     }
 
     async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        in_tx!(self, |conn| schedules::SQL
-            .remove(conn, &name, error::map)
-            .await)
+        in_tx!(self, |conn| schedules::SQL.remove(conn, &name).await)
     }
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
@@ -480,7 +476,7 @@ impl Store for PgStore {
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         // Byte order, as every other store lists names.
-        schedules::SQL.page(self.pool(), &req, error::map).await
+        schedules::SQL.page(self.pool(), &req).await
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 
 /// The schedule statements, in PostgreSQL's placeholders.
 pub(crate) static SQL: LazyLock<ScheduleSql<Postgres>> =
-    LazyLock::new(|| ScheduleSql::new(POSTGRES));
+    LazyLock::new(|| ScheduleSql::new(POSTGRES, error::map));
 
 impl PgStore {
     pub(crate) async fn put_schedule_in(
@@ -33,7 +33,7 @@ impl PgStore {
         conn: &mut PgConnection,
         spec: &Schedule,
     ) -> Result<(), StoreError> {
-        let old = SQL.load(&mut *conn, &spec.name, true, error::map).await?;
+        let old = SQL.load(&mut *conn, &spec.name, true).await?;
         let now = self.clock_now(conn).await?;
         let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
         else {
@@ -52,11 +52,9 @@ impl PgStore {
         req: &FireRequest,
     ) -> Result<JobId, StoreError> {
         leasehold_core::schedule::check_name(&req.name)?;
-        let schedule = SQL.load(&mut *conn, &req.name, false, error::map).await?;
+        let schedule = SQL.load(&mut *conn, &req.name, false).await?;
         let key = transition::fire_key(req);
-        let existing = JOBS
-            .find(&mut *conn, FindJob::Key(&key), error::map)
-            .await?;
+        let existing = JOBS.find(&mut *conn, FindJob::Key(&key)).await?;
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
         // existing job, or a refusal (a removed schedule, a time that is no

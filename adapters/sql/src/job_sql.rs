@@ -24,12 +24,15 @@ pub struct JobSql<DB> {
     by_key: String,
     /// Up to a limit of jobs after an id, in id order.
     page: String,
+    /// The store's own error mapping.
+    map: MapError,
     driver: PhantomData<DB>,
 }
 
 impl<DB> JobSql<DB> {
-    /// The reads in `dialect` (the dialect of `DB`).
-    pub fn new(dialect: Dialect) -> Self {
+    /// The reads in `dialect` (the dialect of `DB`), reporting driver
+    /// errors through `map`.
+    pub fn new(dialect: Dialect, map: MapError) -> Self {
         let p = |n| dialect.placeholder(n);
         JobSql {
             by_id: format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = {}", p(1)),
@@ -42,6 +45,7 @@ impl<DB> JobSql<DB> {
                 p(1),
                 p(2)
             ),
+            map,
             driver: PhantomData,
         }
     }
@@ -56,26 +60,21 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
 {
     /// The job `by` names, if it exists.
-    pub async fn find<'c>(&self, exec: impl Exec<'c, DB>, by: FindJob<'_>, map: MapError) -> Found {
+    pub async fn find<'c>(&self, e: impl Exec<'c, DB>, by: FindJob<'_>) -> Found {
         let q = match by {
             FindJob::Id(id) => sqlx::query(&self.by_id).bind(to_i64(id.0)?),
             FindJob::Key(key) => sqlx::query(&self.by_key).bind(key),
         };
-        let row = q.fetch_optional(exec).await.map_err(map)?;
+        let row = q.fetch_optional(e).await.map_err(self.map)?;
         row.as_ref().map(decode_job).transpose()
     }
 
     /// Up to `req.limit` jobs after `req.after`, in id order.
-    pub async fn page<'c>(
-        &self,
-        exec: impl Exec<'c, DB>,
-        req: &ListRequest,
-        map: MapError,
-    ) -> Page {
+    pub async fn page<'c>(&self, e: impl Exec<'c, DB>, req: &ListRequest) -> Page {
         let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
         let q = sqlx::query(&self.page).bind(after);
-        let rows = q.bind(i64::from(req.limit)).fetch_all(exec).await;
-        rows.map_err(map)?.iter().map(decode_job).collect()
+        let rows = q.bind(i64::from(req.limit)).fetch_all(e).await;
+        rows.map_err(self.map)?.iter().map(decode_job).collect()
     }
 }
 
@@ -100,8 +99,14 @@ pub trait Exec<'c, DB: Database>: Executor<'c, Database = DB> {}
 impl<'c, DB: Database, E: Executor<'c, Database = DB>> Exec<'c, DB> for E {}
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::JobSql;
+    use leasehold_core::StoreError;
+
+    /// The statements' text does not depend on the error mapping.
+    pub(crate) fn no_map(e: sqlx::Error) -> StoreError {
+        StoreError::Unavailable(e.to_string())
+    }
     use crate::dialect::{POSTGRES, SQLITE};
     use crate::job_columns::COLUMNS;
     use sqlx::{Postgres, Sqlite};
@@ -110,8 +115,8 @@ mod tests {
     /// shared: (by id, by key, page) per dialect.
     #[test]
     fn each_dialect_gets_its_reads_to_the_letter() {
-        let pg = JobSql::<Postgres>::new(POSTGRES);
-        let lite = JobSql::<Sqlite>::new(SQLITE);
+        let pg = JobSql::<Postgres>::new(POSTGRES, no_map);
+        let lite = JobSql::<Sqlite>::new(SQLITE, no_map);
         let sent = [
             (&pg.by_id, &pg.by_key, &pg.page),
             (&lite.by_id, &lite.by_key, &lite.page),

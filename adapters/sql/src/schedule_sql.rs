@@ -48,12 +48,15 @@ pub struct ScheduleSql<DB> {
     /// Writes a schedule over the version it was loaded at (see
     /// [`ScheduleSql::put`]).
     update: String,
+    /// The store's own error mapping.
+    map: MapError,
     driver: PhantomData<DB>,
 }
 
 impl<DB> ScheduleSql<DB> {
-    /// The statements in `dialect` (the dialect of `DB`).
-    pub fn new(dialect: Dialect) -> Self {
+    /// The statements in `dialect` (the dialect of `DB`), reporting
+    /// driver errors through `map`.
+    pub fn new(dialect: Dialect, map: MapError) -> Self {
         let p = |n| dialect.placeholder(n);
         let select = format!(
             "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name = {}",
@@ -86,6 +89,7 @@ impl<DB> ScheduleSql<DB> {
                 p(n + 2)
             ),
             select,
+            map,
             driver: PhantomData,
         }
     }
@@ -105,68 +109,51 @@ where
 {
     /// Schedule `name`, if it exists; its row locked to the transaction
     /// when `lock` is set (where the dialect locks rows).
-    pub async fn load<'c>(
-        &self,
-        exec: impl Exec<'c, DB>,
-        name: &str,
-        lock: bool,
-        map: MapError,
-    ) -> Result<Option<ScheduleRecord>, StoreError> {
+    pub async fn load<'c>(&self, e: impl Exec<'c, DB>, name: &str, lock: bool) -> Loaded {
         let sql = if lock {
             &self.select_locked
         } else {
             &self.select
         };
-        let q = sqlx::query(sql).bind(name);
-        let row = q.fetch_optional(exec).await.map_err(map)?;
-        row.as_ref().map(decode_schedule).transpose()
+        let row = sqlx::query(sql).bind(name).fetch_optional(e).await;
+        row.map_err(self.map)?
+            .as_ref()
+            .map(decode_schedule)
+            .transpose()
     }
 
     /// Removes schedule `name`; whether it existed.
-    pub async fn remove<'c>(
-        &self,
-        exec: impl Exec<'c, DB>,
-        name: &str,
-        map: MapError,
-    ) -> Result<bool, StoreError> {
-        let q = sqlx::query(&self.delete).bind(name);
-        let res = q.execute(exec).await.map_err(map)?;
-        Ok(res.rows_affected() > 0)
+    pub async fn remove<'c>(&self, e: impl Exec<'c, DB>, name: &str) -> Result<bool, StoreError> {
+        let res = sqlx::query(&self.delete).bind(name).execute(e).await;
+        Ok(res.map_err(self.map)?.rows_affected() > 0)
     }
 
     /// Up to `req.limit` schedules named after `req.after`, in byte order
     /// (as every store lists names).
-    pub async fn page<'c>(
-        &self,
-        exec: impl Exec<'c, DB>,
-        req: &ListSchedulesRequest,
-        map: MapError,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
+    pub async fn page<'c>(&self, e: impl Exec<'c, DB>, req: &ListSchedulesRequest) -> Listed {
         let after = req.after.as_deref().unwrap_or("");
-        let q = sqlx::query(&self.list)
-            .bind(after)
-            .bind(i64::from(req.limit));
-        let rows = q.fetch_all(exec).await.map_err(map)?;
-        rows.iter().map(decode_schedule).collect()
+        let q = sqlx::query(&self.list).bind(after);
+        let rows = q.bind(i64::from(req.limit)).fetch_all(e).await;
+        rows.map_err(self.map)?
+            .iter()
+            .map(decode_schedule)
+            .collect()
     }
 
     /// Writes `c` ([`ScheduleSql::put`]) over the row loaded at
     /// `loaded_version`. A write that changed no row lost to a concurrent
     /// writer: [`StoreError::Conflict`], which the store's transaction
-    /// retries. `map` sees every driver error (a store may read a unique
-    /// violation of a first put as that conflict too).
+    /// retries. `map` sees every driver error in place of the store's
+    /// own mapping (a store may read a unique violation of a first put as
+    /// that conflict too).
     pub async fn write<'c>(
         &self,
-        exec: impl Exec<'c, DB>,
+        e: impl Exec<'c, DB>,
         c: &ScheduleColumns,
         loaded_version: Option<u64>,
         map: impl FnOnce(sqlx::Error) -> StoreError,
     ) -> Result<(), StoreError> {
-        let res = self
-            .put(c, loaded_version)
-            .execute(exec)
-            .await
-            .map_err(map)?;
+        let res = self.put(c, loaded_version).execute(e).await.map_err(map)?;
         if res.rows_affected() != 1 {
             return Err(StoreError::Conflict(JobId(0)));
         }
@@ -205,10 +192,16 @@ where
     }
 }
 
+/// [`ScheduleSql::load`]'s answer.
+type Loaded = Result<Option<ScheduleRecord>, StoreError>;
+/// [`ScheduleSql::page`]'s answer.
+type Listed = Result<Vec<ScheduleRecord>, StoreError>;
+
 #[cfg(test)]
 mod tests {
     use super::ScheduleSql;
     use crate::dialect::{POSTGRES, SQLITE};
+    use crate::job_sql::tests::no_map;
     use crate::schedule_columns::SCHEDULE_COLUMNS;
     use sqlx::{Postgres, Sqlite};
 
@@ -217,7 +210,7 @@ mod tests {
     #[test]
     fn each_dialect_gets_its_statements_to_the_letter() {
         let c = SCHEDULE_COLUMNS;
-        let pg = ScheduleSql::<Postgres>::new(POSTGRES);
+        let pg = ScheduleSql::<Postgres>::new(POSTGRES, no_map);
         assert_eq!(
             pg.select,
             format!("SELECT {c} FROM leasehold_schedules WHERE name = $1")
@@ -249,7 +242,7 @@ mod tests {
              WHERE name = $12 AND version = $13"
         );
 
-        let lite = ScheduleSql::<Sqlite>::new(SQLITE);
+        let lite = ScheduleSql::<Sqlite>::new(SQLITE, no_map);
         let select = format!("SELECT {c} FROM leasehold_schedules WHERE name = ?");
         assert_eq!(lite.select, select);
         assert_eq!(lite.select_locked, select, "SQLite locks the file instead");

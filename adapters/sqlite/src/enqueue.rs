@@ -50,7 +50,7 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
         let existing = match &job.idempotency_key {
-            Some(key) => JOBS.find(&mut *conn, FindJob::Key(key), error::map).await?,
+            Some(key) => JOBS.find(&mut *conn, FindJob::Key(key)).await?,
             None => None,
         };
         // Rows are never deleted and ids are taken under the write lock, so

@@ -386,13 +386,11 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        read::JOBS
-            .find(&self.pool, FindJob::Id(job), error::map)
-            .await
+        read::JOBS.find(&self.pool, FindJob::Id(job)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        read::JOBS.page(&self.pool, &req, error::map).await
+        read::JOBS.page(&self.pool, &req).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
@@ -403,9 +401,7 @@ impl Store for SqliteStore {
     }
 
     async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        in_write_tx!(self, |conn, _now| schedules::SQL
-            .remove(conn, &name, error::map)
-            .await)
+        in_write_tx!(self, |conn, _now| schedules::SQL.remove(conn, &name).await)
     }
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
@@ -419,7 +415,7 @@ impl Store for SqliteStore {
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         // Byte order, as every other store lists names.
-        schedules::SQL.page(self.pool(), &req, error::map).await
+        schedules::SQL.page(self.pool(), &req).await
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

@@ -14,7 +14,7 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         id: JobId,
     ) -> Result<JobRecord, StoreError> {
-        JOBS.find(&mut *conn, FindJob::Id(id), error::map)
+        JOBS.find(&mut *conn, FindJob::Id(id))
             .await?
             .ok_or(StoreError::Input(InputError::UnknownJob(id)))
     }

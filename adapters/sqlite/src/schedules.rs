@@ -21,7 +21,8 @@ use sqlx::Sqlite;
 use std::sync::LazyLock;
 
 /// The schedule statements, in SQLite's placeholders.
-pub(crate) static SQL: LazyLock<ScheduleSql<Sqlite>> = LazyLock::new(|| ScheduleSql::new(SQLITE));
+pub(crate) static SQL: LazyLock<ScheduleSql<Sqlite>> =
+    LazyLock::new(|| ScheduleSql::new(SQLITE, error::map));
 
 impl SqliteStore {
     pub(crate) async fn put_schedule_in(
@@ -31,7 +32,7 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<(), StoreError> {
         // No row lock: the transaction holds the whole file.
-        let old = SQL.load(&mut *conn, &spec.name, false, error::map).await?;
+        let old = SQL.load(&mut *conn, &spec.name, false).await?;
         let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
         else {
             return Ok(());
@@ -57,11 +58,9 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
         leasehold_core::schedule::check_name(&req.name)?;
-        let schedule = SQL.load(&mut *conn, &req.name, false, error::map).await?;
+        let schedule = SQL.load(&mut *conn, &req.name, false).await?;
         let key = transition::fire_key(req);
-        let existing = JOBS
-            .find(&mut *conn, FindJob::Key(&key), error::map)
-            .await?;
+        let existing = JOBS.find(&mut *conn, FindJob::Key(&key)).await?;
         // Rows are never deleted and ids are taken under the write lock.
         let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
             .fetch_one(&mut *conn)

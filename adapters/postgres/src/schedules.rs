@@ -16,7 +16,6 @@ use crate::PgStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
 use leasehold_core::{FireRequest, JobId, Schedule, StoreError};
 use leasehold_sql::dialect::POSTGRES;
-use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::postgres::PgConnection;
@@ -51,10 +50,7 @@ impl PgStore {
         conn: &mut PgConnection,
         req: &FireRequest,
     ) -> Result<JobId, StoreError> {
-        leasehold_core::schedule::check_name(&req.name)?;
-        let schedule = SQL.load(&mut *conn, &req.name, false).await?;
-        let key = transition::fire_key(req);
-        let existing = JOBS.find(&mut *conn, FindJob::Key(&key)).await?;
+        let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
         // existing job, or a refusal (a removed schedule, a time that is no

@@ -7,11 +7,14 @@
 use crate::affected::RowsAffected;
 use crate::column::SqlRow;
 use crate::dialect::Dialect;
-use crate::job_sql::{Exec, MapError};
+use crate::job_sql::{Exec, FindJob, JobSql, MapError};
 use crate::schedule_columns::{decode_schedule, ScheduleColumns, SCHEDULE_COLUMNS};
-use leasehold_core::{JobId, ListSchedulesRequest, ScheduleRecord, StoreError};
+use leasehold_core::transition;
+use leasehold_core::{
+    FireRequest, JobId, JobRecord, ListSchedulesRequest, ScheduleRecord, StoreError,
+};
 use sqlx::query::Query;
-use sqlx::{Database, Encode, IntoArguments, Type};
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 use std::marker::PhantomData;
 
 /// Columns an update of a schedule writes (all but the name it is found
@@ -138,6 +141,25 @@ where
             .iter()
             .map(decode_schedule)
             .collect()
+    }
+
+    /// What a fire reads before the core decides it: schedule `req.name`
+    /// (a fire locks no schedule row) and the job already enqueued under
+    /// the plan time's key, if any. A bad name is refused before any read.
+    pub async fn fire_reads(
+        &self,
+        conn: &mut DB::Connection,
+        jobs: &JobSql<DB>,
+        req: &FireRequest,
+    ) -> Result<(Option<ScheduleRecord>, Option<JobRecord>), StoreError>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    {
+        leasehold_core::schedule::check_name(&req.name)?;
+        let schedule = self.load(&mut *conn, &req.name, false).await?;
+        let key = transition::fire_key(req);
+        let existing = jobs.find(&mut *conn, FindJob::Key(&key)).await?;
+        Ok((schedule, existing))
     }
 
     /// Writes `c` ([`ScheduleSql::put`]) over the row loaded at

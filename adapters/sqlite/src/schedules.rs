@@ -13,7 +13,6 @@ use crate::SqliteStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
 use leasehold_core::{FireRequest, JobId, Schedule, StoreError, StoreTime};
 use leasehold_sql::dialect::SQLITE;
-use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::sqlite::SqliteConnection;
@@ -57,10 +56,7 @@ impl SqliteStore {
         req: &FireRequest,
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
-        leasehold_core::schedule::check_name(&req.name)?;
-        let schedule = SQL.load(&mut *conn, &req.name, false).await?;
-        let key = transition::fire_key(req);
-        let existing = JOBS.find(&mut *conn, FindJob::Key(&key)).await?;
+        let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
         // Rows are never deleted and ids are taken under the write lock.
         let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
             .fetch_one(&mut *conn)

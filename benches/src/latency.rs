@@ -238,12 +238,7 @@ fn report(backend: &str, detail: &str, s: &Settings, r: &Run) {
         "load_average_before": r.load_before, "load_average_after": r.load_after,
         "cpu": crate::cpu::json(r.cpu),
     });
-    if s.json {
-        eprintln!("{text}");
-        println!("{value}");
-    } else {
-        println!("{text}");
-    }
+    crate::emit(s, &text, &value);
 }
 
 async fn postgres(s: &Settings) -> Result<(), StoreError> {

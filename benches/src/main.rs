@@ -491,14 +491,25 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
     result
 }
 
-async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
+/// A migrated SQLite store in file `file` of a fresh temporary directory
+/// (removed when the returned handle drops), with the run's audit and
+/// durability settings.
+async fn temp_sqlite(
+    s: &Settings,
+    file: &str,
+) -> Result<(tempfile::TempDir, SqliteStore), StoreError> {
     let dir = tempfile::tempdir().map_err(|e| StoreError::Unavailable(e.to_string()))?;
-    let store = SqliteStore::builder(dir.path().join("bench.db"))
+    let store = SqliteStore::builder(dir.path().join(file))
         .audit(s.audit())
         .durability(s.sqlite_durability())
         .open()
         .await?;
     store.migrate().await?;
+    Ok((dir, store))
+}
+
+async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
+    let (dir, store) = temp_sqlite(s, "bench.db").await?;
     let detail = format!(
         "WAL, synchronous={:?}, file in {}",
         s.sqlite_durability(),

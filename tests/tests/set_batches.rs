@@ -41,6 +41,13 @@ fn done(tag: &str) -> Outcome {
     Outcome::Succeeded(tag.as_bytes().to_vec())
 }
 
+fn failed(error: &str, retryable: bool) -> Outcome {
+    Outcome::Failed {
+        error: error.into(),
+        retryable,
+    }
+}
+
 /// What a run leaves behind, compared across stores.
 #[derive(Debug, PartialEq)]
 struct Outcome3 {
@@ -123,20 +130,10 @@ async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> B
                 release(
                     ids[0],
                     token(ids[0]),
-                    Outcome::Failed {
-                        error: "same token, other outcome".into(),
-                        retryable: true,
-                    },
+                    failed("same token, other outcome", true),
                 ),
                 release(ids[3], token(ids[3]), Outcome::Returned),
-                release(
-                    ids[4],
-                    token(ids[4]),
-                    Outcome::Failed {
-                        error: "retry later".into(),
-                        retryable: true,
-                    },
-                ),
+                release(ids[4], token(ids[4]), failed("retry later", true)),
                 release(ids[5], token(ids[5]), Outcome::Cancelled),
             ],
         ]
@@ -167,14 +164,7 @@ async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool)
         releases: [
             refusals_and_repeat(&ids, token),
             vec![
-                release(
-                    ids[3],
-                    token(ids[3]),
-                    Outcome::Failed {
-                        error: "poison".into(),
-                        retryable: false,
-                    },
-                ),
+                release(ids[3], token(ids[3]), failed("poison", false)),
                 release(ids[4], token(ids[4]), Outcome::Cancelled),
                 release(ids[5], Token(1), done("pending, never claimed")),
             ],
@@ -427,14 +417,7 @@ async fn release_many_requests<S: Store>(s: &S, clock: &ManualStoreClock) -> Vec
         release(l[1].job, Token(l[1].token.0 + 5), done("b")),
         release(JobId(999_999), Token(1), done("g")),
         release(l[2].job, l[2].token, Outcome::Returned),
-        release(
-            l[3].job,
-            l[3].token,
-            Outcome::Failed {
-                error: "x".into(),
-                retryable: true,
-            },
-        ),
+        release(l[3].job, l[3].token, failed("x", true)),
     ]
 }
 

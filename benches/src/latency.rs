@@ -23,7 +23,6 @@ use leasehold_core::{
     StoreError, TokioRuntime, Worker, WorkerConfig,
 };
 use leasehold_postgres::PgStore;
-use leasehold_sqlite::SqliteStore;
 use serde_json::json;
 use std::collections::HashMap;
 use std::future::Future;
@@ -238,12 +237,7 @@ fn report(backend: &str, detail: &str, s: &Settings, r: &Run) {
         "load_average_before": r.load_before, "load_average_after": r.load_after,
         "cpu": crate::cpu::json(r.cpu),
     });
-    if s.json {
-        eprintln!("{text}");
-        println!("{value}");
-    } else {
-        println!("{text}");
-    }
+    crate::emit(s, &text, &value);
 }
 
 async fn postgres(s: &Settings) -> Result<(), StoreError> {
@@ -285,13 +279,7 @@ async fn postgres(s: &Settings) -> Result<(), StoreError> {
 }
 
 async fn sqlite(s: &Settings) -> Result<(), StoreError> {
-    let dir = tempfile::tempdir().map_err(|e| StoreError::Unavailable(e.to_string()))?;
-    let store = SqliteStore::builder(dir.path().join("latency.db"))
-        .audit(s.audit())
-        .durability(s.sqlite_durability())
-        .open()
-        .await?;
-    store.migrate().await?;
+    let (_dir, store) = crate::temp_sqlite(s, "latency.db").await?;
     let detail = format!(
         "WAL, synchronous={:?}, enqueuer and worker in one process (in-process wake-ups)",
         s.sqlite_durability()

@@ -76,49 +76,39 @@ trait BatchStore: Store {
     fn settle(&self) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
-impl BatchStore for PgStore {
-    fn enqueue_batch(
-        &self,
-        jobs: &[NewJob],
-    ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send {
-        self.enqueue_many(jobs)
-    }
-    fn release_batch(
-        &self,
-        reqs: &[ReleaseRequest],
-    ) -> impl Future<Output = Result<Vec<Result<Release, StoreError>>, StoreError>> + Send {
-        self.release_many(reqs)
-    }
-    async fn settle(&self) -> Result<(), StoreError> {
-        sqlx::query("ANALYZE leasehold_jobs")
-            .execute(self.pool())
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        Ok(())
-    }
+/// [`BatchStore`] for a SQL store: its inherent `enqueue_many` and
+/// `release_many`, and `$analyze` to bring its statistics up to date. Both
+/// SQL stores offer the same inherent methods; only this bench needs them
+/// behind one trait, so the impl is written once here.
+macro_rules! sql_batch_store {
+    ($store:ty, $analyze:literal) => {
+        impl BatchStore for $store {
+            fn enqueue_batch(
+                &self,
+                jobs: &[NewJob],
+            ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send {
+                self.enqueue_many(jobs)
+            }
+            fn release_batch(
+                &self,
+                reqs: &[ReleaseRequest],
+            ) -> impl Future<Output = Result<Vec<Result<Release, StoreError>>, StoreError>> + Send
+            {
+                self.release_many(reqs)
+            }
+            async fn settle(&self) -> Result<(), StoreError> {
+                sqlx::query($analyze)
+                    .execute(self.pool())
+                    .await
+                    .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+                Ok(())
+            }
+        }
+    };
 }
 
-impl BatchStore for SqliteStore {
-    fn enqueue_batch(
-        &self,
-        jobs: &[NewJob],
-    ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send {
-        self.enqueue_many(jobs)
-    }
-    fn release_batch(
-        &self,
-        reqs: &[ReleaseRequest],
-    ) -> impl Future<Output = Result<Vec<Result<Release, StoreError>>, StoreError>> + Send {
-        self.release_many(reqs)
-    }
-    async fn settle(&self) -> Result<(), StoreError> {
-        sqlx::query("ANALYZE")
-            .execute(self.pool())
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        Ok(())
-    }
-}
+sql_batch_store!(PgStore, "ANALYZE leasehold_jobs");
+sql_batch_store!(SqliteStore, "ANALYZE");
 
 impl BatchStore for Coalescing {
     fn enqueue_batch(
@@ -501,14 +491,25 @@ async fn bench_postgres(s: &Settings) -> Result<(), StoreError> {
     result
 }
 
-async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
+/// A migrated SQLite store in file `file` of a fresh temporary directory
+/// (removed when the returned handle drops), with the run's audit and
+/// durability settings.
+async fn temp_sqlite(
+    s: &Settings,
+    file: &str,
+) -> Result<(tempfile::TempDir, SqliteStore), StoreError> {
     let dir = tempfile::tempdir().map_err(|e| StoreError::Unavailable(e.to_string()))?;
-    let store = SqliteStore::builder(dir.path().join("bench.db"))
+    let store = SqliteStore::builder(dir.path().join(file))
         .audit(s.audit())
         .durability(s.sqlite_durability())
         .open()
         .await?;
     store.migrate().await?;
+    Ok((dir, store))
+}
+
+async fn bench_sqlite(s: &Settings) -> Result<(), StoreError> {
+    let (dir, store) = temp_sqlite(s, "bench.db").await?;
     let detail = format!(
         "WAL, synchronous={:?}, file in {}",
         s.sqlite_durability(),

@@ -294,18 +294,25 @@ mod key_cap_tests {
         assert!(b.delay(JobId(1), Token(1), 30) <= b.max_delay());
     }
 
+    /// The distinct first-retry delays of jobs 1 to `jobs` under a backoff
+    /// of `base` with ±100 ‰ jitter drawn from `seed` (capped at 60 s).
+    fn first_delays_of_jobs(base: Millis, seed: u64, jobs: u64) -> std::collections::BTreeSet<u64> {
+        let b = Backoff {
+            base,
+            cap: Millis(60_000),
+            jitter_permille: 100,
+            seed,
+        };
+        (1..=jobs)
+            .map(|j| b.delay(JobId(j), Token(1), 1).0)
+            .collect()
+    }
+
     /// A jitter of ±100 ‰ on a 10 s delay spreads the delays of different
     /// jobs over 9 s to 11 s: they differ, and stay within the span.
     #[test]
     fn jitter_spreads_delays_over_its_span() {
-        let b = Backoff {
-            base: Millis(10_000),
-            cap: Millis(60_000),
-            jitter_permille: 100,
-            seed: 7,
-        };
-        let delays: std::collections::BTreeSet<u64> =
-            (1..=50).map(|j| b.delay(JobId(j), Token(1), 1).0).collect();
+        let delays = first_delays_of_jobs(Millis(10_000), 7, 50);
         assert!(
             delays.iter().all(|d| (9_000..=11_000).contains(d)),
             "{delays:?}"
@@ -320,14 +327,7 @@ mod key_cap_tests {
     /// The smallest jitter, one millisecond each way, reaches both ends.
     #[test]
     fn a_jitter_of_one_millisecond_reaches_both_ends() {
-        let b = Backoff {
-            base: Millis(10),
-            cap: Millis(60_000),
-            jitter_permille: 100,
-            seed: 1,
-        };
-        let delays: std::collections::BTreeSet<u64> =
-            (1..=60).map(|j| b.delay(JobId(j), Token(1), 1).0).collect();
+        let delays = first_delays_of_jobs(Millis(10), 1, 60);
         assert_eq!(delays, [9, 10, 11].into_iter().collect());
     }
 

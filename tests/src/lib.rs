@@ -11,7 +11,8 @@
 //! - [`PgCoalescingHarness`]: the same, with claims and releases answered
 //!   in batches by [`Coalescing`] (manual clock).
 //!
-//! [`small_disk::SmallDisk`] is a `tmpfs` a test fills up and frees.
+//! [`small_disk::SmallDisk`] is a `tmpfs` a test fills up and frees;
+//! [`requests`] holds requests several tests send alike.
 //!
 //! Postgres tests call [`database_url`]: without `DATABASE_URL` they print a
 //! loud SKIP and pass, unless `CI` is set, in which case they fail.
@@ -24,6 +25,7 @@
 
 pub mod backends;
 mod guarded;
+pub mod requests;
 pub mod small_disk;
 
 pub use guarded::Guarded;

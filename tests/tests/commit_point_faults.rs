@@ -13,25 +13,17 @@
 
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
-    BatchRequest, ClaimRequest, JobId, JobRecord, JobState, ManualStoreClock, Millis, NewJob,
-    Outcome, Policy, Release, ReleaseRequest, Store, StoreError, Token, WorkerId,
+    BatchRequest, JobId, JobRecord, JobState, ManualStoreClock, Millis, NewJob, Outcome, Policy,
+    Release, ReleaseRequest, Store, StoreError, Token,
 };
 use leasehold_postgres::PgStore;
+use leasehold_tests::requests::claim_q as claim;
 use leasehold_tests::{database_url, pg_store, sqlite_store, Guarded, SchemaGuard, MANUAL_EPOCH};
 use std::time::Duration;
 
 /// Far longer than any healthy write here; a writer blocked by a leaked
 /// lock waits out its busy timeout or stalls for good.
 const LATER_WRITER_LIMIT: Duration = Duration::from_secs(2);
-
-fn claim(worker: &str, max: u32) -> ClaimRequest {
-    ClaimRequest {
-        worker: WorkerId::new(worker),
-        queue: "q".into(),
-        lease: Millis(60_000),
-        max,
-    }
-}
 
 /// One running job (`held`, with its token) and one pending (`free`).
 async fn setup<S: Store>(store: &S) -> (JobId, Token, JobId) {

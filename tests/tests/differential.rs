@@ -287,27 +287,19 @@ async fn check(ops: Vec<Op>, url: Option<String>) -> Result<(), TestCaseError> {
 
     let final_rows = all_rows(&memory.store).await;
     let events: Vec<Event> = memory.store.events();
-    prop_assert_eq!(
-        &all_rows(&sqlite.store).await,
-        &final_rows,
-        "final rows: sqlite vs memory"
-    );
-    prop_assert_eq!(
-        &sqlite.store.inner().events().await.expect("events"),
-        &events,
-        "events: sqlite vs memory"
-    );
+    // Each SQL store's rows and events, against the memory store's.
+    let mut ends = vec![(
+        "sqlite",
+        all_rows(&sqlite.store).await,
+        sqlite.store.inner().events().await.expect("events"),
+    )];
     if let Some(pg) = &postgres {
-        prop_assert_eq!(
-            &all_rows(&pg.store).await,
-            &final_rows,
-            "final rows: postgres vs memory"
-        );
-        prop_assert_eq!(
-            &pg.store.inner().events().await.expect("events"),
-            &events,
-            "events: postgres vs memory"
-        );
+        let pg_events = pg.store.inner().events().await.expect("events");
+        ends.push(("postgres", all_rows(&pg.store).await, pg_events));
+    }
+    for (store, rows, store_events) in ends {
+        prop_assert_eq!(&rows, &final_rows, "final rows: {} vs memory", store);
+        prop_assert_eq!(&store_events, &events, "events: {} vs memory", store);
     }
     Ok(())
 }

@@ -97,9 +97,8 @@ mod postgres_listener {
             let pg = Arc::new(pg_store(url, Policy::default(), None).await);
             let app = pg.inner().schema().expect("schema").to_string();
             let admin = sqlx::PgPool::connect(url).await.expect("admin");
-            let store = Arc::new(Counted::new(pg.clone(), true));
-            let worker = Running::start(store.clone(), worker_id, LONG_POLL);
-            let seen = store.short_claims_above(0, WAKE_BOUND).await;
+            let (store, worker, seen) =
+                Running::start_counted(pg.clone(), true, worker_id, LONG_POLL).await;
             Listening {
                 pg,
                 app,

@@ -4,26 +4,15 @@
 //! table carries migration 0004's autovacuum thresholds.
 //! Needs `DATABASE_URL` (see `leasehold_tests::database_url`).
 
-use leasehold_core::{
-    ClaimRequest, Event, EventKind, JobState, Millis, NewJob, Outcome, Release, ReleaseRequest,
-    Store, WorkerId,
-};
+use leasehold_core::{Event, EventKind, JobState, NewJob, Outcome, Release, ReleaseRequest, Store};
 use leasehold_postgres::PgStore;
+use leasehold_tests::requests::claim_q as claim;
 use leasehold_tests::{database_url, pg_store, unique_schema, SchemaGuard};
 use std::borrow::Cow;
 use std::path::Path;
 
 /// The last migration of the previous schema.
 const PREVIOUS_SCHEMA: i64 = 2;
-
-fn claim(worker: &str, max: u32) -> ClaimRequest {
-    ClaimRequest {
-        worker: WorkerId::new(worker),
-        queue: "q".into(),
-        lease: Millis(60_000),
-        max,
-    }
-}
 
 /// The storage parameters migration 0004 gives `leasehold_jobs`.
 const AUTOVACUUM: [&str; 2] = [

@@ -5,12 +5,10 @@
 //! Needs `DATABASE_URL` (see `leasehold_tests::database_url`), except the
 //! last test.
 
-use leasehold_core::{
-    ClaimRequest, InputError, Millis, NewJob, Outcome, Release, ReleaseRequest, Store, StoreError,
-    WorkerId,
-};
+use leasehold_core::{InputError, NewJob, Outcome, Release, ReleaseRequest, Store, StoreError};
 use leasehold_postgres::{PgStore, VacuumStats, MIN_VACUUM_PERIOD, VACUUM_MIN_DEAD_ROWS};
 use leasehold_tests::backends::{assert_all_gone, backends};
+use leasehold_tests::requests::claim_q;
 use leasehold_tests::{database_url, unique_schema, SchemaGuard};
 use std::time::{Duration, Instant};
 
@@ -51,15 +49,7 @@ async fn churn(store: &PgStore) {
     let mut done = 0;
     // Bounded: every pass claims at least one job, or fails the test.
     for _ in 0..JOBS {
-        let leases = store
-            .claim(ClaimRequest {
-                worker: WorkerId::new("w"),
-                queue: "q".into(),
-                lease: Millis(60_000),
-                max: 200,
-            })
-            .await
-            .expect("claim");
+        let leases = store.claim(claim_q("w", 200)).await.expect("claim");
         if leases.is_empty() {
             break;
         }

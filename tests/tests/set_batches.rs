@@ -41,6 +41,13 @@ fn done(tag: &str) -> Outcome {
     Outcome::Succeeded(tag.as_bytes().to_vec())
 }
 
+fn failed(error: &str, retryable: bool) -> Outcome {
+    Outcome::Failed {
+        error: error.into(),
+        retryable,
+    }
+}
+
 /// What a run leaves behind, compared across stores.
 #[derive(Debug, PartialEq)]
 struct Outcome3 {
@@ -65,23 +72,49 @@ async fn send<S: Store>(s: &S, req: BatchRequest, one_by_one: bool) -> BatchAnsw
     answer
 }
 
-/// Holds leases on six jobs (one re-claimed after a return, so its first
-/// token is stale) with one more job pending, then sends the mixed batch.
-async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
+/// Enqueues `n` jobs on `q` and claims them all as `w1`, then returns the
+/// second one (`ids[1]`), so that its first token is stale once it is
+/// claimed again: the jobs' ids and the leases first held.
+async fn hold_and_return_second<S: Store>(
+    s: &S,
+    clock: &ManualStoreClock,
+    n: u8,
+) -> (Vec<JobId>, Vec<Lease>) {
     let mut ids = Vec::new();
-    for i in 0..6u8 {
+    for i in 0..n {
         ids.push(s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue"));
     }
     clock.advance(Millis(5));
-    let held: Vec<Lease> = s.claim(claim_req("w1", "q", 6)).await.expect("claim");
-    assert_eq!(held.len(), 6);
-    let token = |job: JobId| held.iter().find(|l| l.job == job).expect("held").token;
-    // Job 1 is returned and claimed again: its first token is stale.
-    let answer = s
-        .release(release(ids[1], token(ids[1]), Outcome::Returned))
-        .await;
+    let held: Vec<Lease> = s
+        .claim(claim_req("w1", "q", u32::from(n)))
+        .await
+        .expect("claim");
+    assert_eq!(held.len(), usize::from(n));
+    let token = held.iter().find(|l| l.job == ids[1]).expect("held").token;
+    let answer = s.release(release(ids[1], token, Outcome::Returned)).await;
     assert_eq!(answer, Ok(leasehold_core::Release::Committed));
     clock.advance(Millis(5));
+    (ids, held)
+}
+
+/// The releases both mixed batches open with: one committed, one on
+/// `ids[1]`'s stale first token, one of an unknown job, one with a token
+/// never issued, and a repeat of the first.
+fn refusals_and_repeat(ids: &[JobId], token: impl Fn(JobId) -> Token) -> Vec<ReleaseRequest> {
+    vec![
+        release(ids[0], token(ids[0]), done("a")),
+        release(ids[1], token(ids[1]), done("stale")),
+        release(JobId(9_999), Token(1), done("unknown")),
+        release(ids[2], Token(token(ids[2]).0 + 1_000), done("never issued")),
+        release(ids[0], token(ids[0]), done("a")),
+    ]
+}
+
+/// Holds leases on six jobs (one re-claimed after a return, so its first
+/// token is stale) with one more job pending, then sends the mixed batch.
+async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
+    let (mut ids, held) = hold_and_return_second(s, clock, 6).await;
+    let token = |job: JobId| held.iter().find(|l| l.job == job).expect("held").token;
     let again = s.claim(claim_req("w1", "q", 1)).await.expect("claim");
     assert_eq!(
         again.iter().map(|l| l.job).collect::<Vec<_>>(),
@@ -91,31 +124,20 @@ async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> B
     ids.push(s.enqueue(NewJob::new("q", vec![6])).await.expect("enqueue"));
     clock.advance(Millis(5));
     let req = BatchRequest {
-        releases: vec![
-            release(ids[0], token(ids[0]), done("a")),
-            release(ids[1], token(ids[1]), done("stale")),
-            release(JobId(9_999), Token(1), done("unknown")),
-            release(ids[2], Token(token(ids[2]).0 + 1_000), done("never issued")),
-            release(ids[0], token(ids[0]), done("a")),
-            release(
-                ids[0],
-                token(ids[0]),
-                Outcome::Failed {
-                    error: "same token, other outcome".into(),
-                    retryable: true,
-                },
-            ),
-            release(ids[3], token(ids[3]), Outcome::Returned),
-            release(
-                ids[4],
-                token(ids[4]),
-                Outcome::Failed {
-                    error: "retry later".into(),
-                    retryable: true,
-                },
-            ),
-            release(ids[5], token(ids[5]), Outcome::Cancelled),
-        ],
+        releases: [
+            refusals_and_repeat(&ids, token),
+            vec![
+                release(
+                    ids[0],
+                    token(ids[0]),
+                    failed("same token, other outcome", true),
+                ),
+                release(ids[3], token(ids[3]), Outcome::Returned),
+                release(ids[4], token(ids[4]), failed("retry later", true)),
+                release(ids[5], token(ids[5]), Outcome::Cancelled),
+            ],
+        ]
+        .concat(),
         claims: vec![
             claim_req("w2", "q", 2),
             claim_req("w2", "", 1),
@@ -129,19 +151,8 @@ async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> B
 /// Like [`mixed`], but no release can make a job claimable and the claims
 /// name one queue: the batch shape PostgreSQL answers with one read.
 async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
-    let mut ids = Vec::new();
-    for i in 0..5u8 {
-        ids.push(s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue"));
-    }
-    clock.advance(Millis(5));
-    let held: Vec<Lease> = s.claim(claim_req("w1", "q", 5)).await.expect("claim");
-    assert_eq!(held.len(), 5);
+    let (mut ids, held) = hold_and_return_second(s, clock, 5).await;
     let token = |job: JobId| held.iter().find(|l| l.job == job).expect("held").token;
-    let answer = s
-        .release(release(ids[1], token(ids[1]), Outcome::Returned))
-        .await;
-    assert_eq!(answer, Ok(leasehold_core::Release::Committed));
-    clock.advance(Millis(5));
     let again = s.claim(claim_req("w1", "q", 1)).await.expect("claim");
     assert_eq!(again.len(), 1);
     for i in 5..8u8 {
@@ -150,23 +161,15 @@ async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool)
     s.cancel(ids[4]).await.expect("cancel");
     clock.advance(Millis(5));
     let req = BatchRequest {
-        releases: vec![
-            release(ids[0], token(ids[0]), done("a")),
-            release(ids[1], token(ids[1]), done("stale")),
-            release(JobId(9_999), Token(1), done("unknown")),
-            release(ids[2], Token(token(ids[2]).0 + 1_000), done("never issued")),
-            release(ids[0], token(ids[0]), done("a")),
-            release(
-                ids[3],
-                token(ids[3]),
-                Outcome::Failed {
-                    error: "poison".into(),
-                    retryable: false,
-                },
-            ),
-            release(ids[4], token(ids[4]), Outcome::Cancelled),
-            release(ids[5], Token(1), done("pending, never claimed")),
-        ],
+        releases: [
+            refusals_and_repeat(&ids, token),
+            vec![
+                release(ids[3], token(ids[3]), failed("poison", false)),
+                release(ids[4], token(ids[4]), Outcome::Cancelled),
+                release(ids[5], Token(1), done("pending, never claimed")),
+            ],
+        ]
+        .concat(),
         claims: vec![claim_req("w2", "q", 1), claim_req("w3", "q", 5)],
     };
     send(s, req, one_by_one).await
@@ -414,14 +417,7 @@ async fn release_many_requests<S: Store>(s: &S, clock: &ManualStoreClock) -> Vec
         release(l[1].job, Token(l[1].token.0 + 5), done("b")),
         release(JobId(999_999), Token(1), done("g")),
         release(l[2].job, l[2].token, Outcome::Returned),
-        release(
-            l[3].job,
-            l[3].token,
-            Outcome::Failed {
-                error: "x".into(),
-                retryable: true,
-            },
-        ),
+        release(l[3].job, l[3].token, failed("x", true)),
     ]
 }
 

@@ -81,11 +81,7 @@ async fn one_round(
     other: &SqliteStore,
     seed: leasehold_core::JobId,
 ) -> Round {
-    let holder = other
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("the other process takes the write lock");
+    let holder = take_write_lock(other).await;
     let held_at = Instant::now();
     let stop = Arc::new(AtomicBool::new(false));
     let writers = spawn_writers(store, &stop);
@@ -221,11 +217,7 @@ async fn a_write_waits_out_the_busy_timeout_then_answers_locked() {
         .open()
         .await
         .expect("open other");
-    let holder = other
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("the other process takes the write lock");
+    let holder = take_write_lock(&other).await;
 
     let started = Instant::now();
     let answer = tokio::time::timeout(10 * BUSY, store.enqueue(NewJob::new("q", "late")))
@@ -253,4 +245,14 @@ async fn a_write_waits_out_the_busy_timeout_then_answers_locked() {
         .await
         .expect("the write after the release stalled");
     next.expect("the write after the release failed");
+}
+
+/// `other` (standing for another process) takes the database's write lock
+/// and holds it until the returned transaction ends.
+async fn take_write_lock(other: &SqliteStore) -> sqlx::Transaction<'static, sqlx::Sqlite> {
+    other
+        .pool()
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .expect("the other process takes the write lock")
 }

@@ -6,7 +6,7 @@ use super::{suite_policy, Harness, LONG_LEASE};
 use leasehold_core::StoreError;
 use leasehold_core::Token;
 use leasehold_core::{BatchRequest, ClaimRequest, ReleaseRequest, Store};
-use leasehold_core::{JobState, NewJob, Outcome, Release};
+use leasehold_core::{JobState, Lease, NewJob, Outcome, Release};
 
 /// One batch: a good release, a release with a token never issued, the
 /// good release repeated, then a claim and a claim with bad input. Each
@@ -117,26 +117,39 @@ pub async fn a_job_returned_in_a_batch_is_claimable_by_its_claims<H: Harness>(h:
     let j = enqueue(s, NewJob::new("b", b"x".to_vec())).await;
     let held = claim(s, "w1", "b", LONG_LEASE, 1).await;
     assert_eq!(held.len(), 1, "{name}");
+    let release = ReleaseRequest {
+        job: j,
+        token: held[0].token,
+        outcome: Outcome::Returned,
+    };
+    let granted = release_then_claim_one(s, &name, release, "w2", "b").await;
+    assert_eq!(granted.len(), 1, "{name}: the returned job: {granted:?}");
+    assert_eq!(granted[0].job, j, "{name}");
+    assert!(granted[0].token > held[0].token, "{name}: a new token");
+    assert_eq!(row(s, j).await.holder, Some(worker("w2")), "{name}");
+}
+
+/// Sends one batch: `release`, then a claim of one job of `queue` for
+/// `who`. The release must commit; answers the claim's leases.
+async fn release_then_claim_one<S: Store>(
+    s: &S,
+    name: &str,
+    release: ReleaseRequest,
+    who: &str,
+    queue: &str,
+) -> Vec<Lease> {
     let req = BatchRequest {
-        releases: vec![ReleaseRequest {
-            job: j,
-            token: held[0].token,
-            outcome: Outcome::Returned,
-        }],
+        releases: vec![release],
         claims: vec![ClaimRequest {
-            worker: worker("w2"),
-            queue: "b".into(),
+            worker: worker(who),
+            queue: queue.into(),
             lease: LONG_LEASE,
             max: 1,
         }],
     };
     let answer = s.batch(req).await.unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(answer.releases, vec![Ok(Release::Committed)], "{name}");
-    let granted = answer.claims[0].as_ref().expect("the claim");
-    assert_eq!(granted.len(), 1, "{name}: the returned job: {granted:?}");
-    assert_eq!(granted[0].job, j, "{name}");
-    assert!(granted[0].token > held[0].token, "{name}: a new token");
-    assert_eq!(row(s, j).await.holder, Some(worker("w2")), "{name}");
+    answer.claims[0].clone().expect("the claim")
 }
 
 /// A batch answers as its requests would have one after another: a slot of
@@ -156,22 +169,12 @@ pub async fn a_slot_freed_in_a_batch_is_claimable_by_its_claims<H: Harness>(h: &
     let held = claim(s, "w1", "lim", LONG_LEASE, 2).await;
     assert_eq!(held.len(), 1, "{name}: the limit is one");
     assert_eq!(held[0].job, first, "{name}");
-    let req = BatchRequest {
-        releases: vec![ReleaseRequest {
-            job: first,
-            token: held[0].token,
-            outcome: Outcome::Succeeded(b"done".to_vec()),
-        }],
-        claims: vec![ClaimRequest {
-            worker: worker("w1"),
-            queue: "lim".into(),
-            lease: LONG_LEASE,
-            max: 1,
-        }],
+    let release = ReleaseRequest {
+        job: first,
+        token: held[0].token,
+        outcome: Outcome::Succeeded(b"done".to_vec()),
     };
-    let answer = s.batch(req).await.unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(answer.releases, vec![Ok(Release::Committed)], "{name}");
-    let granted = answer.claims[0].as_ref().expect("the claim");
+    let granted = release_then_claim_one(s, &name, release, "w1", "lim").await;
     assert_eq!(granted.len(), 1, "{name}: the freed slot: {granted:?}");
     assert_eq!(granted[0].job, second, "{name}");
     assert_eq!(row(s, first).await.state, JobState::Succeeded, "{name}");

@@ -173,6 +173,22 @@ impl Running {
         }
     }
 
+    /// Starts a worker (`id`, poll interval `poll`) on `inner` wrapped in
+    /// [`Counted`] (`forward_wake` as there), and waits (bounded by
+    /// [`WAKE_BOUND`]) until its start-up claims are done: the counted
+    /// store, the worker, and the short claims seen so far.
+    pub async fn start_counted<S: Store>(
+        inner: Arc<S>,
+        forward_wake: bool,
+        id: &str,
+        poll: Millis,
+    ) -> (Arc<Counted<S>>, Running, u64) {
+        let store = Arc::new(Counted::new(inner, forward_wake));
+        let w = Running::start(store.clone(), id, poll);
+        let seen = store.short_claims_above(0, WAKE_BOUND).await;
+        (store, w, seen)
+    }
+
     /// Waits (bounded by `limit`) for the next claimed job.
     pub async fn next_claim(&mut self, limit: Duration, what: &str) -> JobId {
         match tokio::time::timeout(limit, self.claimed.recv()).await {
@@ -197,9 +213,8 @@ pub const QUEUE: &str = "wake";
 pub async fn idle_worker_claims_a_new_job_long_before_its_poll_interval<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
     let name = h.name();
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-1", LONG_POLL);
-    let mut seen = store.short_claims_above(0, WAKE_BOUND).await;
+    let (store, mut w, mut seen) =
+        Running::start_counted(f.store.clone(), true, "waker-1", LONG_POLL).await;
     for round in 0..2 {
         let t = Instant::now();
         let job = enqueue(&*f.store, NewJob::new(QUEUE, vec![round])).await;
@@ -223,9 +238,8 @@ pub async fn returned_job_wakes_an_idle_worker<H: Harness>(h: &H) {
     let job = enqueue(s, NewJob::new(QUEUE, b"r".to_vec())).await;
     let lease = claim_one(s, "other", QUEUE, LONG_LEASE).await;
     assert_eq!(lease.job, job);
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-2", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (_store, mut w, _) =
+        Running::start_counted(f.store.clone(), true, "waker-2", LONG_POLL).await;
     let t = Instant::now();
     assert_eq!(
         release(s, job, lease.token, Outcome::Returned).await,
@@ -244,9 +258,8 @@ pub async fn returned_job_wakes_an_idle_worker<H: Harness>(h: &H) {
 pub async fn a_job_committed_while_a_claim_is_in_flight_wakes_the_worker<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
     let name = h.name();
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-4", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (store, mut w, _) =
+        Running::start_counted(f.store.clone(), true, "waker-4", LONG_POLL).await;
     // The first job's release carries a claim that finds the queue empty;
     // the second job commits during that claim.
     let second = store.enqueue_during_next_empty_claim(NewJob::new(QUEUE, b"b".to_vec()));
@@ -272,9 +285,8 @@ pub async fn a_job_committed_while_a_claim_is_in_flight_wakes_the_worker<H: Harn
 pub async fn a_burst_of_enqueues_is_claimed_without_a_claim_storm<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
     let name = h.name();
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-3", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (store, mut w, _) =
+        Running::start_counted(f.store.clone(), true, "waker-3", LONG_POLL).await;
     let before = store.claims();
     for i in 0..BURST {
         enqueue(&*f.store, NewJob::new(QUEUE, i.to_string().into_bytes())).await;
@@ -298,9 +310,8 @@ pub async fn a_burst_of_enqueues_is_claimed_without_a_claim_storm<H: Harness>(h:
 pub async fn without_wake_ups_the_poll_still_finds_the_job<H: Harness>(h: &H) {
     let f = h.fresh(suite_policy()).await;
     let name = h.name();
-    let store = Arc::new(Counted::new(f.store.clone(), false));
-    let mut w = Running::start(store.clone(), "poller-1", SHORT_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (_store, mut w, _) =
+        Running::start_counted(f.store.clone(), false, "poller-1", SHORT_POLL).await;
     let job = enqueue(&*f.store, NewJob::new(QUEUE, b"p".to_vec())).await;
     assert_eq!(w.next_claim(WAKE_BOUND, &name).await, job, "{name}");
     w.stop().await;
@@ -317,9 +328,7 @@ async fn sweep_wakes_the_worker_for<S: Store>(
     to: JobState,
     expected: JobId,
 ) {
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), worker, LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (_store, mut w, _) = Running::start_counted(f.store.clone(), true, worker, LONG_POLL).await;
     f.time.advance(SHORT_LEASE).await;
     let t = Instant::now();
     let reports = sweep(&*f.store, 10).await;
@@ -375,9 +384,8 @@ pub async fn a_fired_job_wakes_an_idle_worker<H: Harness>(h: &H) {
     let schedule = Schedule::new("wake-tick", QUEUE, b"f".to_vec(), Rule::every(EVERY));
     s.put_schedule(schedule).await.expect("put_schedule");
     f.time.advance(Millis(2 * EVERY.0)).await;
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-8", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (_store, mut w, _) =
+        Running::start_counted(f.store.clone(), true, "waker-8", LONG_POLL).await;
     let t = now(s).await;
     let plan_time = StoreTime(t.0 - t.0.rem_euclid(EVERY.0 as i64));
     let started = Instant::now();
@@ -405,9 +413,8 @@ pub async fn a_release_that_frees_a_limited_slot_wakes_an_idle_worker<H: Harness
     let lease = claim_one(s, "other", QUEUE, LONG_LEASE).await;
     assert_eq!(lease.job, first);
     let held_back = enqueue(s, NewJob::new(QUEUE, b"b".to_vec())).await;
-    let store = Arc::new(Counted::new(f.store.clone(), true));
-    let mut w = Running::start(store.clone(), "waker-9", LONG_POLL);
-    store.short_claims_above(0, WAKE_BOUND).await;
+    let (_store, mut w, _) =
+        Running::start_counted(f.store.clone(), true, "waker-9", LONG_POLL).await;
     let t = Instant::now();
     let done = Outcome::Succeeded(b"done".to_vec());
     assert_eq!(

@@ -132,6 +132,7 @@ use leasehold_core::{
     Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
     StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
 };
+use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::str::FromStr;
@@ -450,11 +451,11 @@ impl Store for PgStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.get_job(job).await
+        read::JOBS.find(&self.pool, FindJob::Id(job)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        self.list_jobs(req).await
+        read::JOBS.page(&self.pool, &req).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
@@ -463,7 +464,7 @@ impl Store for PgStore {
     }
 
     async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        in_tx!(self, |conn| Self::remove_schedule_in(conn, &name).await)
+        in_tx!(self, |conn| schedules::SQL.remove(conn, &name).await)
     }
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
@@ -474,7 +475,8 @@ impl Store for PgStore {
         &self,
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        self.list_schedules_in(&req).await
+        // Byte order, as every other store lists names.
+        schedules::SQL.page(self.pool(), &req).await
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

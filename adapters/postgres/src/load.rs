@@ -47,13 +47,7 @@ impl PgStore {
             "SELECT c.*, {LIVE_CLOCK} FROM (SELECT {COLUMNS} FROM leasehold_jobs \
              WHERE id = ANY($2) ORDER BY id FOR UPDATE) c"
         );
-        let rows = sqlx::query(&sql)
-            .bind(self.clock_param())
-            .bind(ids)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        decode_locked(&rows)
+        self.read_rows(conn, &sql, ids).await
     }
 
     /// Reads the rows of `ids` without locking them, and the clock after
@@ -69,7 +63,19 @@ impl PgStore {
         // An id too large to be stored has no row: it is answered unknown.
         let ids: Vec<i64> = ids.iter().filter_map(|id| to_i64(id.0).ok()).collect();
         let sql = format!("SELECT {COLUMNS}, {LIVE_CLOCK} FROM leasehold_jobs WHERE id = ANY($2)");
-        let rows = sqlx::query(&sql)
+        self.read_rows(conn, &sql, ids).await
+    }
+
+    /// Runs `sql` (the clock parameter as `$1`, `ids` as `$2`) and decodes
+    /// its rows with the clock they carry: what [`Self::lock_rows`] and
+    /// [`Self::load_rows`] share, whether or not their rows are locked.
+    async fn read_rows(
+        &self,
+        conn: &mut PgConnection,
+        sql: &str,
+        ids: Vec<i64>,
+    ) -> Result<Locked, StoreError> {
+        let rows = sqlx::query(sql)
             .bind(self.clock_param())
             .bind(ids)
             .fetch_all(&mut *conn)

@@ -10,47 +10,29 @@
 //! and its retry finds the job and answers it.
 
 use crate::error;
+use crate::read::JOBS;
 use crate::write_batch::Batch;
 use crate::PgStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
-use leasehold_core::{
-    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError,
-};
+use leasehold_core::{FireRequest, JobId, Schedule, StoreError};
 use leasehold_sql::dialect::POSTGRES;
-use leasehold_sql::job_columns::{decode_job, COLUMNS};
-use leasehold_sql::schedule_columns::{decode_schedule, ScheduleColumns};
+use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::postgres::PgConnection;
+use sqlx::Postgres;
 use std::sync::LazyLock;
 
 /// The schedule statements, in PostgreSQL's placeholders.
-static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(POSTGRES));
+pub(crate) static SQL: LazyLock<ScheduleSql<Postgres>> =
+    LazyLock::new(|| ScheduleSql::new(POSTGRES, error::map));
 
 impl PgStore {
-    async fn load_schedule(
-        conn: &mut PgConnection,
-        name: &str,
-        lock: bool,
-    ) -> Result<Option<ScheduleRecord>, StoreError> {
-        let sql = if lock {
-            &SQL.select_locked
-        } else {
-            &SQL.select
-        };
-        let row = sqlx::query(sql)
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        row.as_ref().map(decode_schedule).transpose()
-    }
-
     pub(crate) async fn put_schedule_in(
         &self,
         conn: &mut PgConnection,
         spec: &Schedule,
     ) -> Result<(), StoreError> {
-        let old = Self::load_schedule(conn, &spec.name, true).await?;
+        let old = SQL.load(&mut *conn, &spec.name, true).await?;
         let now = self.clock_now(conn).await?;
         let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
         else {
@@ -59,27 +41,8 @@ impl PgStore {
         let c = ScheduleColumns::of(&rec)?;
         // A concurrent first put of the name is a unique violation:
         // retried, it becomes an update.
-        let res = SQL
-            .put(&c, old.as_ref().map(|o| o.version))
-            .execute(&mut *conn)
+        SQL.write(&mut *conn, &c, old.as_ref().map(|o| o.version), error::map)
             .await
-            .map_err(error::map)?;
-        if res.rows_affected() != 1 {
-            return Err(StoreError::Conflict(JobId(0)));
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn remove_schedule_in(
-        conn: &mut PgConnection,
-        name: &str,
-    ) -> Result<bool, StoreError> {
-        let res = sqlx::query(&SQL.delete)
-            .bind(name)
-            .execute(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        Ok(res.rows_affected() > 0)
     }
 
     pub(crate) async fn fire_in(
@@ -87,18 +50,7 @@ impl PgStore {
         conn: &mut PgConnection,
         req: &FireRequest,
     ) -> Result<JobId, StoreError> {
-        leasehold_core::schedule::check_name(&req.name)?;
-        let schedule = Self::load_schedule(conn, &req.name, false).await?;
-        let key = transition::fire_key(req);
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = $1");
-        let existing = sqlx::query(&sql)
-            .bind(&key)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(error::map)?
-            .as_ref()
-            .map(decode_job)
-            .transpose()?;
+        let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
         // existing job, or a refusal (a removed schedule, a time that is no
@@ -140,19 +92,5 @@ impl PgStore {
                 Ok(id)
             }
         }
-    }
-
-    pub(crate) async fn list_schedules_in(
-        &self,
-        req: &ListSchedulesRequest,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        // Byte order (`COLLATE "C"`), as every other store lists names.
-        let rows = sqlx::query(&SQL.list)
-            .bind(req.after.as_deref().unwrap_or(""))
-            .bind(i64::from(req.limit))
-            .fetch_all(self.pool())
-            .await
-            .map_err(error::map)?;
-        rows.iter().map(decode_schedule).collect()
     }
 }

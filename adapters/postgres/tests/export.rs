@@ -76,18 +76,24 @@ async fn export_writes_every_audit_event_as_one_json_line() {
 
 #[test]
 fn export_without_a_database_is_a_usage_error() {
-    let out = Command::new(env!("CARGO_BIN_EXE_leasehold-export"))
-        .env_remove("DATABASE_URL")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = usage_error(
+        Command::new(env!("CARGO_BIN_EXE_leasehold-export")).env_remove("DATABASE_URL"),
+    );
     assert!(stderr.contains("--database-url"), "{stderr}");
-    assert!(stderr.contains(USAGE), "{stderr}");
 }
 
 /// The usage line every argument error ends with, and `--help` prints.
 const USAGE: &str = "usage: leasehold-export [--database-url URL] [--schema NAME]";
+
+/// Runs `cmd` (the export binary), which must stop with a usage error:
+/// exit code 2 and the usage line on stderr. Its stderr.
+fn usage_error(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(stderr.contains(USAGE), "{stderr}");
+    stderr
+}
 
 #[test]
 fn export_help_prints_the_usage_and_succeeds() {
@@ -104,12 +110,11 @@ fn export_help_prints_the_usage_and_succeeds() {
 
 #[test]
 fn export_with_an_unknown_argument_names_it_and_shows_the_usage() {
-    let out = Command::new(env!("CARGO_BIN_EXE_leasehold-export"))
-        .args(["--database-url", "postgres://nowhere/db", "--shema", "x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = usage_error(Command::new(env!("CARGO_BIN_EXE_leasehold-export")).args([
+        "--database-url",
+        "postgres://nowhere/db",
+        "--shema",
+        "x",
+    ]));
     assert!(stderr.contains("unknown argument \"--shema\""), "{stderr}");
-    assert!(stderr.contains(USAGE), "{stderr}");
 }

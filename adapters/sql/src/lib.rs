@@ -6,8 +6,9 @@
 //!   [`ScheduleRecord`](leasehold_core::ScheduleRecord) are stored in SQL
 //!   columns, and reading them from either driver's rows
 //!   ([`job_columns`], [`schedule_columns`], [`column`]);
-//! - the schedule statements, in each driver's placeholder style
-//!   ([`dialect`], [`schedule_sql`]);
+//! - the job reads and the schedule statements, in each driver's
+//!   placeholder style, run on either driver ([`dialect`], [`job_sql`],
+//!   [`schedule_sql`]);
 //! - closing a pool for good ([`pool_close`]).
 //!
 //! What differs between the stores (how a transaction is run, how a
@@ -21,9 +22,11 @@
 
 #![warn(missing_docs)]
 
+pub mod affected;
 pub mod column;
 pub mod dialect;
 pub mod job_columns;
+pub mod job_sql;
 pub mod pool_close;
 pub mod schedule_columns;
 pub mod schedule_sql;

@@ -4,10 +4,18 @@
 //! The text each dialect gets is fixed by the test below: a change to it
 //! is a change to what both stores send.
 
+use crate::affected::RowsAffected;
+use crate::column::SqlRow;
 use crate::dialect::Dialect;
-use crate::schedule_columns::{ScheduleColumns, SCHEDULE_COLUMNS};
+use crate::job_sql::{Exec, FindJob, JobSql, MapError};
+use crate::schedule_columns::{decode_schedule, ScheduleColumns, SCHEDULE_COLUMNS};
+use leasehold_core::transition;
+use leasehold_core::{
+    FireRequest, JobId, JobRecord, ListSchedulesRequest, ScheduleRecord, StoreError,
+};
 use sqlx::query::Query;
-use sqlx::{Database, Encode, Type};
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
+use std::marker::PhantomData;
 
 /// Columns an update of a schedule writes (all but the name it is found
 /// by and `created_at`), in bind order.
@@ -25,28 +33,33 @@ const UPDATED: [&str; 11] = [
     "updated_at",
 ];
 
-/// The schedule statements of one dialect. Build it once per store.
-#[derive(Clone, Debug)]
-pub struct ScheduleSql {
+/// The schedule statements in driver `DB`'s dialect. Build it once per
+/// store.
+#[derive(Debug)]
+pub struct ScheduleSql<DB> {
     /// One schedule by name (`name` bound first).
-    pub select: String,
+    select: String,
     /// One schedule by name, its row locked to the transaction.
-    pub select_locked: String,
+    select_locked: String,
     /// Up to a limit of schedules named after a name, in byte order
     /// (`after`, then `limit`).
-    pub list: String,
+    list: String,
     /// Removes a schedule by name.
-    pub delete: String,
+    delete: String,
     /// Inserts a schedule (see [`ScheduleSql::put`]).
     insert: String,
     /// Writes a schedule over the version it was loaded at (see
     /// [`ScheduleSql::put`]).
     update: String,
+    /// The store's own error mapping.
+    map: MapError,
+    driver: PhantomData<DB>,
 }
 
-impl ScheduleSql {
-    /// The statements in `dialect`.
-    pub fn new(dialect: Dialect) -> Self {
+impl<DB> ScheduleSql<DB> {
+    /// The statements in `dialect` (the dialect of `DB`), reporting
+    /// driver errors through `map`.
+    pub fn new(dialect: Dialect, map: MapError) -> Self {
         let p = |n| dialect.placeholder(n);
         let select = format!(
             "SELECT {SCHEDULE_COLUMNS} FROM leasehold_schedules WHERE name = {}",
@@ -79,26 +92,105 @@ impl ScheduleSql {
                 p(n + 2)
             ),
             select,
+            map,
+            driver: PhantomData,
         }
+    }
+}
+
+// What the schedule operations need of a driver, said once for all.
+impl<DB> ScheduleSql<DB>
+where
+    DB: Database<Row: SqlRow, QueryResult: RowsAffected>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> Vec<u8>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    /// Schedule `name`, if it exists; its row locked to the transaction
+    /// when `lock` is set (where the dialect locks rows).
+    pub async fn load<'c>(&self, e: impl Exec<'c, DB>, name: &str, lock: bool) -> Loaded {
+        let sql = if lock {
+            &self.select_locked
+        } else {
+            &self.select
+        };
+        let row = sqlx::query(sql).bind(name).fetch_optional(e).await;
+        row.map_err(self.map)?
+            .as_ref()
+            .map(decode_schedule)
+            .transpose()
+    }
+
+    /// Removes schedule `name`; whether it existed.
+    pub async fn remove<'c>(&self, e: impl Exec<'c, DB>, name: &str) -> Result<bool, StoreError> {
+        let res = sqlx::query(&self.delete).bind(name).execute(e).await;
+        Ok(res.map_err(self.map)?.rows_affected() > 0)
+    }
+
+    /// Up to `req.limit` schedules named after `req.after`, in byte order
+    /// (as every store lists names).
+    pub async fn page<'c>(&self, e: impl Exec<'c, DB>, req: &ListSchedulesRequest) -> Listed {
+        let after = req.after.as_deref().unwrap_or("");
+        let q = sqlx::query(&self.list).bind(after);
+        let rows = q.bind(i64::from(req.limit)).fetch_all(e).await;
+        rows.map_err(self.map)?
+            .iter()
+            .map(decode_schedule)
+            .collect()
+    }
+
+    /// What a fire reads before the core decides it: schedule `req.name`
+    /// (a fire locks no schedule row) and the job already enqueued under
+    /// the plan time's key, if any. A bad name is refused before any read.
+    pub async fn fire_reads(
+        &self,
+        conn: &mut DB::Connection,
+        jobs: &JobSql<DB>,
+        req: &FireRequest,
+    ) -> Result<(Option<ScheduleRecord>, Option<JobRecord>), StoreError>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    {
+        leasehold_core::schedule::check_name(&req.name)?;
+        let schedule = self.load(&mut *conn, &req.name, false).await?;
+        let key = transition::fire_key(req);
+        let existing = jobs.find(&mut *conn, FindJob::Key(&key)).await?;
+        Ok((schedule, existing))
+    }
+
+    /// Writes `c` ([`ScheduleSql::put`]) over the row loaded at
+    /// `loaded_version`. A write that changed no row lost to a concurrent
+    /// writer: [`StoreError::Conflict`], which the store's transaction
+    /// retries. `map` sees every driver error in place of the store's
+    /// own mapping (a store may read a unique violation of a first put as
+    /// that conflict too).
+    pub async fn write<'c>(
+        &self,
+        e: impl Exec<'c, DB>,
+        c: &ScheduleColumns,
+        loaded_version: Option<u64>,
+        map: impl FnOnce(sqlx::Error) -> StoreError,
+    ) -> Result<(), StoreError> {
+        let res = self.put(c, loaded_version).execute(e).await.map_err(map)?;
+        if res.rows_affected() != 1 {
+            return Err(StoreError::Conflict(JobId(0)));
+        }
+        Ok(())
     }
 
     /// The statement writing `c`, with its values bound: an insert when
     /// the schedule had no row (`loaded_version` is `None`), else an
     /// update of the row loaded at `loaded_version`. Either writes one row,
     /// or none when a concurrent writer won.
-    pub fn put<'q, DB>(
+    fn put<'q>(
         &'q self,
         c: &'q ScheduleColumns,
         loaded_version: Option<u64>,
-    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>>
-    where
-        DB: Database,
-        String: Encode<'q, DB> + Type<DB>,
-        Vec<u8>: Encode<'q, DB> + Type<DB>,
-        i64: Encode<'q, DB> + Type<DB>,
-        Option<String>: Encode<'q, DB> + Type<DB>,
-        Option<i64>: Encode<'q, DB> + Type<DB>,
-    {
+    ) -> Query<'q, DB, <DB as Database>::Arguments<'q>> {
         let q = match loaded_version {
             None => sqlx::query(&self.insert).bind(&c.name),
             Some(_) => sqlx::query(&self.update),
@@ -122,18 +214,25 @@ impl ScheduleSql {
     }
 }
 
+/// [`ScheduleSql::load`]'s answer.
+type Loaded = Result<Option<ScheduleRecord>, StoreError>;
+/// [`ScheduleSql::page`]'s answer.
+type Listed = Result<Vec<ScheduleRecord>, StoreError>;
+
 #[cfg(test)]
 mod tests {
     use super::ScheduleSql;
     use crate::dialect::{POSTGRES, SQLITE};
+    use crate::job_sql::tests::no_map;
     use crate::schedule_columns::SCHEDULE_COLUMNS;
+    use sqlx::{Postgres, Sqlite};
 
     /// Each store sends exactly the text it sent before the statements
     /// were shared.
     #[test]
     fn each_dialect_gets_its_statements_to_the_letter() {
         let c = SCHEDULE_COLUMNS;
-        let pg = ScheduleSql::new(POSTGRES);
+        let pg = ScheduleSql::<Postgres>::new(POSTGRES, no_map);
         assert_eq!(
             pg.select,
             format!("SELECT {c} FROM leasehold_schedules WHERE name = $1")
@@ -165,7 +264,7 @@ mod tests {
              WHERE name = $12 AND version = $13"
         );
 
-        let lite = ScheduleSql::new(SQLITE);
+        let lite = ScheduleSql::<Sqlite>::new(SQLITE, no_map);
         let select = format!("SELECT {c} FROM leasehold_schedules WHERE name = ?");
         assert_eq!(lite.select, select);
         assert_eq!(lite.select_locked, select, "SQLite locks the file instead");

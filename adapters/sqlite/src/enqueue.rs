@@ -3,10 +3,11 @@
 //! are woken after the commit.
 
 use crate::error;
+use crate::read::JOBS;
 use crate::SqliteStore;
 use leasehold_core::transition::{self, EnqueuePlan};
 use leasehold_core::{JobId, NewJob, StoreError, StoreTime};
-use leasehold_sql::job_columns::{decode_job, COLUMNS};
+use leasehold_sql::job_sql::FindJob;
 use sqlx::SqliteConnection;
 
 impl SqliteStore {
@@ -49,15 +50,7 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
         let existing = match &job.idempotency_key {
-            Some(key) => {
-                let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ?");
-                let row = sqlx::query(&sql)
-                    .bind(key)
-                    .fetch_optional(&mut *conn)
-                    .await
-                    .map_err(error::map)?;
-                row.as_ref().map(decode_job).transpose()?
-            }
+            Some(key) => JOBS.find(&mut *conn, FindJob::Key(key)).await?,
             None => None,
         };
         // Rows are never deleted and ids are taken under the write lock, so

@@ -115,6 +115,7 @@ use leasehold_core::{
     ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError,
     StoreTime, SweepRequest, SystemStoreClock, WorkSignal, DEFAULT_MERGE_FLUSHERS,
 };
+use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
@@ -385,11 +386,11 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        self.get_job(job).await
+        read::JOBS.find(&self.pool, FindJob::Id(job)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        self.list_jobs(req).await
+        read::JOBS.page(&self.pool, &req).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
@@ -400,8 +401,7 @@ impl Store for SqliteStore {
     }
 
     async fn remove_schedule(&self, name: String) -> Result<bool, StoreError> {
-        in_write_tx!(self, |conn, _now| Self::remove_schedule_in(conn, &name)
-            .await)
+        in_write_tx!(self, |conn, _now| schedules::SQL.remove(conn, &name).await)
     }
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
@@ -414,7 +414,8 @@ impl Store for SqliteStore {
         &self,
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        self.list_schedules_in(&req).await
+        // Byte order, as every other store lists names.
+        schedules::SQL.page(self.pool(), &req).await
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

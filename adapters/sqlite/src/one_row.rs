@@ -1,10 +1,12 @@
 //! One job row at a time: loaded by id, inserted, or written over the
 //! version it was loaded at, each write with its audit event.
 
+use crate::read::JOBS;
 use crate::{error, SqliteStore};
 use leasehold_core::transition::Applied;
 use leasehold_core::{Event, InputError, JobId, JobRecord, StoreError};
-use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
+use leasehold_sql::job_columns::{to_i64, COLUMNS};
+use leasehold_sql::job_sql::FindJob;
 use sqlx::SqliteConnection;
 
 impl SqliteStore {
@@ -12,16 +14,9 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         id: JobId,
     ) -> Result<JobRecord, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = ?");
-        let row = sqlx::query(&sql)
-            .bind(to_i64(id.0)?)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        match row {
-            Some(r) => decode_job(&r),
-            None => Err(StoreError::Input(InputError::UnknownJob(id))),
-        }
+        JOBS.find(&mut *conn, FindJob::Id(id))
+            .await?
+            .ok_or(StoreError::Input(InputError::UnknownJob(id)))
     }
 
     pub(crate) async fn record_event(

@@ -8,41 +8,30 @@
 //! unique violation, which is retried and then answered with that job.
 
 use crate::error;
+use crate::read::JOBS;
 use crate::SqliteStore;
 use leasehold_core::transition::{self, FirePlan, PutPlan};
-use leasehold_core::{
-    FireRequest, JobId, ListSchedulesRequest, Schedule, ScheduleRecord, StoreError, StoreTime,
-};
+use leasehold_core::{FireRequest, JobId, Schedule, StoreError, StoreTime};
 use leasehold_sql::dialect::SQLITE;
-use leasehold_sql::job_columns::{decode_job, COLUMNS};
-use leasehold_sql::schedule_columns::{decode_schedule, ScheduleColumns};
+use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::sqlite::SqliteConnection;
+use sqlx::Sqlite;
 use std::sync::LazyLock;
 
 /// The schedule statements, in SQLite's placeholders.
-static SQL: LazyLock<ScheduleSql> = LazyLock::new(|| ScheduleSql::new(SQLITE));
+pub(crate) static SQL: LazyLock<ScheduleSql<Sqlite>> =
+    LazyLock::new(|| ScheduleSql::new(SQLITE, error::map));
 
 impl SqliteStore {
-    pub(crate) async fn load_schedule(
-        conn: &mut SqliteConnection,
-        name: &str,
-    ) -> Result<Option<ScheduleRecord>, StoreError> {
-        let row = sqlx::query(&SQL.select)
-            .bind(name)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        row.as_ref().map(decode_schedule).transpose()
-    }
-
     pub(crate) async fn put_schedule_in(
         &self,
         conn: &mut SqliteConnection,
         spec: &Schedule,
         now: StoreTime,
     ) -> Result<(), StoreError> {
-        let old = Self::load_schedule(conn, &spec.name).await?;
+        // No row lock: the transaction holds the whole file.
+        let old = SQL.load(&mut *conn, &spec.name, false).await?;
         let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
         else {
             return Ok(());
@@ -50,33 +39,15 @@ impl SqliteStore {
         let c = ScheduleColumns::of(&rec)?;
         // A concurrent first put of the name is a unique violation:
         // retried, it becomes an update.
-        let res = SQL
-            .put(&c, old.as_ref().map(|o| o.version))
-            .execute(&mut *conn)
-            .await
-            .map_err(|e| {
-                if old.is_none() && error::is_unique_violation(&e) {
-                    StoreError::Conflict(JobId(0))
-                } else {
-                    error::map(e)
-                }
-            })?;
-        if res.rows_affected() != 1 {
-            return Err(StoreError::Conflict(JobId(0)));
-        }
-        Ok(())
-    }
-
-    pub(crate) async fn remove_schedule_in(
-        conn: &mut SqliteConnection,
-        name: &str,
-    ) -> Result<bool, StoreError> {
-        let res = sqlx::query(&SQL.delete)
-            .bind(name)
-            .execute(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        Ok(res.rows_affected() > 0)
+        let first = old.is_none();
+        SQL.write(&mut *conn, &c, old.as_ref().map(|o| o.version), |e| {
+            if first && error::is_unique_violation(&e) {
+                StoreError::Conflict(JobId(0))
+            } else {
+                error::map(e)
+            }
+        })
+        .await
     }
 
     pub(crate) async fn fire_in(
@@ -85,18 +56,7 @@ impl SqliteStore {
         req: &FireRequest,
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
-        leasehold_core::schedule::check_name(&req.name)?;
-        let schedule = Self::load_schedule(conn, &req.name).await?;
-        let key = transition::fire_key(req);
-        let sql = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ?");
-        let existing = sqlx::query(&sql)
-            .bind(&key)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(error::map)?
-            .as_ref()
-            .map(decode_job)
-            .transpose()?;
+        let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
         // Rows are never deleted and ids are taken under the write lock.
         let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
             .fetch_one(&mut *conn)
@@ -110,18 +70,5 @@ impl SqliteStore {
                 Ok(id)
             }
         }
-    }
-
-    pub(crate) async fn list_schedules_in(
-        &self,
-        req: &ListSchedulesRequest,
-    ) -> Result<Vec<ScheduleRecord>, StoreError> {
-        let rows = sqlx::query(&SQL.list)
-            .bind(req.after.as_deref().unwrap_or(""))
-            .bind(i64::from(req.limit))
-            .fetch_all(self.pool())
-            .await
-            .map_err(error::map)?;
-        rows.iter().map(decode_schedule).collect()
     }
 }

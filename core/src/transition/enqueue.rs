@@ -134,6 +134,16 @@ mod tests {
         Policy::default()
     }
 
+    /// `spec` enqueued as job 1 at store time 0, with no job under its key.
+    fn first_insert(spec: &NewJob) -> Applied {
+        let EnqueuePlan::Insert(a) =
+            enqueue(spec, JobId(1), None, &policy(), StoreTime(0)).unwrap()
+        else {
+            panic!("expected insert")
+        };
+        a
+    }
+
     #[test]
     fn new_job_is_pending_with_run_at_after_delay() {
         let spec = NewJob::new("q", b"x".to_vec()).delay(Millis(500));
@@ -153,11 +163,7 @@ mod tests {
     #[test]
     fn repeated_key_with_same_spec_answers_existing_id() {
         let spec = NewJob::new("q", b"x".to_vec()).idempotency_key("k");
-        let EnqueuePlan::Insert(a) =
-            enqueue(&spec, JobId(1), None, &policy(), StoreTime(0)).unwrap()
-        else {
-            panic!()
-        };
+        let a = first_insert(&spec);
         let again = enqueue(&spec, JobId(2), Some(&a.record), &policy(), StoreTime(5)).unwrap();
         assert_eq!(again, EnqueuePlan::Existing(JobId(1)));
     }
@@ -165,11 +171,7 @@ mod tests {
     #[test]
     fn repeated_key_with_other_spec_is_a_conflict() {
         let spec = NewJob::new("q", b"x".to_vec()).idempotency_key("k");
-        let EnqueuePlan::Insert(a) =
-            enqueue(&spec, JobId(1), None, &policy(), StoreTime(0)).unwrap()
-        else {
-            panic!()
-        };
+        let a = first_insert(&spec);
         let other = NewJob::new("q", b"y".to_vec()).idempotency_key("k");
         let err = enqueue(&other, JobId(2), Some(&a.record), &policy(), StoreTime(0)).unwrap_err();
         assert!(matches!(

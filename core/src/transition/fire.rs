@@ -129,6 +129,17 @@ mod tests {
     use crate::schedule::Rule;
     use crate::time::Millis;
 
+    /// Plan time 2000 of `r` fired at store time 2100 as job 1, with no job
+    /// under its key yet.
+    fn first_fire(r: &ScheduleRecord) -> Applied {
+        let FirePlan::Insert(a) =
+            fire(Some(r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
+        else {
+            panic!("insert")
+        };
+        a
+    }
+
     fn rec() -> ScheduleRecord {
         let s = Schedule::new("tick", "q", "p", Rule::every(Millis(1000))).jitter(Millis(300));
         let PutPlan::Write(r) = put_schedule(&s, None, &Policy::default(), StoreTime(500)).unwrap()
@@ -148,11 +159,7 @@ mod tests {
     #[test]
     fn a_plan_time_becomes_a_pending_job_under_its_key() {
         let r = rec();
-        let FirePlan::Insert(a) =
-            fire(Some(&r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
-        else {
-            panic!("insert")
-        };
+        let a = first_fire(&r);
         assert_eq!(a.record.state, JobState::Pending);
         assert_eq!(
             a.record.idempotency_key,
@@ -166,11 +173,7 @@ mod tests {
     #[test]
     fn a_second_fire_answers_the_first_job() {
         let r = rec();
-        let FirePlan::Insert(a) =
-            fire(Some(&r), &req(2000), JobId(1), None, StoreTime(2100)).unwrap()
-        else {
-            panic!("insert")
-        };
+        let a = first_fire(&r);
         let again = fire(
             Some(&r),
             &req(2000),

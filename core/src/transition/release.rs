@@ -159,6 +159,13 @@ mod tests {
         }
     }
 
+    /// Job 1, running under token 1 until 100, released `Succeeded(result)`
+    /// by its holder at store time `now`: the row after.
+    fn succeed(result: &[u8], now: i64) -> JobRecord {
+        let o = Outcome::Succeeded(result.to_vec());
+        apply(&running(1, 1, 100), 1, o, now)
+    }
+
     fn failed(retryable: bool) -> Outcome {
         Outcome::Failed {
             error: "boom".into(),
@@ -196,12 +203,7 @@ mod tests {
 
     #[test]
     fn success_stores_result_with_terminal_state() {
-        let r = apply(
-            &running(1, 1, 100),
-            1,
-            Outcome::Succeeded(b"ok".to_vec()),
-            50,
-        );
+        let r = succeed(b"ok", 50);
         assert_eq!(r.state, JobState::Succeeded);
         assert_eq!(r.result, Some(b"ok".to_vec()));
         assert_eq!(r.holder, None);
@@ -303,12 +305,7 @@ mod tests {
 
     #[test]
     fn same_token_other_outcome_after_commit_is_lost() {
-        let done = apply(
-            &running(1, 1, 100),
-            1,
-            Outcome::Succeeded(b"r".to_vec()),
-            50,
-        );
+        let done = succeed(b"r", 50);
         let other = Outcome::Succeeded(b"different".to_vec());
         assert_eq!(
             release(&done, Token(1), &other, &Policy::default(), StoreTime(60)).unwrap(),

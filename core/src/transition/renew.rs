@@ -60,17 +60,23 @@ mod tests {
     use super::*;
     use crate::transition::fixtures::{pending, running};
 
-    #[test]
-    fn renew_by_holder_extends_from_now() {
-        let r = running(2, 1, 5000);
-        let RenewPlan::Renewed(a, ans) = renew(
-            &r,
+    /// Token 2 (the holder of `running(2, ..)`) asks for 1000 ms more at
+    /// store time `now`.
+    fn renew_by_holder(r: &JobRecord, now: i64) -> RenewPlan {
+        renew(
+            r,
             Token(2),
             Millis(1000),
             &Policy::default(),
-            StoreTime(4000),
+            StoreTime(now),
         )
-        .unwrap() else {
+        .unwrap()
+    }
+
+    #[test]
+    fn renew_by_holder_extends_from_now() {
+        let r = running(2, 1, 5000);
+        let RenewPlan::Renewed(a, ans) = renew_by_holder(&r, 4000) else {
             panic!("expected renewed")
         };
         assert_eq!(a.record.expires_at, Some(StoreTime(5000)));
@@ -87,14 +93,7 @@ mod tests {
     #[test]
     fn renew_after_expiry_before_sweep_is_allowed() {
         let r = running(2, 1, 5000);
-        let plan = renew(
-            &r,
-            Token(2),
-            Millis(1000),
-            &Policy::default(),
-            StoreTime(9000),
-        )
-        .unwrap();
+        let plan = renew_by_holder(&r, 9000);
         assert!(matches!(plan, RenewPlan::Renewed(..)));
     }
 
@@ -102,14 +101,7 @@ mod tests {
     fn renew_reports_cancel_request() {
         let mut r = running(2, 1, 5000);
         r.cancel_requested = true;
-        let RenewPlan::Renewed(_, ans) = renew(
-            &r,
-            Token(2),
-            Millis(1000),
-            &Policy::default(),
-            StoreTime(4000),
-        )
-        .unwrap() else {
+        let RenewPlan::Renewed(_, ans) = renew_by_holder(&r, 4000) else {
             panic!()
         };
         assert!(matches!(
@@ -124,7 +116,7 @@ mod tests {
     #[test]
     fn renew_with_stale_token_is_lost() {
         let r = running(3, 2, 5000);
-        let plan = renew(&r, Token(2), Millis(1000), &Policy::default(), StoreTime(0)).unwrap();
+        let plan = renew_by_holder(&r, 0);
         assert_eq!(plan, RenewPlan::Lost);
     }
 
@@ -133,7 +125,7 @@ mod tests {
         let mut r = pending();
         r.token = Token(2);
         r.attempt = 1;
-        let plan = renew(&r, Token(2), Millis(1000), &Policy::default(), StoreTime(0)).unwrap();
+        let plan = renew_by_holder(&r, 0);
         assert_eq!(plan, RenewPlan::Lost);
     }
 

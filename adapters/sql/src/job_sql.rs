@@ -1,0 +1,135 @@
+//! The job reads both stores send the same way (table `leasehold_jobs`):
+//! one job by id, one by idempotency key, and a page in id order, written
+//! once in a [`Dialect`]'s placeholder style and run on either driver.
+//!
+//! Each store keeps its own error mapping (`map`): what a driver error
+//! means (busy, unavailable, a conflict) differs between them.
+
+use crate::column::SqlRow;
+use crate::dialect::Dialect;
+use crate::job_columns::{decode_job, to_i64, COLUMNS};
+use leasehold_core::{JobId, JobRecord, ListRequest, StoreError};
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
+use std::marker::PhantomData;
+
+/// How a store maps a driver error to a [`StoreError`].
+pub type MapError = fn(sqlx::Error) -> StoreError;
+
+/// The job reads in driver `DB`'s dialect. Build it once per store.
+#[derive(Debug)]
+pub struct JobSql<DB> {
+    /// One job by id.
+    by_id: String,
+    /// One job by idempotency key.
+    by_key: String,
+    /// Up to a limit of jobs after an id, in id order.
+    page: String,
+    /// The store's own error mapping.
+    map: MapError,
+    driver: PhantomData<DB>,
+}
+
+impl<DB> JobSql<DB> {
+    /// The reads in `dialect` (the dialect of `DB`), reporting driver
+    /// errors through `map`.
+    pub fn new(dialect: Dialect, map: MapError) -> Self {
+        let p = |n| dialect.placeholder(n);
+        JobSql {
+            by_id: format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = {}", p(1)),
+            by_key: format!(
+                "SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = {}",
+                p(1)
+            ),
+            page: format!(
+                "SELECT {COLUMNS} FROM leasehold_jobs WHERE id > {} ORDER BY id LIMIT {}",
+                p(1),
+                p(2)
+            ),
+            map,
+            driver: PhantomData,
+        }
+    }
+}
+
+// What the reads need of a driver, said once for all of them.
+impl<DB> JobSql<DB>
+where
+    DB: Database<Row: SqlRow>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    /// The job `by` names, if it exists.
+    pub async fn find<'c>(&self, e: impl Exec<'c, DB>, by: FindJob<'_>) -> Found {
+        let q = match by {
+            FindJob::Id(id) => sqlx::query(&self.by_id).bind(to_i64(id.0)?),
+            FindJob::Key(key) => sqlx::query(&self.by_key).bind(key),
+        };
+        let row = q.fetch_optional(e).await.map_err(self.map)?;
+        row.as_ref().map(decode_job).transpose()
+    }
+
+    /// Up to `req.limit` jobs after `req.after`, in id order.
+    pub async fn page<'c>(&self, e: impl Exec<'c, DB>, req: &ListRequest) -> Page {
+        let after = req.after.map(|a| to_i64(a.0)).transpose()?.unwrap_or(0);
+        let q = sqlx::query(&self.page).bind(after);
+        let rows = q.bind(i64::from(req.limit)).fetch_all(e).await;
+        rows.map_err(self.map)?.iter().map(decode_job).collect()
+    }
+}
+
+/// What names the one job [`JobSql::find`] reads.
+#[derive(Clone, Copy, Debug)]
+pub enum FindJob<'a> {
+    /// The job with this id.
+    Id(JobId),
+    /// The job enqueued under this idempotency key.
+    Key(&'a str),
+}
+
+/// [`JobSql::find`]'s answer.
+type Found = Result<Option<JobRecord>, StoreError>;
+/// [`JobSql::page`]'s answer.
+type Page = Result<Vec<JobRecord>, StoreError>;
+
+/// An executor of driver `DB`'s statements (a pool or a connection): a
+/// shorter name for what every shared operation runs on.
+pub trait Exec<'c, DB: Database>: Executor<'c, Database = DB> {}
+
+impl<'c, DB: Database, E: Executor<'c, Database = DB>> Exec<'c, DB> for E {}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::JobSql;
+    use leasehold_core::StoreError;
+
+    /// The statements' text does not depend on the error mapping.
+    pub(crate) fn no_map(e: sqlx::Error) -> StoreError {
+        StoreError::Unavailable(e.to_string())
+    }
+    use crate::dialect::{POSTGRES, SQLITE};
+    use crate::job_columns::COLUMNS;
+    use sqlx::{Postgres, Sqlite};
+
+    /// Each store sends exactly the text it sent before the reads were
+    /// shared: (by id, by key, page) per dialect.
+    #[test]
+    fn each_dialect_gets_its_reads_to_the_letter() {
+        let pg = JobSql::<Postgres>::new(POSTGRES, no_map);
+        let lite = JobSql::<Sqlite>::new(SQLITE, no_map);
+        let sent = [
+            (&pg.by_id, &pg.by_key, &pg.page),
+            (&lite.by_id, &lite.by_key, &lite.page),
+        ];
+        let want = [("$1", "$1", "$1", "$2"), ("?", "?", "?", "?")];
+        for ((by_id, by_key, page), (id, key, after, limit)) in sent.into_iter().zip(want) {
+            let select = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE");
+            assert_eq!(*by_id, format!("{select} id = {id}"));
+            assert_eq!(*by_key, format!("{select} idempotency_key = {key}"));
+            assert_eq!(
+                *page,
+                format!("{select} id > {after} ORDER BY id LIMIT {limit}")
+            );
+        }
+    }
+}

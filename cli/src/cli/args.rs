@@ -61,6 +61,11 @@ pub enum Command {
     /// Write a run's history in another tool's format (Jepsen EDN).
     #[command(after_help = EXIT_CODES)]
     Export(ExportArgs),
+    /// Every interleaving of a small world, breadth-first: the invariants
+    /// hold at the scope (exit 0) or its shortest counterexample is printed
+    /// and, with `--write-counterexample`, written as a scenario file.
+    #[command(after_help = EXIT_CODES)]
+    Exhaust(super::exhaustive::ExhaustArgs),
     /// Real worker processes on a real SQLite or PostgreSQL store under real
     /// faults (kills, pauses, restarts), checked offline; `leasehold chaos
     /// --help` lists its options.

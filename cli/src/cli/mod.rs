@@ -9,6 +9,7 @@ pub mod check;
 pub mod check_input;
 pub mod check_jepsen;
 pub mod engine;
+pub mod exhaustive;
 pub mod explore;
 pub mod export;
 pub mod jsonl;
@@ -67,6 +68,7 @@ pub fn main() -> i32 {
         args::Command::Merge(a) => merge::run(a),
         args::Command::Explore(a) => explore::run(a),
         args::Command::Export(a) => export::run(a),
+        args::Command::Exhaust(a) => exhaustive::run(a),
         args::Command::Chaos(a) => {
             let argv = std::iter::once("leasehold chaos".into()).chain(a.args.iter().cloned());
             return leasehold_chaos::cli::main_from(argv, "leasehold chaos");

@@ -27,12 +27,14 @@
 #![warn(missing_docs)]
 
 pub mod clock;
+pub mod counterexample;
 pub mod ghost;
 pub mod hash;
 pub mod model;
 pub mod plant;
 pub mod run;
 pub mod scope;
+pub mod trace;
 pub mod world;
 
 pub use ghost::Inv;

@@ -53,9 +53,34 @@ impl Report {
 /// Checks `world` breadth-first on `threads` threads (the state count does
 /// not depend on it; the path found may, among paths of the same length).
 pub fn check(world: World, threads: usize) -> Report {
+    check_watched(world, threads, |_, _| {})
+}
+
+/// Longest wait between two calls of a [`check_watched`] watcher.
+pub const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// [`check`], calling `watch(distinct states so far, time so far)` about
+/// every [`WATCH_EVERY`] while the search runs (for progress output; it
+/// reads counters only and cannot change what is explored).
+pub fn check_watched(
+    world: World,
+    threads: usize,
+    mut watch: impl FnMut(usize, Duration),
+) -> Report {
     let horizon = world.scope.horizon.0;
     let start = Instant::now();
-    let checker = world.checker().threads(threads.max(1)).spawn_bfs().join();
+    let checker = world.checker().threads(threads.max(1)).spawn_bfs();
+    // Polled in short sleeps so a small scope returns at once; bounded by
+    // the search itself, which ends (the world is finite).
+    let mut last = Instant::now();
+    while !checker.is_done() {
+        std::thread::sleep(Duration::from_millis(20));
+        if last.elapsed() >= WATCH_EVERY {
+            last = Instant::now();
+            watch(checker.unique_state_count(), start.elapsed());
+        }
+    }
+    let checker = checker.join();
     let elapsed = start.elapsed();
     let mut verdict = Verdict::Holds;
     let mut violated = Vec::new();

@@ -216,9 +216,9 @@ fn active_span(f: &ScriptedFault) -> (u64, u64) {
         ScriptedFault::Crash { at, .. }
         | ScriptedFault::Restart { at, .. }
         | ScriptedFault::Shutdown { at, .. } => (at.as_ms(), at.as_ms()),
-        ScriptedFault::Partition { from, to, .. } | ScriptedFault::Hold { from, to, .. } => {
-            (from.as_ms(), to.as_ms())
-        }
+        ScriptedFault::Partition { from, to, .. }
+        | ScriptedFault::Hold { from, to, .. }
+        | ScriptedFault::Conflict { from, to, .. } => (from.as_ms(), to.as_ms()),
         ScriptedFault::Pause { at, len, .. } => (at.as_ms(), at.as_ms() + len.as_ms()),
         ScriptedFault::Skew { at, .. } | ScriptedFault::Drift { at, .. } => (at.as_ms(), u64::MAX),
     }

@@ -18,6 +18,10 @@
 //!   host raises its own shutdown handle at T (see [`FaultPlan::shutdown_after`]),
 //!   returns its leases and its process ends. It stays down until a scripted
 //!   `restart`; the runner restarts only crashed hosts.
+//! - `conflict HOST FROM..TO` makes the store answer `Conflict`, applying
+//!   nothing, to HOST's renews, releases and cancels arriving in the window
+//!   ([`FaultPlan::conflict_at`]); it draws nothing, so the seed's other
+//!   draws are unchanged.
 //! - Drift is within the assumption up to and including ρ: only
 //!   `|ppm| > max_drift_ppm` breaks it.
 //! - After the window everything heals: crashed hosts restart, links heal,
@@ -61,7 +65,9 @@ pub fn heal_time(cfg: &SimConfig, schedule: &[ScriptedFault]) -> u64 {
             ScriptedFault::Crash { at, .. }
             | ScriptedFault::Restart { at, .. }
             | ScriptedFault::Shutdown { at, .. } => at.as_ms(),
-            ScriptedFault::Partition { to, .. } | ScriptedFault::Hold { to, .. } => to.as_ms(),
+            ScriptedFault::Partition { to, .. }
+            | ScriptedFault::Hold { to, .. }
+            | ScriptedFault::Conflict { to, .. } => to.as_ms(),
             ScriptedFault::Pause { at, len, .. } => at.as_ms() + len.as_ms(),
             ScriptedFault::Skew { at, .. } | ScriptedFault::Drift { at, .. } => at.as_ms(),
         };

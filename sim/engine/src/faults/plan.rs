@@ -55,6 +55,8 @@ pub struct FaultPlan {
     /// Graceful shutdown times by worker host, ascending.
     pub shutdowns: BTreeMap<String, Vec<u64>>,
     links: Vec<LinkFault>,
+    /// Scripted `Conflict` windows `[from, to)` by requesting host.
+    conflicts: BTreeMap<String, Vec<(u64, u64)>>,
     /// Instants at which some link may change state, ascending.
     pub link_times: Vec<u64>,
 }
@@ -86,6 +88,7 @@ impl FaultPlan {
         let mut pauses: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
         let mut shutdowns: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         let mut links = Vec::new();
+        let mut conflicts: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
         let mut times = BTreeSet::new();
         for f in schedule {
             match f {
@@ -137,6 +140,10 @@ impl FaultPlan {
                         kind: LinkKind::Hold,
                     });
                 }
+                ScriptedFault::Conflict { host, from, to } => conflicts
+                    .entry(host.clone())
+                    .or_default()
+                    .push((from.as_ms(), to.as_ms())),
                 ScriptedFault::Skew { .. } | ScriptedFault::Drift { .. } => {}
             }
         }
@@ -154,6 +161,7 @@ impl FaultPlan {
                 .map(|(h, v)| (h, Arc::new(merge(v))))
                 .collect(),
             links,
+            conflicts: conflicts.into_iter().map(|(h, v)| (h, merge(v))).collect(),
             link_times: times.into_iter().collect(),
         }
     }
@@ -194,6 +202,14 @@ impl FaultPlan {
         v.get(v.partition_point(|&s| s < t)).copied()
     }
 
+    /// Whether a scripted `conflict` window of `host` covers true time `t`:
+    /// the store then answers its renew, release or cancel `Conflict`.
+    pub fn conflict_at(&self, host: &str, t: u64) -> bool {
+        self.conflicts
+            .get(host)
+            .is_some_and(|v| v.iter().any(|&(from, to)| from <= t && t < to))
+    }
+
     /// The pause windows of `host`.
     pub fn pauses_of(&self, host: &str) -> Pauses {
         self.pauses.get(host).cloned().unwrap_or_default()
@@ -222,6 +238,7 @@ mod tests {
             "crash worker-1 at 4s",
             "shutdown worker-1 at 9s",
             "shutdown worker-1 at 6s",
+            "conflict worker-1 2s..2001ms",
         ]
         .iter()
         .map(|s| s.parse().unwrap())
@@ -244,6 +261,10 @@ mod tests {
         assert_eq!(p.shutdown_after("worker-1", 6001), Some(9000));
         assert_eq!(p.shutdown_after("worker-1", 9001), None);
         assert_eq!(p.shutdown_after("worker-2", 0), None);
+        assert!(!p.conflict_at("worker-1", 1999));
+        assert!(p.conflict_at("worker-1", 2000));
+        assert!(!p.conflict_at("worker-1", 2001));
+        assert!(!p.conflict_at("worker-2", 2000));
         let _ = Dur::ms(0);
     }
 }

@@ -168,8 +168,8 @@ async fn serve<F: StoreFactory>(
     let answer = match msg {
         WireMessage::One(req) => {
             let target = conflict_target(&req.op);
-            let conflict =
-                target.is_some_and(|job| shared.store_conflict(&req.host, job, in_window));
+            let conflict = target.is_some() && shared.plan.conflict_at(&req.host, t)
+                || target.is_some_and(|job| shared.store_conflict(&req.host, job, in_window));
             let fault = if conflict {
                 Injected::Conflict
             } else if target.is_some() && shared.store_transient(in_window) {

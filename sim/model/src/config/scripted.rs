@@ -19,6 +19,10 @@ use std::fmt;
 /// - `pause HOST for LEN at T`
 /// - `skew HOST +OFFSET at T` (a step of the host's wall clock)
 /// - `drift HOST PPM at T` (for example `drift worker-1 20000ppm at 0s`)
+/// - `conflict HOST FROM..TO` (the store answers `Conflict`, applying
+///   nothing, to every renew, release and cancel of HOST that reaches it in
+///   the window: one contention the exhaustive checker's counterexamples
+///   place at an exact instant)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[allow(missing_docs)] // fields are named by the sentence forms above
@@ -55,6 +59,9 @@ pub enum ScriptedFault {
     },
     /// The host's clocks drift by `ppm` from `at` on.
     Drift { host: String, at: Dur, ppm: i64 },
+    /// The store answers `Conflict` (nothing applied) to every renew,
+    /// release and cancel of `host` that reaches it during `[from, to)`.
+    Conflict { host: String, from: Dur, to: Dur },
 }
 
 impl ScriptedFault {
@@ -67,7 +74,9 @@ impl ScriptedFault {
             | ScriptedFault::Pause { at, .. }
             | ScriptedFault::Skew { at, .. }
             | ScriptedFault::Drift { at, .. } => *at,
-            ScriptedFault::Partition { from, .. } | ScriptedFault::Hold { from, .. } => *from,
+            ScriptedFault::Partition { from, .. }
+            | ScriptedFault::Hold { from, .. }
+            | ScriptedFault::Conflict { from, .. } => *from,
         }
     }
 
@@ -79,7 +88,8 @@ impl ScriptedFault {
             | ScriptedFault::Shutdown { host, .. }
             | ScriptedFault::Pause { host, .. }
             | ScriptedFault::Skew { host, .. }
-            | ScriptedFault::Drift { host, .. } => vec![host],
+            | ScriptedFault::Drift { host, .. }
+            | ScriptedFault::Conflict { host, .. } => vec![host],
             ScriptedFault::Partition { a, b, .. } | ScriptedFault::Hold { a, b, .. } => vec![a, b],
         }
     }
@@ -105,6 +115,9 @@ impl fmt::Display for ScriptedFault {
             ScriptedFault::Pause { host, at, len } => write!(f, "pause {host} for {len} at {at}"),
             ScriptedFault::Skew { host, at, by } => write!(f, "skew {host} {by} at {at}"),
             ScriptedFault::Drift { host, at, ppm } => write!(f, "drift {host} {ppm}ppm at {at}"),
+            ScriptedFault::Conflict { host, from, to } => {
+                write!(f, "conflict {host} {from}..{to}")
+            }
         }
     }
 }
@@ -139,7 +152,8 @@ impl std::str::FromStr for ScriptedFault {
             format!(
                 "cannot read fault {s:?}; expected one of: `crash HOST at T`, `restart HOST at T`, \
                  `shutdown WORKER at T`, `partition A B FROM..TO`, `partition A -> B FROM..TO`, `hold A B FROM..TO`, \
-                 `pause HOST for LEN at T`, `skew HOST +OFFSET at T`, `drift HOST PPMppm at T`"
+                 `pause HOST for LEN at T`, `skew HOST +OFFSET at T`, `drift HOST PPMppm at T`, \
+                 `conflict HOST FROM..TO`"
             )
         };
         match words.as_slice() {
@@ -166,6 +180,14 @@ impl std::str::FromStr for ScriptedFault {
                 Ok(ScriptedFault::Hold {
                     a: h(a),
                     b: h(b),
+                    from,
+                    to,
+                })
+            }
+            ["conflict", host, w] => {
+                let (from, to) = span(w)?;
+                Ok(ScriptedFault::Conflict {
+                    host: h(host),
                     from,
                     to,
                 })
@@ -202,5 +224,28 @@ impl<'de> Deserialize<'de> for ScriptedFault {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conflict_window_reads_and_writes_back_in_the_same_words() {
+        let f: ScriptedFault = "conflict worker-2 810ms..813ms".parse().unwrap();
+        assert_eq!(
+            f,
+            ScriptedFault::Conflict {
+                host: "worker-2".into(),
+                from: Dur::ms(810),
+                to: Dur::ms(813),
+            }
+        );
+        assert_eq!(f.to_string().parse::<ScriptedFault>().unwrap(), f);
+        assert_eq!(f.start(), Dur::ms(810));
+        assert_eq!(f.hosts(), vec!["worker-2"]);
+        let empty = "conflict worker-2 813ms..810ms".parse::<ScriptedFault>();
+        assert!(empty.unwrap_err().contains("is empty"));
     }
 }

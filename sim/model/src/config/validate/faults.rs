@@ -79,6 +79,23 @@ pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
                 format!("`{ev}` starts after the run ends at {}", cfg.duration),
             );
         }
+        if let ScriptedFault::Conflict { host, .. } = ev {
+            // Only a host that sends the store renews, releases or cancels.
+            let sender = host == "client"
+                || host
+                    .strip_prefix("worker-")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|n| (1..=cfg.topology.workers).contains(&n));
+            if !sender && hosts.iter().any(|n| n == host) {
+                bad(
+                    &format!("events[{i}]"),
+                    format!(
+                        "`{ev}`: the store answers `Conflict` only to a worker's renew or \
+                         release or the client's cancel; {host} sends none"
+                    ),
+                );
+            }
+        }
         if let ScriptedFault::Shutdown { host, .. } = ev {
             let worker = host
                 .strip_prefix("worker-")

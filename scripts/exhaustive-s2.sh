@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# S2 of the exhaustive checker (docs/EXHAUSTIVE.md): 3 workers, 2 jobs, at
+# most 1 crash, 2 lost messages, 1 `Conflict`, 1 prompt `Unavailable`, 1
+# client cancel. Prints the states, time, states/s and peak memory.
+#
+#   scripts/exhaustive-s2.sh [BIN] [-- exhaust flags ...]
+#
+# BIN defaults to target/debug/leasehold (`cargo build --profile test -p
+# leasehold-cli --bin leasehold`: opt-level 3, the figures of a release
+# build without its 12-minute fat LTO). Flags after `--` replace S2's scope
+# (e.g. `-- --workers 3 --jobs 2 --lost 1 --conflicts 0` for a smaller
+# S2-like scope). The run is capped at LEASEHOLD_S2_LIMIT seconds (default
+# 900) and at LEASEHOLD_S2_MEM_GB of address space (default 16): a capped
+# run prints how far it got.
+set -uo pipefail
+bin=${1:-target/debug/leasehold}
+[ "$#" -gt 0 ] && shift
+[ "${1:-}" = "--" ] && shift
+scope=(--workers 3 --jobs 2 --crashes 1 --lost 2 --conflicts 1 --unavailable 1 --cancels 1)
+[ "$#" -gt 0 ] && scope=("$@")
+limit=${LEASEHOLD_S2_LIMIT:-900}
+mem_gb=${LEASEHOLD_S2_MEM_GB:-16}
+[ -x "$bin" ] || { echo "no binary at $bin (cargo build --profile test -p leasehold-cli --bin leasehold)" >&2; exit 2; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "scope: ${scope[*]} (cap ${limit}s, ${mem_gb} GB)"
+start=$(date +%s.%N)
+if [ -x /usr/bin/time ]; then
+  ( ulimit -v $((mem_gb * 1024 * 1024)); exec /usr/bin/time -v timeout "$limit" "$bin" exhaust "${scope[@]}" ) >"$log" 2>&1
+  rc=$?
+  peak_kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
+else
+  # Without GNU time: sample the process's peak from /proc while it runs.
+  ( ulimit -v $((mem_gb * 1024 * 1024)); exec timeout "$limit" "$bin" exhaust "${scope[@]}" ) >"$log" 2>&1 &
+  pid=$!
+  peak_kb=0
+  while kill -0 "$pid" 2>/dev/null; do
+    for p in "$pid" $(pgrep -P "$pid"); do
+      v=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$p/status" 2>/dev/null)
+      [ -n "$v" ] && [ "$v" -gt "$peak_kb" ] && peak_kb=$v
+    done
+    sleep 1
+  done
+  wait "$pid"; rc=$?
+fi
+end=$(date +%s.%N)
+grep -v '^\s*\(Command\|User\|System\|Percent\|Elapsed\|Average\|Major\|Minor\|Voluntary\|Involuntary\|Swaps\|File\|Socket\|Signals\|Page\|Exit\|Maximum\)' "$log" | tr '\r' '\n' | grep -v '^\s*$' | tail -n 40
+secs=$(echo "$end - $start" | bc)
+echo "wall: ${secs}s, peak memory: $((${peak_kb:-0} / 1024)) MB, exit ${rc}"
+case $rc in
+  0) echo "verdict: holds" ;;
+  1) echo "verdict: violated" ;;
+  124) echo "verdict: none, capped at ${limit}s (the last progress line above is how far it got)" ;;
+  *) echo "verdict: none (exit $rc; out of memory under the ${mem_gb} GB cap?)" ;;
+esac
+exit "$rc"

@@ -1,0 +1,239 @@
+//! A counterexample as a scenario file the simulator replays: the
+//! exhaustive world's timings (its scaled durations, each host's drift at
+//! the bound), its faults as scripted fault sentences at the instants the
+//! path took them, the catalogue variant it ran, and the invariant it
+//! broke as the file's expected violation. The path itself is in the
+//! file's opening comment, one line per step ([`crate::trace`]).
+//!
+//! The simulator's fault language names windows, not single messages, so
+//! a fault is written as the narrowest window around the message the path
+//! chose: the simulator's latency is fixed at [`LATENCY_MS`], a request
+//! sent at `t` reaches the store at `t + 1ms` and its answer is back at
+//! `t + 2ms`. A step that language cannot express (a prompt
+//! `Unavailable`, a client's cancel, a `Conflict` on a claim) is named in
+//! the file's comment instead, and [`Scenario::unexpressed`] lists it.
+//!
+//! Written as text (this crate never depends on the simulator's model);
+//! the simulator's own parser and validation judge the file. The replay
+//! does not yet reproduce the two catalogue counterexamples
+//! (`docs/EXHAUSTIVE.md`, "Counterexamples the simulator replays").
+
+use crate::clock::local_at;
+use crate::ghost::Inv;
+use crate::model::Action;
+use crate::scope::Scope;
+use crate::trace::{host_name, line};
+use crate::world::{Body, ClaimAns, State};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The simulator's one-way latency in the written file: the exhaustive
+/// world delivers at once (or at the end of its window, written as a
+/// hold), and 1 ms is the simulator's least latency.
+pub const LATENCY_MS: u64 = 1;
+/// Width of a window around one message's arrival (it arrives at
+/// `send + LATENCY_MS`; the window covers a millisecond either side).
+const WINDOW_MS: u64 = 3;
+/// Seeds the file runs: the simulator's own draws (the sweeper's phase,
+/// the store's interleaving) still vary by seed; the variant is caught when
+/// any seed shows the expected violation, as for the catalogue's files.
+pub const SEEDS: u64 = 20;
+
+/// A written scenario file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    /// The TOML text.
+    pub toml: String,
+    /// Steps of the path the simulator's fault language cannot express.
+    pub unexpressed: Vec<String>,
+}
+
+/// Writes the counterexample `path` (with `states`, the state before each
+/// step and the last one after it) that broke `inv` in the world of
+/// `scope`, whose workers ran `variant` (a catalogue name) if any.
+pub fn scenario(
+    scope: &Scope,
+    variant: Option<&str>,
+    inv: Inv,
+    why: &str,
+    path: &[Action],
+    states: &[State],
+) -> Scenario {
+    let mut events = Vec::new();
+    let mut unexpressed = Vec::new();
+    if let Some(first) = states.first() {
+        for (h, host) in first.hosts.iter().enumerate() {
+            events.push(format!(
+                "drift {} {}ppm at 0s",
+                host_name(h as u8),
+                host.drift_ppm
+            ));
+        }
+    }
+    // When each lease was granted to its worker (true time), for the
+    // handlers' run times, which the simulator counts on the host's clock.
+    let mut granted: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    let mut run_times = Vec::new();
+    // A request refused `Conflict` at the end of its window: the store's
+    // refusal applies nothing, so the simulator refuses it on arrival and
+    // its answer carries the lateness instead (a hold of the request and
+    // one of its answer on the same link would merge into one).
+    let mut late_answer: BTreeMap<(u8, u8, Option<(u64, u64)>), u64> = BTreeMap::new();
+    let key = |m: &crate::world::Msg| {
+        let lease = m.body.lease().map(|(j, t)| (j.0, t.0));
+        (m.who.host, m.who.inc, lease)
+    };
+    for (a, s) in path.iter().zip(states) {
+        let t = s.now;
+        let hold = |events: &mut Vec<String>, m: &crate::world::Msg, from: u64| {
+            if t > from {
+                let (a, b) = ends(m.body.to_store(), m.who.host);
+                events.push(format!("hold {a} {b} {from}ms..{t}ms"));
+            }
+        };
+        match a {
+            Action::Deliver(m) => {
+                if let Body::ClaimAns(ClaimAns::Granted(g)) = &m.body {
+                    for (job, token, _) in g {
+                        granted.insert((job.0, token.0), t);
+                    }
+                }
+                // A message taken at the end of its window was held on its
+                // link until then.
+                let from = match m.body.to_store() {
+                    false => late_answer.remove(&key(m)).unwrap_or(m.not_before),
+                    true => m.not_before,
+                };
+                hold(&mut events, m, from);
+            }
+            Action::Lose(m) => {
+                let (a, b) = ends(m.body.to_store(), m.who.host);
+                events.push(format!("partition {a} -> {b} {t}ms..{}ms", t + WINDOW_MS));
+            }
+            Action::Conflict(m) if !matches!(m.body, Body::ClaimReq { .. }) => {
+                let at = m.not_before;
+                if t > at {
+                    late_answer.insert(key(m), at);
+                }
+                events.push(format!(
+                    "conflict {} {at}ms..{}ms",
+                    host_name(m.who.host),
+                    at + WINDOW_MS
+                ));
+            }
+            Action::Crash(h) => {
+                let w = host_name(*h);
+                events.push(format!("crash {w} at {t}ms"));
+                events.push(format!("restart {w} at {t}ms"));
+            }
+            Action::HandlerDone(h, job, token) => {
+                if let Some(&g) = granted.get(&(job.0, token.0)) {
+                    let d = s.hosts[*h as usize].drift_ppm;
+                    run_times.push(local_at(d, t) - local_at(d, g));
+                }
+            }
+            Action::Unavailable(m) => {
+                hold(&mut events, m, m.not_before);
+                unexpressed.push(line(a, s));
+            }
+            Action::Conflict(_) | Action::Cancel(_) => unexpressed.push(line(a, s)),
+            Action::Claim(_) | Action::Timer(..) | Action::Sweep(_) | Action::Tick(_) => {}
+        }
+    }
+    // A handler still running at the violation ran at least until then:
+    // the longest run the world allows stands for it.
+    let lo = run_times
+        .iter()
+        .copied()
+        .min()
+        .unwrap_or(scope.max_job_time.0);
+    let hi = run_times
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(scope.max_job_time.0);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# A counterexample of the exhaustive checker (sim/exhaustive), written\n\
+         # as a scenario the simulator replays: `leasehold run FILE` must fail\n\
+         # with the same invariant. Its shortest path ({} steps), breadth-first:\n#",
+        path.len()
+    );
+    for l in crate::trace::render(path, states).lines() {
+        let _ = writeln!(out, "#   {l}");
+    }
+    let _ = writeln!(out, "#\n# {inv} broke: {why}");
+    let _ = writeln!(
+        out,
+        "#\n# Each fault is the narrowest window around the message the path chose\n\
+         # (latency {LATENCY_MS}ms: a request sent at t reaches the store at t+1ms); a\n\
+         # delivery at the end of its window is a hold of the link until then."
+    );
+    if unexpressed.is_empty() {
+        let _ = writeln!(out, "# Every step of the path is expressed.");
+    } else {
+        let _ = writeln!(out, "# Not expressible in the fault language, left out:");
+        for u in &unexpressed {
+            let _ = writeln!(out, "#   {u}");
+        }
+    }
+    let description = match variant {
+        Some(v) => format!("The exhaustive checker's shortest counterexample for `{v}`: {inv}."),
+        None => format!("The exhaustive checker's shortest counterexample: {inv}."),
+    };
+    let _ = writeln!(out, "description = {description:?}");
+    if let Some(v) = variant {
+        let _ = writeln!(out, "variant = {v:?}");
+    }
+    let _ = writeln!(out, "seeds = {SEEDS}");
+    let _ = writeln!(out, "duration = \"{}ms\"", scope.horizon.0);
+    let _ = writeln!(out, "tick = \"1ms\"");
+    let _ = writeln!(out, "events = [");
+    for e in &events {
+        let _ = writeln!(out, "  {e:?},");
+    }
+    let _ = writeln!(out, "]\n");
+    let _ = writeln!(
+        out,
+        "[topology]\nworkers = {}\nsweepers = 1\n",
+        scope.workers
+    );
+    let _ = writeln!(
+        out,
+        "[protocol]\nlease = \"{}ms\"\nrenew_interval = \"{}ms\"\nsweep_interval = \"{}ms\"\n\
+         max_drift_ppm = {}\nfence_margin = \"0ms\"\nconcurrency = 1\nmax_attempts = {}\n\
+         request_timeout = \"{}ms\"\npoll_interval = \"{}ms\"\n",
+        scope.lease.0,
+        scope.renew_interval.0,
+        scope.sweep_interval.0,
+        scope.drift_ppm,
+        scope.max_attempts,
+        scope.request_timeout.0,
+        scope.poll_interval.0,
+    );
+    let _ = writeln!(
+        out,
+        "[workload]\njobs = {}\nenqueue_over = \"0s\"\nrun_time = [\"{lo}ms\", \"{hi}ms\"]\n",
+        scope.jobs
+    );
+    let _ = writeln!(
+        out,
+        "[network]\nlatency = [\"{LATENCY_MS}ms\", \"{LATENCY_MS}ms\"]\n"
+    );
+    let _ = writeln!(out, "[faults]\nwindow = \"{}ms\"\n", scope.faults_until.0);
+    let _ = writeln!(out, "[expect]\nviolation = \"{}\"", inv.name());
+    Scenario {
+        toml: out,
+        unexpressed,
+    }
+}
+
+/// The link's two ends, in the message's direction.
+fn ends(to_store: bool, host: u8) -> (String, String) {
+    if to_store {
+        (host_name(host), "store".into())
+    } else {
+        ("store".into(), host_name(host))
+    }
+}

@@ -5,7 +5,7 @@ use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use clap::Args;
 use leasehold_model::config::SimConfig;
 use leasehold_model::store_kind::StoreKind;
-use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
+use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, SeedOutcome};
 use leasehold_sim::stores::{MemoryFactory, PostgresFactory, SqliteFactory};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -121,7 +121,7 @@ impl Stores {
         kind: StoreKind,
         cfg: &PreparedConfig,
         seed: u64,
-    ) -> Result<RunOutcome, HarnessError> {
+    ) -> Result<SeedOutcome, HarnessError> {
         let opts = RunOptions {
             limit: Some(self.run_timeout),
             ..RunOptions::default()

@@ -22,6 +22,7 @@ use crate::effects::ProcessLog;
 use crate::fleet::Incarnation;
 use crate::job::ChaosJob;
 use crate::nemesis::Injected;
+use leasehold_check::finding::{list, Finding, Printed};
 use leasehold_core::{Event, JobId, JobRecord, Token};
 use leasehold_model::config::InvariantId;
 use std::collections::BTreeMap;
@@ -105,20 +106,32 @@ impl Violation {
     }
 }
 
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {}", self.check, self.message)?;
+impl Finding for Violation {
+    fn broken(&self) -> String {
+        self.check.to_string()
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+    fn context(&self) -> Vec<(&'static str, String)> {
+        let mut lines = Vec::new();
         if let Some(j) = self.job {
-            write!(f, "\n  job:     {j}")?;
+            lines.push(("job", j.to_string()));
         }
         if !self.tokens.is_empty() {
-            let t: Vec<String> = self.tokens.iter().map(ToString::to_string).collect();
-            write!(f, "\n  tokens:  {}", t.join(", "))?;
+            lines.push(("tokens", list(&self.tokens)));
         }
         if !self.workers.is_empty() {
-            write!(f, "\n  workers: {}", self.workers.join(", "))?;
+            lines.push(("workers", self.workers.join(", ")));
         }
-        Ok(())
+        lines
+    }
+}
+
+/// Printed as every tool prints a finding.
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Printed::new(self).fmt(f)
     }
 }
 

@@ -124,6 +124,30 @@ impl Violation {
     }
 }
 
+impl crate::finding::Finding for Violation {
+    fn broken(&self) -> String {
+        format!("{} {}", self.invariant, self.invariant.name())
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+    /// Job, tokens and hosts; the times need the run's origin, which the
+    /// report that prints them knows.
+    fn context(&self) -> Vec<(&'static str, String)> {
+        let mut lines = Vec::new();
+        if let Some(j) = self.job {
+            lines.push(("job", j.to_string()));
+        }
+        if !self.tokens.is_empty() {
+            lines.push(("tokens", crate::finding::list(&self.tokens)));
+        }
+        if !self.hosts.is_empty() {
+            lines.push(("hosts", self.hosts.join(", ")));
+        }
+        lines
+    }
+}
+
 /// Checks that need no ground truth (I1, I2, I4, I7, I8, I9) on store events
 /// alone, in commit order; `parallelism` is the per-queue limit, if any.
 pub fn check_store_events(events: &[Event], parallelism: Option<u32>) -> Vec<Violation> {

@@ -22,7 +22,7 @@ use crate::effects::ProcessLog;
 use crate::fleet::Incarnation;
 use crate::job::ChaosJob;
 use crate::nemesis::Injected;
-use leasehold_check::finding::{list, Finding, Printed};
+use leasehold_check::finding::{concerns, Finding, Printed};
 use leasehold_core::{Event, JobId, JobRecord, Token};
 use leasehold_model::config::InvariantId;
 use std::collections::BTreeMap;
@@ -114,17 +114,7 @@ impl Finding for Violation {
         self.message.clone()
     }
     fn context(&self) -> Vec<(&'static str, String)> {
-        let mut lines = Vec::new();
-        if let Some(j) = self.job {
-            lines.push(("job", j.to_string()));
-        }
-        if !self.tokens.is_empty() {
-            lines.push(("tokens", list(&self.tokens)));
-        }
-        if !self.workers.is_empty() {
-            lines.push(("workers", self.workers.join(", ")));
-        }
-        lines
+        concerns(self.job, &self.tokens, "workers", &self.workers)
     }
 }
 

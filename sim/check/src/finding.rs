@@ -16,6 +16,8 @@
 //! This is reporting only: nothing here judges a history, so sharing it
 //! keeps the checker apart from what it checks.
 
+use leasehold_core::{JobId, Token};
+use leasehold_model::config::InvariantId;
 use std::fmt;
 
 /// What every check reports about one thing that broke.
@@ -79,6 +81,32 @@ impl fmt::Display for Printed<'_> {
 /// more than [`Printed`] does (`leasehold run`'s) use it for their own lines.
 pub fn write_line(out: &mut impl fmt::Write, label: &str, value: &str) -> fmt::Result {
     write!(out, "  {:<7} {value}", format!("{label}:"))
+}
+
+/// An invariant as a finding names it: `I2 single winner`.
+pub fn invariant(id: InvariantId) -> String {
+    format!("{id} {}", id.name())
+}
+
+/// The context most findings have, each line when known: the job, the
+/// tokens, and the hosts or workers involved (labelled `who`).
+pub fn concerns(
+    job: Option<JobId>,
+    tokens: &[Token],
+    who: &'static str,
+    names: &[String],
+) -> Vec<(&'static str, String)> {
+    let mut lines = Vec::new();
+    if let Some(j) = job {
+        lines.push(("job", j.to_string()));
+    }
+    if !tokens.is_empty() {
+        lines.push(("tokens", list(tokens)));
+    }
+    if !names.is_empty() {
+        lines.push((who, names.join(", ")));
+    }
+    lines
 }
 
 /// Items joined by `, ` (tokens, hosts), as context values show them.

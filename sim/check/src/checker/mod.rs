@@ -126,7 +126,7 @@ impl Violation {
 
 impl crate::finding::Finding for Violation {
     fn broken(&self) -> String {
-        format!("{} {}", self.invariant, self.invariant.name())
+        crate::finding::invariant(self.invariant)
     }
     fn message(&self) -> String {
         self.message.clone()
@@ -134,17 +134,7 @@ impl crate::finding::Finding for Violation {
     /// Job, tokens and hosts; the times need the run's origin, which the
     /// report that prints them knows.
     fn context(&self) -> Vec<(&'static str, String)> {
-        let mut lines = Vec::new();
-        if let Some(j) = self.job {
-            lines.push(("job", j.to_string()));
-        }
-        if !self.tokens.is_empty() {
-            lines.push(("tokens", crate::finding::list(&self.tokens)));
-        }
-        if !self.hosts.is_empty() {
-            lines.push(("hosts", self.hosts.join(", ")));
-        }
-        lines
+        crate::finding::concerns(self.job, &self.tokens, "hosts", &self.hosts)
     }
 }
 

@@ -45,15 +45,15 @@ pub struct Violation {
     pub message: String,
 }
 
+/// The jobs and tokens are in the message, which names the operations;
+/// the file is the caller's, so it adds the place.
 impl crate::finding::Finding for Violation {
     fn broken(&self) -> String {
-        format!("{} {}", self.invariant, self.invariant.name())
+        crate::finding::invariant(self.invariant)
     }
     fn message(&self) -> String {
         self.message.clone()
     }
-    /// The jobs and tokens are in the message, which names the operations;
-    /// the file is the caller's, so it adds the place.
     fn context(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }

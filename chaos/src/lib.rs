@@ -56,5 +56,5 @@ pub mod store;
 
 pub use config::{ChaosConfig, FaultKind, StoreTarget};
 pub use error::ChaosError;
-pub use orchestrator::{run_blocking, RunOutcome};
+pub use orchestrator::{run_blocking, ChaosOutcome};
 pub use shape::Shape;

@@ -51,7 +51,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a finished run hands back.
 #[derive(Debug)]
-pub struct RunOutcome {
+pub struct ChaosOutcome {
     /// The report (printable).
     pub report: Report,
     /// What the checks found.
@@ -60,7 +60,7 @@ pub struct RunOutcome {
     pub kept_dir: Option<PathBuf>,
 }
 
-impl RunOutcome {
+impl ChaosOutcome {
     /// Whether the run passed every check.
     pub fn passed(&self) -> bool {
         self.findings.violations.is_empty()
@@ -69,7 +69,7 @@ impl RunOutcome {
 
 /// Runs `cfg` on a fresh single-threaded tokio runtime (the fleet's
 /// processes get a parent-death signal, tied to this thread).
-pub fn run_blocking(cfg: &ChaosConfig, program: &str) -> Result<RunOutcome, ChaosError> {
+pub fn run_blocking(cfg: &ChaosConfig, program: &str) -> Result<ChaosOutcome, ChaosError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -78,7 +78,7 @@ pub fn run_blocking(cfg: &ChaosConfig, program: &str) -> Result<RunOutcome, Chao
 }
 
 /// Runs `cfg`; `program` is how the rerun command names the tool.
-pub async fn run(cfg: &ChaosConfig, program: &str) -> Result<RunOutcome, ChaosError> {
+pub async fn run(cfg: &ChaosConfig, program: &str) -> Result<ChaosOutcome, ChaosError> {
     if !cfg.worker_bin.is_file() {
         return Err(ChaosError::NoWorkerBinary {
             path: cfg.worker_bin.clone(),
@@ -154,7 +154,7 @@ async fn run_on(
     run_id: &str,
     schema: &str,
     interrupted: &AtomicBool,
-) -> Result<RunOutcome, ChaosError> {
+) -> Result<ChaosOutcome, ChaosError> {
     let started = Instant::now();
     let mut rng = Rng::new(cfg.seed, 2);
     let jobs: Vec<ChaosJob> = (0..cfg.jobs)
@@ -364,7 +364,7 @@ async fn run_on(
         rerun: crate::report::rerun_command(program, cfg),
         kept_dir: None,
     };
-    Ok(RunOutcome {
+    Ok(ChaosOutcome {
         report,
         findings,
         kept_dir: None,

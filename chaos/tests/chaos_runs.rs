@@ -121,7 +121,7 @@ fn assert_production_shape(text: &str, kinds: &[&str]) {
 fn assert_caught(code: i32, text: &str, seed: &str) {
     assert_eq!(code, 1, "the planted bug must be caught:\n{text}");
     assert!(
-        text.contains("[overlap] side effects of two leases overlap"),
+        text.contains("overlap violated: side effects of two leases overlap"),
         "{text}"
     );
     assert!(text.contains("  tokens:  t"), "both tokens named: {text}");
@@ -395,20 +395,20 @@ fn a_worker_running_its_neighbours_leases_is_caught() {
     assert_eq!(code, 1, "the planted bug must be caught:\n{text}");
     let grant = text
         .lines()
-        .find(|l| l.starts_with("[grants]"))
+        .find(|l| l.starts_with("grants violated:"))
         .unwrap_or_else(|| panic!("a grants violation: {text}"));
-    // "[grants] P.wK ran a lease the store granted to P.wJ": one process.
+    // "grants violated: P.wK ran a lease the store granted to P.wJ": one process.
     let words: Vec<&str> = grant.split_whitespace().collect();
     let (ran, owner) = (words[1], words[words.len() - 1]);
     let process = |w: &str| w.rsplit_once(".w").map(|(p, _)| p.to_string());
     assert!(ran != owner && process(ran).is_some(), "{grant}");
     assert_eq!(process(ran), process(owner), "both in one process: {grant}");
     assert!(
-        !text.contains("[overlap]"),
+        !text.contains("overlap violated:"),
         "only attribution is wrong: {text}"
     );
     assert!(
-        !text.contains("[results]"),
+        !text.contains("results violated:"),
         "only attribution is wrong: {text}"
     );
     assert!(text.contains("--planted-bug wrong-worker"), "{text}");

@@ -32,7 +32,7 @@ fn catches(file: &str) {
     for seed in 0..cfg.seeds {
         let run = engine::run(&valid, seed, &shown, &stores)
             .unwrap_or_else(|e| panic!("harness error: {e}"));
-        if run.violations.iter().any(|v| v.invariant == inv) {
+        if run.violations().iter().any(|v| v.invariant == inv) {
             eprintln!(
                 "caught {variant}: {inv} at seed {seed} ({} seeds, {:.2}s)",
                 seed + 1,
@@ -60,13 +60,9 @@ fn catches(file: &str) {
                 Err(e) => panic!("harness error: {e}"),
             };
             assert!(
-                clean.violations.iter().all(|v| v.invariant != inv),
+                clean.violations().iter().all(|v| v.invariant != inv),
                 "the correct core also breaks {inv} on seed {seed}: {:?}",
-                clean
-                    .violations
-                    .iter()
-                    .map(|v| &v.summary)
-                    .collect::<Vec<_>>()
+                clean.found().iter().map(|f| &f.summary).collect::<Vec<_>>()
             );
             return;
         }

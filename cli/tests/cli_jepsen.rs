@@ -57,21 +57,23 @@ fn a_clean_hand_written_history_passes() {
 fn a_hand_written_stale_release_is_caught_at_its_line() {
     let o = leasehold(&["check", "--format", "jepsen", &fixture("stale_release.edn")]);
     let text = out(&o);
+    // Every finding as every tool prints one, its place in the file after.
+    let at = format!("{}:12:2", fixture("stale_release.edn"));
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("stale_release.edn:12:2: I2 single winner: release of job 7 with token 3 answered :ok by op 7 at 12:2, but a sweep reclaimed that lease (op 3 at 8:2)"),
+        text.contains(&format!("I2 single winner violated: release of job 7 with token 3 answered :ok by op 7 at 12:2, but a sweep reclaimed that lease (op 3 at 8:2): a stale token must be refused\n  at:     {at}")),
         "{text}"
     );
     // The same release, seen from the grant of token 4: whichever came
     // first, a success of token 3 and a grant of token 4 exclude each other.
     assert!(
-        text.contains("stale_release.edn:12:2: I2 single winner: job 7 ended with token 3 (op 7 at 12:2), but token 4 was granted too (op 5 at 10:2)"),
+        text.contains(&format!("I2 single winner violated: job 7 ended with token 3 (op 7 at 12:2), but token 4 was granted too (op 5 at 10:2): whichever came first, one of them is wrong\n  at:     {at}")),
         "{text}"
     );
     // And the lease model's search: no order of job 7's calls lets the
     // release of the swept token 3 commit.
     assert!(
-        text.contains("stale_release.edn:12:2: linearizability (lease model): job 7: no order of its calls reaches the completion of :release by process 0 (:index 6 -> 7 :ok) (token 3 was not the lease held (token 4 held))"),
+        text.contains(&format!("linearizability (lease model) violated: no order of its calls reaches the completion of :release by process 0 (:index 6 -> 7 :ok) (token 3 was not the lease held (token 4 held)); the lease before it: token 4 held\n  job:    7\n  at:     {at}")),
         "{text}"
     );
     assert!(text.contains(": 3 violations"), "{text}");
@@ -162,7 +164,7 @@ fn an_exported_correct_run_checks_clean_and_a_catalogue_bug_shows() {
     let o = leasehold(&["check", "--format", "jepsen", buggy.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(
-        out(&o).contains("I1 single grant: job ") && out(&o).contains("granted twice"),
+        out(&o).contains("I1 single grant violated: job ") && out(&o).contains("granted twice"),
         "{}",
         out(&o)
     );
@@ -400,7 +402,11 @@ fn a_grant_while_the_store_clock_says_the_old_lease_is_valid_is_a_violation() {
     let text = out(&o);
     assert_eq!(o.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("early.edn:6:1: linearizability (lease model): job 7: no order of its calls reaches the completion of :acquire by process 1 (:index 4 -> 5 :ok) (it was granted at 1050 ms on the store's clock, while the lease of token 1 was valid until 1100 ms)"),
+        text.contains("linearizability (lease model) violated: no order of its calls reaches the completion of :acquire by process 1 (:index 4 -> 5 :ok) (it was granted at 1050 ms on the store's clock, while the lease of token 1 was valid until 1100 ms)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("  job:    7\n  at:     {}:6:1", f.display())),
         "{text}"
     );
     assert!(

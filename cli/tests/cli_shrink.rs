@@ -19,7 +19,7 @@ fn shrinks(file: &str, max_runs: u32) {
         .find(|&seed| {
             engine::run(&valid, seed, "x", &Stores::new(&StoreArgs::default()))
                 .unwrap()
-                .violations
+                .violations()
                 .iter()
                 .any(|v| v.invariant == inv)
         })

@@ -22,6 +22,7 @@ use crate::effects::ProcessLog;
 use crate::fleet::Incarnation;
 use crate::job::ChaosJob;
 use crate::nemesis::Injected;
+use leasehold_check::finding::{concerns, Finding, Printed};
 use leasehold_core::{Event, JobId, JobRecord, Token};
 use leasehold_model::config::InvariantId;
 use std::collections::BTreeMap;
@@ -105,20 +106,22 @@ impl Violation {
     }
 }
 
+impl Finding for Violation {
+    fn broken(&self) -> String {
+        self.check.to_string()
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+    fn context(&self) -> Vec<(&'static str, String)> {
+        concerns(self.job, &self.tokens, "workers", &self.workers)
+    }
+}
+
+/// Printed as every tool prints a finding.
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] {}", self.check, self.message)?;
-        if let Some(j) = self.job {
-            write!(f, "\n  job:     {j}")?;
-        }
-        if !self.tokens.is_empty() {
-            let t: Vec<String> = self.tokens.iter().map(ToString::to_string).collect();
-            write!(f, "\n  tokens:  {}", t.join(", "))?;
-        }
-        if !self.workers.is_empty() {
-            write!(f, "\n  workers: {}", self.workers.join(", "))?;
-        }
-        Ok(())
+        Printed::new(self).fmt(f)
     }
 }
 

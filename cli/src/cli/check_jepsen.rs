@@ -12,6 +12,7 @@
 
 use super::args::{CheckArgs, JepsenModel};
 use super::ExitCode;
+use leasehold_check::finding::Printed;
 use leasehold_check::jepsen::edn::ReadError;
 use leasehold_check::jepsen::lease::{self, LeaseVerdict};
 use leasehold_check::jepsen::linearize::Limits;
@@ -185,6 +186,11 @@ fn run_mutex(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
     }
 }
 
+/// A finding with its place in the history file.
+fn at<'a>(p: Printed<'a>, file: &Path, pos: Pos) -> Printed<'a> {
+    p.with("at", format!("{}:{pos}", file.display()))
+}
+
 /// Most calls of a window printed.
 const WINDOW_SHOWN: usize = 20;
 
@@ -224,7 +230,7 @@ fn run_lease(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
         return ExitCode::Input;
     }
     for f in &summary.findings {
-        println!("{}:{}: {}", file.display(), f.pos, f.message);
+        println!("{}", at(Printed::new(f), file, f.pos));
     }
     let mut violations = summary.findings.len();
     let mut unknown = false;
@@ -233,15 +239,7 @@ fn run_lease(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
         LeaseVerdict::Invalid(vs) => {
             violations += vs.len();
             for v in vs {
-                println!(
-                    "{}:{}: linearizability (lease model): job {}: no order of its calls reaches the completion of {}{}; the lease before it: {}",
-                    file.display(),
-                    v.pos,
-                    v.job,
-                    v.call,
-                    v.why.as_ref().map(|w| format!(" ({w})")).unwrap_or_default(),
-                    v.state
-                );
+                println!("{}", at(Printed::new(v), file, v.pos));
                 println!("  its window, the job's calls concurrent with it:");
                 for w in v.window.iter().take(WINDOW_SHOWN) {
                     println!("    {w}");

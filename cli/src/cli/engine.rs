@@ -3,37 +3,58 @@
 
 use super::stores::Stores;
 use leasehold_check::checker::{check_store_events, Violation};
+use leasehold_check::finding::Printed;
 use leasehold_model::config::{InvariantId, ScriptedFault, SimConfig};
 use leasehold_model::history::{History, Record};
 use leasehold_model::store_kind::StoreKind;
 use leasehold_sim::report::times::Origin;
 use leasehold_sim::report::violation_report;
-use leasehold_sim::runner::{fault_schedule, PreparedConfig};
+use leasehold_sim::runner::{fault_schedule, PreparedConfig, SeedOutcome};
 
-/// One violation as the CLI shows it.
+/// One violation rendered for people: how the CLI prints a finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
-    /// The invariant broken.
-    pub invariant: InvariantId,
     /// One line: invariant, job, message.
     pub summary: String,
     /// The full report, ending with the replay command.
     pub report: String,
 }
 
-/// One seed's run, reduced (the history is dropped).
+/// One seed as the commands show it: the door's own outcome, its history
+/// taken out, and each of its violations rendered, in the same order.
 #[derive(Clone, Debug)]
-pub struct SeedSummary {
-    /// Every violation, in the checker's order.
-    pub violations: Vec<Found>,
-    /// The history hash (I10).
-    pub hash: u64,
-    /// Simulated time covered.
-    pub sim_ms: u64,
-    /// Whether a drift beyond ρ or a store clock step switched I3 off.
-    pub timing_broken: bool,
+pub struct Shown {
+    /// What the seed left (the history is dropped: a run keeps every seed).
+    pub outcome: SeedOutcome,
+    /// One rendering per `outcome.violations`, same order.
+    found: Vec<Found>,
     /// Whether the seed was run twice and its hashes compared (I10).
     pub replayed: bool,
+}
+
+impl Shown {
+    /// Every violation, in the checker's order (the CLI's own I10 and I11
+    /// findings first).
+    pub fn violations(&self) -> &[Violation] {
+        &self.outcome.violations
+    }
+
+    /// Every violation's rendering, in the same order.
+    pub fn found(&self) -> &[Found] {
+        &self.found
+    }
+
+    /// Each violation with its rendering.
+    pub fn findings(&self) -> impl Iterator<Item = (&Violation, &Found)> {
+        self.outcome.violations.iter().zip(&self.found)
+    }
+
+    /// Puts a finding of the CLI's own (a determinism or differential
+    /// check) before the checker's.
+    pub fn add_first(&mut self, (v, f): (Violation, Found)) {
+        self.outcome.violations.insert(0, v);
+        self.found.insert(0, f);
+    }
 }
 
 /// The replay command line for a scenario file and seed on a store.
@@ -44,7 +65,6 @@ pub fn replay_command(path: &str, seed: u64, store: StoreKind) -> String {
 fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found {
     let job = v.job.map(|j| format!(" job {}", j.0)).unwrap_or_default();
     Found {
-        invariant: v.invariant,
         summary: format!(
             "{} ({}){job}: {}",
             v.invariant,
@@ -56,12 +76,7 @@ fn found(v: &Violation, cfg: &SimConfig, seed: u64, path: Option<&str>) -> Found
 }
 
 /// Runs one seed on the scenario's store and checks it.
-pub fn run(
-    cfg: &PreparedConfig,
-    seed: u64,
-    path: &str,
-    stores: &Stores,
-) -> Result<SeedSummary, String> {
+pub fn run(cfg: &PreparedConfig, seed: u64, path: &str, stores: &Stores) -> Result<Shown, String> {
     run_keep(cfg, seed, path, stores).map(|(r, _)| r)
 }
 
@@ -71,22 +86,22 @@ pub fn run_keep(
     seed: u64,
     path: &str,
     stores: &Stores,
-) -> Result<(SeedSummary, History), String> {
+) -> Result<(Shown, History), String> {
     let kind = stores.kind_for(cfg);
     let cfg = &cfg.clone().on_store(kind);
-    let out = stores.run(kind, cfg, seed).map_err(|e| e.to_string())?;
-    let run = SeedSummary {
-        violations: out
-            .violations
-            .iter()
-            .map(|v| found(v, cfg, seed, Some(path)))
-            .collect(),
-        hash: out.history_hash,
-        sim_ms: out.sim_time_ms,
-        timing_broken: out.timing_assumption_broken,
+    let mut outcome = stores.run(kind, cfg, seed).map_err(|e| e.to_string())?;
+    let history = outcome.take_history();
+    let found = outcome
+        .violations
+        .iter()
+        .map(|v| found(v, cfg, seed, Some(path)))
+        .collect();
+    let shown = Shown {
+        outcome,
+        found,
         replayed: false,
     };
-    Ok((run, out.history))
+    Ok((shown, history))
 }
 
 /// I10: the second run of a seed must give the same history hash.
@@ -96,7 +111,7 @@ pub fn determinism(
     cfg: &SimConfig,
     seed: u64,
     path: &str,
-) -> Option<Found> {
+) -> Option<(Violation, Found)> {
     (first != second).then(|| {
         let v = Violation::new(
             InvariantId::I10,
@@ -104,7 +119,8 @@ pub fn determinism(
                 "two runs of seed {seed} gave different histories: hash {first:016x}, then {second:016x}"
             ),
         );
-        found(&v, cfg, seed, Some(path))
+        let f = found(&v, cfg, seed, Some(path));
+        (v, f)
     })
 }
 
@@ -131,7 +147,7 @@ pub fn first_difference(
     cfg: &SimConfig,
     seed: u64,
     path: &str,
-) -> Option<Found> {
+) -> Option<(Violation, Found)> {
     let (xa, xb) = (answers(a.1), answers(b.1));
     let op_of = |h: &History, id: u64| {
         h.records.iter().find_map(|r| match r {
@@ -174,7 +190,7 @@ pub fn first_difference(
         replay_command(path, seed, a.0),
         replay_command(path, seed, b.0)
     );
-    Some(f)
+    Some((v, f))
 }
 
 /// The seed's concrete fault schedule.
@@ -191,28 +207,16 @@ pub fn check_events(events: &[leasehold_core::Event], parallelism: Option<u32>) 
     check_store_events(events, parallelism)
         .iter()
         .map(|v| {
-            let message = origin.humanize(&v.message);
-            let mut report = format!("{} {} violated: {message}", v.invariant, v.invariant.name(),);
-            if let Some(j) = v.job {
-                report += &format!("\n  job:    {j}");
-            }
-            if !v.tokens.is_empty() {
-                let toks: Vec<String> = v.tokens.iter().map(ToString::to_string).collect();
-                report += &format!("\n  tokens: {}", toks.join(", "));
-            }
-            if !v.hosts.is_empty() {
-                report += &format!("\n  hosts:  {}", v.hosts.join(", "));
-            }
+            let mut shown = Printed::new(v).message(|m| origin.humanize(m));
             if let Some(st) = v.store_time {
-                report += &format!(
-                    "\n  store time: {} from the first event ({st})",
-                    origin.since(st)
+                shown = shown.with(
+                    "store time",
+                    format!("{} from the first event ({st})", origin.since(st)),
                 );
             }
             Found {
-                invariant: v.invariant,
-                summary: format!("{}: {message}", v.invariant),
-                report,
+                summary: format!("{}: {}", v.invariant, origin.humanize(&v.message)),
+                report: shown.to_string(),
             }
         })
         .collect()
@@ -241,8 +245,8 @@ mod tests {
     fn a_second_run_with_another_hash_is_an_i10_violation() {
         let (cfg, _) = calm();
         assert!(determinism(7, 7, &cfg, 1, "x.toml").is_none());
-        let f = determinism(7, 8, &cfg, 1, "x.toml").expect("reported");
-        assert_eq!(f.invariant, InvariantId::I10);
+        let (v, f) = determinism(7, 8, &cfg, 1, "x.toml").expect("reported");
+        assert_eq!(v.invariant, InvariantId::I10);
         assert!(
             f.report.contains("leasehold replay x.toml --seed 1"),
             "{}",
@@ -278,7 +282,7 @@ mod tests {
         if let Record::Served { reply, .. } = &mut b.records[k] {
             *reply = Some(Reply::Job(leasehold_core::JobId(999)));
         }
-        let f = first_difference(
+        let (v, f) = first_difference(
             (StoreKind::Sqlite, &a),
             (StoreKind::Memory, &b),
             &cfg,
@@ -286,7 +290,7 @@ mod tests {
             "x.toml",
         )
         .expect("the planted difference is found");
-        assert_eq!(f.invariant, InvariantId::I11);
+        assert_eq!(v.invariant, InvariantId::I11);
         assert!(f.report.contains("999"), "{}", f.report);
         assert!(f.report.contains("enqueue"), "{}", f.report);
         assert!(f.report.contains("--store sqlite"), "{}", f.report);

@@ -23,7 +23,7 @@
 //! `base+1`, … without gaps or repeats.
 
 use super::args::ExploreArgs;
-use super::engine::{self, SeedSummary};
+use super::engine::{self, Shown};
 use super::stores::Stores;
 use super::swarm_mix;
 use super::ExitCode;
@@ -169,7 +169,7 @@ struct Outcome {
     config: SimConfig,
     /// Kinds the swarm mix switched off.
     off: Vec<&'static str>,
-    result: Result<SeedSummary, String>,
+    result: Result<Shown, String>,
 }
 
 /// What the reporter does with failures.
@@ -195,14 +195,14 @@ impl Corpus<'_> {
         let (what, target) = match &o.result {
             Err(_) => ("error".to_string(), None),
             Ok(r) => {
-                let Some(first) = r.violations.first() else {
+                let Some(first) = r.violations().first() else {
                     return Ok(());
                 };
                 let inv = s
                     .config
                     .expect
                     .violation
-                    .filter(|e| r.violations.iter().any(|v| v.invariant == *e))
+                    .filter(|e| r.violations().iter().any(|v| v.invariant == *e))
                     .unwrap_or(first.invariant);
                 (inv.to_string(), Some(inv))
             }
@@ -233,10 +233,9 @@ impl Corpus<'_> {
         let cause = match (&o.result, target) {
             (Err(e), _) => format!("harness error: {e}"),
             (Ok(r), Some(inv)) => r
-                .violations
-                .iter()
-                .find(|v| v.invariant == inv)
-                .map_or_else(String::new, |v| v.summary.clone()),
+                .findings()
+                .find(|(v, _)| v.invariant == inv)
+                .map_or_else(String::new, |(_, f)| f.summary.clone()),
             (Ok(_), None) => String::new(),
         };
         cfg.description = format!(
@@ -457,7 +456,10 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
             match rx.recv_timeout(every) {
                 Ok(o) => {
                     done += 1;
-                    let bad = o.result.as_ref().map_or(true, |r| !r.violations.is_empty());
+                    let bad = o
+                        .result
+                        .as_ref()
+                        .map_or(true, |r| !r.violations().is_empty());
                     if bad {
                         failures += 1;
                         if let Err(e) = corpus.record(&scenarios[o.scenario], &o) {

@@ -26,7 +26,7 @@
 //! numbers, durations from the run's start and of wall time.
 //! Human lines go to stderr while `--json` is on, so stdout is pure JSON.
 
-use super::engine::{self, SeedSummary};
+use super::engine::{self, Shown};
 use super::plan::{Shard, Task};
 use super::verdict::{judge, seed_status, Detection, Verdict};
 use leasehold_model::scenario::Scenario;
@@ -42,7 +42,7 @@ pub struct JsonLines<'a> {
     /// Per scenario: seeds not finished yet.
     left: Vec<usize>,
     /// Per task: its result and wall seconds, once finished.
-    finished: Vec<Option<(Result<SeedSummary, String>, f64)>>,
+    finished: Vec<Option<(Result<Shown, String>, f64)>>,
 }
 
 /// The plan a run (or one shard of it) belongs to, for the `start` line.
@@ -123,7 +123,7 @@ impl<'a> JsonLines<'a> {
 
     /// Task `k` finished: its `run` line, and its scenario's `scenario`
     /// line when it was that scenario's last seed.
-    pub fn finished(&mut self, k: usize, result: &Result<SeedSummary, String>, wall_s: f64) {
+    pub fn finished(&mut self, k: usize, result: &Result<Shown, String>, wall_s: f64) {
         let Some(t) = self.tasks.get(k).copied() else {
             return;
         };
@@ -195,14 +195,13 @@ fn store_of(s: &Scenario) -> StoreKind {
     s.config.store.unwrap_or(StoreKind::Memory)
 }
 
-fn run_line(s: &Scenario, seed: u64, result: &Result<SeedSummary, String>, wall_s: f64) -> Value {
+fn run_line(s: &Scenario, seed: u64, result: &Result<Shown, String>, wall_s: f64) -> Value {
     let path = s.path.to_string_lossy();
     let violations: Vec<Value> = result
         .as_ref()
         .map(|r| {
-            r.violations
-                .iter()
-                .map(|v| json!({"invariant": v.invariant.to_string(), "summary": v.summary}))
+            r.findings()
+                .map(|(v, f)| json!({"invariant": v.invariant.to_string(), "summary": f.summary}))
                 .collect()
         })
         .unwrap_or_default();
@@ -213,7 +212,8 @@ fn run_line(s: &Scenario, seed: u64, result: &Result<SeedSummary, String>, wall_
         "expect": s.config.expect.violation.map(|i| i.to_string()),
         "status": seed_status(&s.config, result),
         "error": result.as_ref().err(), "violations": violations,
-        "hash": ok.map(|r| format!("{:016x}", r.hash)), "sim_ms": ok.map(|r| r.sim_ms),
+        "hash": ok.map(|r| format!("{:016x}", r.outcome.history_hash)),
+        "sim_ms": ok.map(|r| r.outcome.sim_time_ms),
         "wall_s": wall_s, "replayed": ok.is_some_and(|r| r.replayed),
         "replay": engine::replay_command(&path, seed, store_of(s)),
     })

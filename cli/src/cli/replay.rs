@@ -6,28 +6,18 @@
 //! replay of a failure fails), 2 on bad input or a harness error.
 
 use super::args::ReplayArgs;
-use super::stores::Stores;
+use super::stores::open_scenario;
 use super::ExitCode;
 use crate::timeline::{self, MarkAt};
-use leasehold_model::scenario::load_file;
 use leasehold_sim::report::violation_report;
 use leasehold_sim::runner::PreparedConfig;
 
 /// Runs the command.
 pub fn run(args: &ReplayArgs) -> ExitCode {
-    let scenario = match load_file(&args.scenario) {
-        Ok(s) => s,
-        Err(e) => {
-            crate::diagnostic::eprint_load_errors(&e);
-            return ExitCode::Input;
-        }
+    let (scenario, stores, kind) = match open_scenario(&args.scenario, &args.stores) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
-    let stores = Stores::new(&args.stores);
-    let kind = stores.kind_for(&scenario.config);
-    if let Err(e) = stores.check(kind) {
-        eprintln!("leasehold: {e}");
-        return ExitCode::Input;
-    }
     let path = scenario.path.to_string_lossy().into_owned();
     let valid = PreparedConfig::new(scenario.config.clone()).map(|v| v.on_store(kind));
     let (out, cfg) = match valid.and_then(|cfg| Ok((stores.run(kind, &cfg, args.seed)?, cfg))) {

@@ -3,7 +3,7 @@
 
 use super::args::RunArgs;
 use super::args::SeedBase;
-use super::engine::{self, SeedSummary};
+use super::engine::{self, Shown};
 use super::jsonl::{JsonLines, Totals};
 use super::parallel::run_parallel;
 use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
@@ -43,7 +43,7 @@ impl Sink {
 
 /// One finished run with its wall time.
 struct Done {
-    result: Result<SeedSummary, String>,
+    result: Result<Shown, String>,
     wall_s: f64,
 }
 
@@ -65,7 +65,7 @@ fn run_task(
     seed: u64,
     stores: &Stores,
     against: Option<(&Stores, StoreKind)>,
-) -> Result<SeedSummary, String> {
+) -> Result<Shown, String> {
     let path = s.path.to_string_lossy();
     let cfg = valid.as_ref().map_err(Clone::clone)?;
     let Some((other, kind_b)) = against else {
@@ -76,7 +76,7 @@ fn run_task(
     let kind_a = stores.kind_for(&s.config);
     if let Some(f) = engine::first_difference((kind_a, &ha), (kind_b, &hb), &s.config, seed, &path)
     {
-        a.violations.insert(0, f);
+        a.add_first(f);
     }
     Ok(a)
 }
@@ -358,7 +358,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
                 // A catalogue seed is judged only with its whole budget.
                 Ok(r) => {
                     let expects = scenarios[tasks[i].scenario].config.expect.violation;
-                    expects.is_none() && !r.violations.is_empty()
+                    expects.is_none() && !r.violations().is_empty()
                 }
                 Err(_) => true,
             });
@@ -399,7 +399,11 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .iter()
         .filter(|v| matches!(v, Verdict::Error(_)))
         .count();
-    let sim_ms: u64 = results.iter().flatten().map(|r| r.sim_ms).sum();
+    let sim_ms: u64 = results
+        .iter()
+        .flatten()
+        .map(|r| r.outcome.sim_time_ms)
+        .sum();
     let rate = tasks.len() as f64 / wall.max(1e-9);
     let ratio = sim_ms as f64 / 1000.0 / wall.max(1e-9);
     stream.summary(&Totals {
@@ -422,12 +426,12 @@ pub fn run(args: &RunArgs) -> ExitCode {
 /// I10: runs a seed a second time and fails it when the second history's
 /// hash differs from the first (or the second run fails).
 fn replayed(
-    first: Result<SeedSummary, String>,
+    first: Result<Shown, String>,
     s: &Scenario,
     valid: &Result<PreparedConfig, String>,
     seed: u64,
     stores: &Stores,
-) -> Result<SeedSummary, String> {
+) -> Result<Shown, String> {
     let mut first = first?;
     first.replayed = true;
     let path = s.path.to_string_lossy();
@@ -436,16 +440,27 @@ fn replayed(
         .map_err(Clone::clone)
         .and_then(|cfg| engine::run(cfg, seed, &path, stores));
     let finding = match again {
-        Ok(r) => engine::determinism(first.hash, r.hash, &s.config, seed, &path),
-        Err(e) => {
-            engine::determinism(first.hash, !first.hash, &s.config, seed, &path).map(|mut f| {
-                f.summary = format!("I10 (determinism): the replay of seed {seed} failed: {e}");
-                f
-            })
-        }
+        Ok(r) => engine::determinism(
+            first.outcome.history_hash,
+            r.outcome.history_hash,
+            &s.config,
+            seed,
+            &path,
+        ),
+        Err(e) => engine::determinism(
+            first.outcome.history_hash,
+            !first.outcome.history_hash,
+            &s.config,
+            seed,
+            &path,
+        )
+        .map(|mut f| {
+            f.1.summary = format!("I10 (determinism): the replay of seed {seed} failed: {e}");
+            f
+        }),
     };
     if let Some(f) = finding {
-        first.violations.insert(0, f);
+        first.add_first(f);
     }
     Ok(first)
 }
@@ -454,7 +469,7 @@ fn report_runs(
     sink: &Sink,
     scenarios: &[Scenario],
     tasks: &[Task],
-    results: &[Result<SeedSummary, String>],
+    results: &[Result<Shown, String>],
     verdicts: &[Verdict],
 ) {
     let mut told_missing = vec![false; scenarios.len()];
@@ -471,13 +486,13 @@ fn report_runs(
             }
             (Verdict::Failed(_), Ok(r), None) => {
                 sink.human(&format!("FAILED {} seed {}:", s.config.name, t.seed));
-                for v in r.violations.iter().take(MAX_REPORTS_PER_SEED) {
+                for v in r.found().iter().take(MAX_REPORTS_PER_SEED) {
                     sink.human(&v.report);
                 }
-                if r.violations.len() > MAX_REPORTS_PER_SEED {
+                if r.found().len() > MAX_REPORTS_PER_SEED {
                     sink.human(&format!(
                         "  … and {} more violations",
-                        r.violations.len() - MAX_REPORTS_PER_SEED
+                        r.found().len() - MAX_REPORTS_PER_SEED
                     ));
                 }
                 sink.human(&format!("  replay: {replay}\n"));
@@ -557,7 +572,7 @@ fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detectio
 fn junit_suites(
     scenarios: &[Scenario],
     tasks: &[Task],
-    results: &[Result<SeedSummary, String>],
+    results: &[Result<Shown, String>],
     verdicts: &[Verdict],
     walls: &[f64],
 ) -> Vec<junit::Suite> {
@@ -581,12 +596,12 @@ fn junit_suites(
             Verdict::Failed(reason) => {
                 let reports: Vec<String> = results[k]
                     .as_ref()
-                    .map(|r| r.violations.iter().map(|v| v.report.clone()).collect())
+                    .map(|r| r.found().iter().map(|v| v.report.clone()).collect())
                     .unwrap_or_default();
                 let kind = match (s.config.expect.violation, results[k].as_ref()) {
                     (Some(inv), _) => format!("missing {inv}"),
                     (None, Ok(r)) => r
-                        .violations
+                        .violations()
                         .first()
                         .map_or("failed".into(), |v| v.invariant.to_string()),
                     (None, Err(_)) => "failed".into(),

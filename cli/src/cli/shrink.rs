@@ -3,29 +3,20 @@
 //! same seed (see [`leasehold_sim::shrink`]).
 
 use super::args::ShrinkArgs;
-use super::stores::Stores;
+use super::stores::open_scenario;
 use super::ExitCode;
 use leasehold_model::config::InvariantId;
-use leasehold_model::scenario::{load_file, to_toml};
+use leasehold_model::scenario::to_toml;
 use leasehold_sim::runner::{fault_schedule, PreparedConfig};
 use leasehold_sim::shrink::{shrink, Budget};
 use std::time::{Duration, Instant};
 
 /// Runs the command.
 pub fn run(args: &ShrinkArgs) -> ExitCode {
-    let scenario = match load_file(&args.scenario) {
-        Ok(s) => s,
-        Err(e) => {
-            crate::diagnostic::eprint_load_errors(&e);
-            return ExitCode::Input;
-        }
+    let (scenario, stores, kind) = match open_scenario(&args.scenario, &args.stores) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
-    let stores = Stores::new(&args.stores);
-    let kind = stores.kind_for(&scenario.config);
-    if let Err(e) = stores.check(kind) {
-        eprintln!("leasehold: {e}");
-        return ExitCode::Input;
-    }
     let cfg = &scenario.config;
     let path = scenario.path.to_string_lossy().into_owned();
     let seed = args.seed;

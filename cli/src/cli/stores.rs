@@ -2,13 +2,35 @@
 //! memory; and the factories behind each, made once per command.
 
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
+use super::ExitCode;
 use clap::Args;
 use leasehold_model::config::SimConfig;
+use leasehold_model::scenario::{load_file, Scenario};
 use leasehold_model::store_kind::StoreKind;
-use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
+use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, SeedOutcome};
 use leasehold_sim::stores::{MemoryFactory, PostgresFactory, SqliteFactory};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The scenario of a one-seed command (`replay`, `shrink`), the stores it
+/// runs on and the one it picks, that store checked usable; `Err` with the
+/// exit code once the problem is printed.
+pub fn open_scenario(
+    path: &Path,
+    args: &StoreArgs,
+) -> Result<(Scenario, Stores, StoreKind), ExitCode> {
+    let scenario = load_file(path).map_err(|e| {
+        crate::diagnostic::eprint_load_errors(&e);
+        ExitCode::Input
+    })?;
+    let stores = Stores::new(args);
+    let kind = stores.kind_for(&scenario.config);
+    if let Err(e) = stores.check(kind) {
+        eprintln!("leasehold: {e}");
+        return Err(ExitCode::Input);
+    }
+    Ok((scenario, stores, kind))
+}
 
 /// Store selection flags shared by `run`, `replay` and `shrink`, and the
 /// wall-clock limit of each run they make.
@@ -121,7 +143,7 @@ impl Stores {
         kind: StoreKind,
         cfg: &PreparedConfig,
         seed: u64,
-    ) -> Result<RunOutcome, HarnessError> {
+    ) -> Result<SeedOutcome, HarnessError> {
         let opts = RunOptions {
             limit: Some(self.run_timeout),
             ..RunOptions::default()

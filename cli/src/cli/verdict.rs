@@ -11,7 +11,7 @@
 //! - A seed whose run could not be carried out (harness error, panic) is an
 //!   error, whatever the expectation.
 
-use super::engine::SeedSummary;
+use super::engine::Shown;
 use super::plan::Task;
 use leasehold_model::config::{InvariantId, SimConfig};
 
@@ -46,12 +46,12 @@ pub struct Detection {
 /// scenario is judged: `passed`, `failed` or `error` for a correct-core
 /// scenario; `caught`, `not_caught` or `error` for a seed of a catalogue
 /// scenario, whose verdict needs all of its seeds.
-pub fn seed_status(cfg: &SimConfig, result: &Result<SeedSummary, String>) -> &'static str {
+pub fn seed_status(cfg: &SimConfig, result: &Result<Shown, String>) -> &'static str {
     match (result, cfg.expect.violation) {
         (Err(_), _) => "error",
-        (Ok(r), None) if r.violations.is_empty() => "passed",
+        (Ok(r), None) if r.violations().is_empty() => "passed",
         (Ok(_), None) => "failed",
-        (Ok(r), Some(inv)) if r.violations.iter().any(|v| v.invariant == inv) => "caught",
+        (Ok(r), Some(inv)) if r.violations().iter().any(|v| v.invariant == inv) => "caught",
         (Ok(_), Some(_)) => "not_caught",
     }
 }
@@ -61,7 +61,7 @@ pub fn seed_status(cfg: &SimConfig, result: &Result<SeedSummary, String>) -> &'s
 pub fn judge(
     configs: &[&SimConfig],
     tasks: &[Task],
-    results: &[Result<SeedSummary, String>],
+    results: &[Result<Shown, String>],
     walls: &[f64],
 ) -> (Vec<Verdict>, Vec<Detection>) {
     let mut detections = Vec::new();
@@ -79,7 +79,7 @@ pub fn judge(
         let hit = mine.iter().position(|&k| {
             results[k]
                 .as_ref()
-                .is_ok_and(|r| r.violations.iter().any(|v| v.invariant == inv))
+                .is_ok_and(|r| r.violations().iter().any(|v| v.invariant == inv))
         });
         let upto = hit.map_or(mine.len(), |h| h + 1);
         detections.push(Detection {
@@ -100,9 +100,9 @@ pub fn judge(
             };
             let cfg = configs[t.scenario];
             match cfg.expect.violation {
-                None if r.violations.is_empty() => Verdict::Passed,
+                None if r.violations().is_empty() => Verdict::Passed,
                 None => {
-                    let first = &r.violations[0];
+                    let first = &r.found()[0];
                     Verdict::Failed(first.summary.clone())
                 }
                 Some(inv) => {

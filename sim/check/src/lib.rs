@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod checker;
+pub mod finding;
 #[cfg(feature = "jepsen")]
 pub mod jepsen;
 

@@ -22,49 +22,71 @@
 //! ```
 
 use crate::report::violation_report;
-use crate::runner::{run_seed, HarnessError, PreparedConfig, RunOptions};
+use crate::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, SeedOutcome};
 use crate::stores::StoreFactory;
 use leasehold_check::checker::Violation;
 use leasehold_model::scenario::{load_paths, LoadErrors, Scenario};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// One seed of one scenario on the user's store.
+/// One seed of one scenario on the user's store: the door's own
+/// [`SeedOutcome`] (or why there is none), with what a person needs to act
+/// on it.
 #[derive(Clone, Debug)]
-pub struct SeedReport {
-    /// Scenario name.
-    pub scenario: String,
+pub struct SeedCheck {
     /// The scenario file.
     pub path: PathBuf,
-    /// The seed.
-    pub seed: u64,
-    /// Every violation found (empty when the seed passed).
-    pub violations: Vec<Violation>,
+    /// What the seed left, its history dropped (a report keeps every seed
+    /// of the library), or why it could not run.
+    pub outcome: Result<SeedOutcome, NotRun>,
     /// A full report per violation, ending with the replay command.
     pub reports: Vec<String>,
-    /// The run could not be made (the store could not be set up, ...).
-    pub error: Option<String>,
     /// The command that replays this seed with the `leasehold` tool (on
     /// the memory store; to replay on your store, call [`check_seed`]).
     pub replay: String,
-    /// History hash (I10).
-    pub history_hash: u64,
 }
 
-impl SeedReport {
-    /// Whether every invariant held.
+/// A seed that could not be run (the store could not be set up, the
+/// scenario is invalid, ...): which one, and why.
+#[derive(Clone, Debug)]
+pub struct NotRun {
+    /// Scenario name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// Why.
+    pub error: String,
+}
+
+impl SeedCheck {
+    /// Whether the seed ran and every invariant held.
     pub fn passed(&self) -> bool {
-        self.error.is_none() && self.violations.is_empty()
+        self.outcome.as_ref().is_ok_and(SeedOutcome::passed)
+    }
+
+    /// Every violation found (none when the seed passed or did not run).
+    pub fn violations(&self) -> &[Violation] {
+        self.outcome.as_ref().map_or(&[], |o| &o.violations)
+    }
+
+    /// Why the seed could not run, if it could not.
+    pub fn error(&self) -> Option<&str> {
+        self.outcome.as_ref().err().map(|n| n.error.as_str())
     }
 
     /// One line: scenario, seed, and the first problem.
     pub fn summary(&self) -> String {
-        let what = match (&self.error, self.violations.first()) {
-            (Some(e), _) => format!("error: {e}"),
-            (None, Some(v)) => format!("{} ({}): {}", v.invariant, v.invariant.name(), v.message),
-            (None, None) => "passed".into(),
+        let (scenario, seed, what) = match &self.outcome {
+            Err(n) => (&n.scenario, n.seed, format!("error: {}", n.error)),
+            Ok(o) => (
+                &o.scenario,
+                o.seed,
+                o.violations.first().map_or("passed".into(), |v| {
+                    format!("{} ({}): {}", v.invariant, v.invariant.name(), v.message)
+                }),
+            ),
         };
-        format!("{} seed {}: {what}", self.scenario, self.seed)
+        format!("{scenario} seed {seed}: {what}")
     }
 }
 
@@ -72,7 +94,7 @@ impl SeedReport {
 #[derive(Clone, Debug, Default)]
 pub struct Report {
     /// One entry per scenario and seed, in order.
-    pub runs: Vec<SeedReport>,
+    pub runs: Vec<SeedCheck>,
     /// Catalogue scenarios that were skipped.
     pub skipped: Vec<String>,
 }
@@ -80,11 +102,11 @@ pub struct Report {
 impl Report {
     /// Whether every seed passed.
     pub fn passed(&self) -> bool {
-        self.runs.iter().all(SeedReport::passed)
+        self.runs.iter().all(SeedCheck::passed)
     }
 
     /// The seeds that did not pass.
-    pub fn failures(&self) -> impl Iterator<Item = &SeedReport> {
+    pub fn failures(&self) -> impl Iterator<Item = &SeedCheck> {
         self.runs.iter().filter(|r| !r.passed())
     }
 }
@@ -115,43 +137,46 @@ pub fn check_store<F: StoreFactory>(
 }
 
 /// Runs one seed of one scenario on a store from `factory`.
-pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) -> SeedReport {
+pub fn check_seed<F: StoreFactory>(factory: &Arc<F>, s: &Scenario, seed: u64) -> SeedCheck {
     let valid = PreparedConfig::new(s.config.clone());
     seed_report(factory, s, valid.as_ref(), seed)
 }
 
-/// One seed through the door, as a report.
+/// One seed through the door, with its reports.
 fn seed_report<F: StoreFactory>(
     factory: &Arc<F>,
     s: &Scenario,
     valid: Result<&PreparedConfig, &HarnessError>,
     seed: u64,
-) -> SeedReport {
+) -> SeedCheck {
     let path = s.path.to_string_lossy().into_owned();
-    let mut r = SeedReport {
-        scenario: s.config.name.clone(),
-        path: s.path.clone(),
-        seed,
-        violations: Vec::new(),
-        reports: Vec::new(),
-        error: None,
-        replay: crate::report::replay_command(&path, seed),
-        history_hash: 0,
-    };
-    let out = valid.map_err(ToString::to_string).and_then(|cfg| {
-        run_seed(cfg, seed, factory, RunOptions::default()).map_err(|e| e.to_string())
-    });
-    match out {
-        Ok(out) => {
-            r.reports = out
-                .violations
+    let outcome = valid
+        .map_err(ToString::to_string)
+        .and_then(|cfg| {
+            run_seed(cfg, seed, factory, RunOptions::default()).map_err(|e| e.to_string())
+        })
+        .map(|mut out| {
+            out.take_history();
+            out
+        })
+        .map_err(|error| NotRun {
+            scenario: s.config.name.clone(),
+            seed,
+            error,
+        });
+    let reports = outcome.as_ref().map_or_else(
+        |_| Vec::new(),
+        |out| {
+            out.violations
                 .iter()
                 .map(|v| violation_report(v, &s.config, seed, Some(&path)))
-                .collect();
-            r.violations = out.violations;
-            r.history_hash = out.history_hash;
-        }
-        Err(e) => r.error = Some(e),
+                .collect()
+        },
+    );
+    SeedCheck {
+        path: s.path.clone(),
+        outcome,
+        reports,
+        replay: crate::report::replay_command(&path, seed),
     }
-    r
 }

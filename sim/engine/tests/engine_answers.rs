@@ -12,12 +12,12 @@ use leasehold_core::{JobId, JobState, Outcome, StoreTime, Token};
 use leasehold_model::builtin;
 use leasehold_model::config::{InvariantId, SimConfig};
 use leasehold_model::history::{Blob, Fate, History, Op, Record, Reply};
-use leasehold_sim::runner::RunOutcome;
+use leasehold_sim::runner::SeedOutcome;
 
 /// Most seeds searched for a history with the material a test alters.
 const SEARCH: u64 = 12;
 
-fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
+fn run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
     memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: {e}", cfg.name))
 }
 
@@ -61,7 +61,7 @@ fn op_of(h: &History, id: u64) -> Op {
 
 /// Index of the first executed `Served` record (with its op) that `pick`
 /// accepts, over the first seeds of `cfg` whose run has one.
-fn search(cfg: &SimConfig, pick: impl Fn(&Op, &Reply, &Record) -> bool) -> (RunOutcome, usize) {
+fn search(cfg: &SimConfig, pick: impl Fn(&Op, &Reply, &Record) -> bool) -> (SeedOutcome, usize) {
     for seed in 0..SEARCH {
         let out = run(cfg, seed);
         let k = out.history.records.iter().position(|r| match r {

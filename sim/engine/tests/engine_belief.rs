@@ -19,7 +19,7 @@ use leasehold_core::{JobId, Token, WorkerId};
 use leasehold_model::config::{InvariantId, SimConfig};
 use leasehold_model::history::{BeliefWhat, HandlerPhase, History, Op, Record, Reply};
 use leasehold_model::scenario::load_file;
-use leasehold_sim::runner::RunOutcome;
+use leasehold_sim::runner::SeedOutcome;
 use std::path::Path;
 
 const LOST_RENEWS: &str = "lost_renew_answers_lead_to_self_fencing_not_double_work.toml";
@@ -34,7 +34,7 @@ fn scenario(file: &str) -> SimConfig {
     load_file(&path).unwrap_or_else(|e| panic!("{e}")).config
 }
 
-fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
+fn run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
     memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
 }
 
@@ -113,7 +113,7 @@ fn stopped_leases(h: &History) -> Vec<Stopped> {
 
 /// The first seed of `cfg` with a clean run and a stopped lease that
 /// `want` accepts.
-fn find(cfg: &SimConfig, want: impl Fn(&History, &Stopped) -> bool) -> (RunOutcome, Stopped) {
+fn find(cfg: &SimConfig, want: impl Fn(&History, &Stopped) -> bool) -> (SeedOutcome, Stopped) {
     for seed in 0..cfg.seeds.max(10) {
         let out = run(cfg, seed);
         assert!(

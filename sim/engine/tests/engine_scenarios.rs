@@ -13,11 +13,11 @@ use leasehold_model::duration::Dur;
 use leasehold_model::history::{BeliefWhat, Blob, Fate, Op, Record, Reply};
 use leasehold_model::scenario::load_str;
 use leasehold_model::workload::WorkloadPlan;
-use leasehold_sim::runner::RunOutcome;
+use leasehold_sim::runner::SeedOutcome;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-fn clean_run(cfg: &SimConfig, seed: u64) -> RunOutcome {
+fn clean_run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
     let out = run(cfg, seed);
     assert!(
         out.violations.is_empty(),
@@ -29,7 +29,7 @@ fn clean_run(cfg: &SimConfig, seed: u64) -> RunOutcome {
 }
 
 /// Store events with their true time.
-fn events(out: &RunOutcome) -> Vec<(u64, &leasehold_core::Event)> {
+fn events(out: &SeedOutcome) -> Vec<(u64, &leasehold_core::Event)> {
     out.history
         .records
         .iter()
@@ -41,7 +41,7 @@ fn events(out: &RunOutcome) -> Vec<(u64, &leasehold_core::Event)> {
 }
 
 /// The attempt number each lease was granted with: (job, token) → attempt.
-fn grants(out: &RunOutcome) -> BTreeMap<(leasehold_core::JobId, Token), u32> {
+fn grants(out: &SeedOutcome) -> BTreeMap<(leasehold_core::JobId, Token), u32> {
     events(out)
         .into_iter()
         .filter_map(|(_, e)| match e.kind {

@@ -165,7 +165,7 @@ fn a_store_that_shortens_results_is_caught_through_the_public_api() {
         .failures()
         .next()
         .expect("the short column is caught");
-    let v = &failure.violations[0];
+    let v = &failure.violations()[0];
     assert!(
         matches!(v.invariant.to_string().as_str(), "I4" | "I11"),
         "{}",
@@ -200,7 +200,7 @@ fn a_store_whose_batch_misanswers_a_release_is_caught() {
         .expect("the batch's wrong answer is caught");
     assert!(
         failure
-            .violations
+            .violations()
             .iter()
             .any(|v| v.invariant.to_string() == "I11"),
         "{}",
@@ -229,7 +229,7 @@ fn a_store_whose_cancelled_batch_commits_anyway_is_caught() {
     // request (I11) on at least one seed.
     assert!(
         failures.iter().any(|f| f
-            .violations
+            .violations()
             .iter()
             .any(|v| v.invariant.to_string() == "I11")),
         "{}",

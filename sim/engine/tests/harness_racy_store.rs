@@ -197,10 +197,10 @@ fn scenarios() -> Vec<PathBuf> {
 fn a_store_that_reads_then_writes_without_a_lock_is_caught() {
     let report = check_store(Factory { locked: false }, &scenarios(), Some(3)).unwrap();
     let failure = report.failures().next().expect("the lost update is caught");
-    assert!(failure.error.is_none(), "{}", failure.summary());
+    assert!(failure.error().is_none(), "{}", failure.summary());
     assert!(
         failure
-            .violations
+            .violations()
             .iter()
             .any(|v| matches!(v.invariant.to_string().as_str(), "I1" | "I2" | "I11")),
         "{}",

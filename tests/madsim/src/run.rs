@@ -7,6 +7,7 @@ use crate::nodes::{client_node, store_node, sweeper_node, worker_node, PlannedJo
 use crate::scenario::Scenario;
 use crate::world::Shared;
 use leasehold_check::checker::{check, Violation};
+use leasehold_check::finding::Printed;
 use leasehold_core::{JobRecord, Policy, SystemStoreClock};
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_model::config::InvariantId;
@@ -62,19 +63,11 @@ impl Outcome {
         );
         const SHOWN: usize = 8;
         for v in self.violations.iter().take(SHOWN) {
-            out.push_str(&format!(
-                "  {} ({}){}{} at {} ms: {}\n",
-                v.invariant,
-                v.invariant.name(),
-                v.job.map(|j| format!(" job {j}")).unwrap_or_default(),
-                if v.hosts.is_empty() {
-                    String::new()
-                } else {
-                    format!(" [{}]", v.hosts.join(", "))
-                },
-                v.true_ms,
-                v.message
-            ));
+            // As every tool prints a finding, indented under the seed.
+            let shown = Printed::new(v).with("when", format!("true {} ms", v.true_ms));
+            for line in shown.to_string().lines() {
+                out.push_str(&format!("  {line}\n"));
+            }
             for f in &v.faults_nearby {
                 out.push_str(&format!("      nearby: {f}\n"));
             }

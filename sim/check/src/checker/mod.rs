@@ -124,6 +124,20 @@ impl Violation {
     }
 }
 
+impl crate::finding::Finding for Violation {
+    fn broken(&self) -> String {
+        crate::finding::invariant(self.invariant)
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+    /// Job, tokens and hosts; the times need the run's origin, which the
+    /// report that prints them knows.
+    fn context(&self) -> Vec<(&'static str, String)> {
+        crate::finding::concerns(self.job, &self.tokens, "hosts", &self.hosts)
+    }
+}
+
 /// Checks that need no ground truth (I1, I2, I4, I7, I8, I9) on store events
 /// alone, in commit order; `parallelism` is the per-queue limit, if any.
 pub fn check_store_events(events: &[Event], parallelism: Option<u32>) -> Vec<Violation> {

@@ -30,18 +30,33 @@
 use super::calls::{pair, Call};
 use super::edn::ReadError;
 use super::{Op, OpType, Pos, Value};
+use leasehold_model::config::InvariantId;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One violation found.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    /// `I1` or `I2`.
-    pub invariant: &'static str,
+pub struct Violation {
+    /// I1 or I2.
+    pub invariant: InvariantId,
     /// The operation that shows it.
     pub pos: Pos,
     /// What happened, naming the operations by `:index` and position.
     pub message: String,
+}
+
+/// The jobs and tokens are in the message, which names the operations;
+/// the file is the caller's, so it adds the place.
+impl crate::finding::Finding for Violation {
+    fn broken(&self) -> String {
+        crate::finding::invariant(self.invariant)
+    }
+    fn message(&self) -> String {
+        self.message.clone()
+    }
+    fn context(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// The outcome of checking a history.
@@ -54,7 +69,7 @@ pub struct Summary {
     /// Client calls of other functions, left out.
     pub skipped: usize,
     /// Violations, in history order.
-    pub findings: Vec<Finding>,
+    pub findings: Vec<Violation>,
 }
 
 /// What the checks ask of a call, beyond [`Call`]'s own fields.
@@ -190,16 +205,16 @@ impl Facts {
         Ok(())
     }
 
-    fn single_grant(&self, calls: &[Call<'_>], out: &mut Vec<Finding>) {
+    fn single_grant(&self, calls: &[Call<'_>], out: &mut Vec<Violation>) {
         for (job, grants) in &self.grants {
             for (n, &(k, token)) in grants.iter().enumerate() {
                 let c = &calls[k];
                 if let Some(&(e, _)) = grants[..n].iter().find(|g| g.1 == token) {
-                    out.push(Finding {
-                        invariant: "I1",
+                    out.push(Violation {
+                        invariant: InvariantId::I1,
                         pos: c.pos(),
                         message: format!(
-                            "I1 single grant: job {job} token {token} granted twice: by {} and by {}",
+                            "job {job} token {token} granted twice: by {} and by {}",
                             calls[e].named(),
                             c.named()
                         ),
@@ -211,11 +226,11 @@ impl Facts {
                     .filter(|&&(e, t)| t > token && calls[e].precedes(c))
                     .max_by_key(|g| g.1);
                 if let Some(&(e, t)) = older {
-                    out.push(Finding {
-                        invariant: "I1",
+                    out.push(Violation {
+                        invariant: InvariantId::I1,
                         pos: c.pos(),
                         message: format!(
-                            "I1 single grant: job {job} granted with token {token} by {}, after token {t} had been granted ({}): tokens must increase",
+                            "job {job} granted with token {token} by {}, after token {t} had been granted ({}): tokens must increase",
                             c.named(),
                             calls[e].named()
                         ),
@@ -225,7 +240,7 @@ impl Facts {
         }
     }
 
-    fn single_winner(&self, calls: &[Call<'_>], out: &mut Vec<Finding>) {
+    fn single_winner(&self, calls: &[Call<'_>], out: &mut Vec<Violation>) {
         let empty = Vec::new();
         for (job, releases) in &self.releases {
             let grants = self.grants.get(job).unwrap_or(&empty);
@@ -245,11 +260,11 @@ impl Facts {
                         && calls[e].invoked < c.invoked
                 });
                 if let Some(why) = stale(calls, c, token, grants, swept, repeat, true) {
-                    out.push(Finding {
-                        invariant: "I2",
+                    out.push(Violation {
+                        invariant: InvariantId::I2,
                         pos: c.pos(),
                         message: format!(
-                            "I2 single winner: release of job {job} with token {token} answered :ok by {}, but {why}: a stale token must be refused",
+                            "release of job {job} with token {token} answered :ok by {}, but {why}: a stale token must be refused",
                             c.named()
                         ),
                     });
@@ -260,11 +275,11 @@ impl Facts {
                 .filter(|r| calls[r.0].kind == OpType::Ok && r.2.as_deref() == Some("succeeded"))
                 .collect();
             if let Some(second) = wins.iter().find(|r| r.1 != wins[0].1) {
-                out.push(Finding {
-                    invariant: "I2",
+                out.push(Violation {
+                    invariant: InvariantId::I2,
                     pos: calls[second.0].pos(),
                     message: format!(
-                        "I2 single winner: job {job} succeeded twice: token {} ({}) and token {} ({})",
+                        "job {job} succeeded twice: token {} ({}) and token {} ({})",
                         wins[0].1,
                         calls[wins[0].0].named(),
                         second.1,
@@ -283,11 +298,11 @@ impl Facts {
                         outcome.as_deref() == Some("succeeded") && calls[k].precedes(&calls[g]);
                     t > token && !reported
                 }) {
-                    out.push(Finding {
-                        invariant: "I2",
+                    out.push(Violation {
+                        invariant: InvariantId::I2,
                         pos: calls[k].pos(),
                         message: format!(
-                            "I2 single winner: job {job} ended with token {token} ({}), but token {t} was granted too ({}): whichever came first, one of them is wrong",
+                            "job {job} ended with token {token} ({}), but token {t} was granted too ({}): whichever came first, one of them is wrong",
                             calls[k].named(),
                             calls[g].named()
                         ),
@@ -297,11 +312,11 @@ impl Facts {
             if let Some(win) = wins.first() {
                 for &(g, token) in grants {
                     if calls[win.0].precedes(&calls[g]) {
-                        out.push(Finding {
-                            invariant: "I2",
+                        out.push(Violation {
+                            invariant: InvariantId::I2,
                             pos: calls[g].pos(),
                             message: format!(
-                                "I2 single winner: job {job} granted again with token {token} ({}) after it succeeded ({})",
+                                "job {job} granted again with token {token} ({}) after it succeeded ({})",
                                 calls[g].named(),
                                 calls[win.0].named()
                             ),
@@ -337,11 +352,11 @@ impl Facts {
                         })
                 });
                 if let Some(why) = why {
-                    out.push(Finding {
-                        invariant: "I2",
+                    out.push(Violation {
+                        invariant: InvariantId::I2,
                         pos: c.pos(),
                         message: format!(
-                            "I2 single winner: renew of job {job} with token {token} answered :ok by {}, but {why}: a stale token must be refused",
+                            "renew of job {job} with token {token} answered :ok by {}, but {why}: a stale token must be refused",
                             c.named()
                         ),
                     });
@@ -426,7 +441,7 @@ mod tests {
         let s = run(&text).unwrap();
         assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
         let f = &s.findings[0];
-        assert_eq!(f.invariant, "I2");
+        assert_eq!(f.invariant, InvariantId::I2);
         assert!(
             f.message.contains("token 2 had been granted (op 5"),
             "{}",

@@ -223,6 +223,27 @@ pub struct LeaseViolation {
     pub window: Vec<String>,
 }
 
+impl crate::finding::Finding for LeaseViolation {
+    fn broken(&self) -> String {
+        "linearizability (lease model)".into()
+    }
+    fn message(&self) -> String {
+        format!(
+            "no order of its calls reaches the completion of {}{}; the lease before it: {}",
+            self.call,
+            self.why
+                .as_ref()
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default(),
+            self.state
+        )
+    }
+    /// The job; the window is printed after, one call a line.
+    fn context(&self) -> Vec<(&'static str, String)> {
+        vec![("job", self.job.to_string())]
+    }
+}
+
 /// The verdict on one job, or on the whole history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaseVerdict {

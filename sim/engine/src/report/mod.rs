@@ -5,6 +5,7 @@
 pub mod times;
 
 use leasehold_check::checker::Violation;
+use leasehold_check::finding::{write_line, Finding};
 use leasehold_model::config::SimConfig;
 use leasehold_model::duration::format_ms;
 use std::fmt::Write;
@@ -48,16 +49,12 @@ pub fn violation_report(
             .map(|x| format!(" (variant {x})"))
             .unwrap_or_default()
     );
-    let _ = writeln!(s, "  what:   {}", Origin::SIM.humanize(&v.message));
-    if let Some(j) = v.job {
-        let _ = writeln!(s, "  job:    {j}");
-    }
-    if !v.tokens.is_empty() {
-        let toks: Vec<String> = v.tokens.iter().map(|t| t.to_string()).collect();
-        let _ = writeln!(s, "  tokens: {}", toks.join(", "));
-    }
-    if !v.hosts.is_empty() {
-        let _ = writeln!(s, "  hosts:  {}", v.hosts.join(", "));
+    let _ = write_line(&mut s, "what", &Origin::SIM.humanize(&v.message));
+    s.push('\n');
+    // Job, tokens and hosts as every tool prints a finding's context.
+    for (label, value) in v.context() {
+        let _ = write_line(&mut s, label, &value);
+        s.push('\n');
     }
     let _ = write!(s, "  when:   true {}", format_ms(v.true_ms));
     if let Some(st) = v.store_time {

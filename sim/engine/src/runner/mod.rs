@@ -69,9 +69,10 @@ const MAX_ROUNDS_PER_INSTANT: u64 = 1_000_000;
 /// timeout.
 const DEADLINE_EVERY: u64 = 256;
 
-/// The result of one seed.
+/// What one seed leaves: the one type [`run_seed`] hands back and every
+/// caller keeps (the harness and the CLI wrap it; none has its own).
 #[derive(Clone, Debug)]
-pub struct RunOutcome {
+pub struct SeedOutcome {
     /// Scenario name.
     pub scenario: String,
     /// Seed.
@@ -94,6 +95,19 @@ pub struct RunOutcome {
     pub quiet_end: bool,
     /// Distinct instants the simulated clock stopped at.
     pub steps: u64,
+}
+
+impl SeedOutcome {
+    /// Whether every invariant held.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Takes the history out (left empty), for callers that keep many
+    /// outcomes but only need the history of the one they look at.
+    pub fn take_history(&mut self) -> History {
+        std::mem::take(&mut self.history)
+    }
 }
 
 /// A bug or misconfiguration of the harness (never an invariant violation).
@@ -223,7 +237,7 @@ pub fn run_seed<F: StoreFactory>(
     seed: u64,
     factory: &Arc<F>,
     opts: RunOptions,
-) -> Result<RunOutcome, HarnessError> {
+) -> Result<SeedOutcome, HarnessError> {
     let deadline = opts.limit.map(|l| (std::time::Instant::now() + l, l));
     let variant = cfg.variant();
     if let Some(v) = variant {
@@ -255,7 +269,7 @@ fn run_world<F: StoreFactory>(
     backend: &Arc<Backend<F>>,
     deadline: Option<(std::time::Instant, Duration)>,
     explore: bool,
-) -> Result<RunOutcome, HarnessError> {
+) -> Result<SeedOutcome, HarnessError> {
     let schedule = fault_schedule(cfg, seed);
     let plan = FaultPlan::new(&schedule);
     let swarm = faults::draw_swarm(cfg, seed);
@@ -437,7 +451,7 @@ fn run_world<F: StoreFactory>(
     let (rows, events) = read_final(backend)?;
     let history = collect(&shared, cfg, now, quiet_end, rows, events);
     let violations = checker::check(&history, cfg);
-    Ok(RunOutcome {
+    Ok(SeedOutcome {
         scenario: cfg.name.clone(),
         seed,
         violations,

@@ -3,7 +3,7 @@
 
 use leasehold_model::config::{InvariantId, SimConfig};
 use leasehold_model::scenario::load_file;
-use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, RunOutcome};
+use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, SeedOutcome};
 use leasehold_sim::stores::MemoryFactory;
 use std::path::Path;
 use std::sync::Arc;
@@ -20,18 +20,18 @@ pub fn scenario(rel: &str) -> SimConfig {
 }
 
 /// Runs a seed, failing the test on a harness error.
-pub fn run(cfg: &SimConfig, seed: u64) -> RunOutcome {
+pub fn run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
     memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
 }
 
 /// One seed on the memory store, through the engine's one door.
-pub fn memory_run(cfg: &SimConfig, seed: u64) -> Result<RunOutcome, HarnessError> {
+pub fn memory_run(cfg: &SimConfig, seed: u64) -> Result<SeedOutcome, HarnessError> {
     let cfg = PreparedConfig::new(cfg.clone())?;
     run_seed(&cfg, seed, &Arc::new(MemoryFactory), RunOptions::default())
 }
 
 /// The invariants a run broke, sorted and deduplicated.
-pub fn broken(out: &RunOutcome) -> Vec<InvariantId> {
+pub fn broken(out: &SeedOutcome) -> Vec<InvariantId> {
     let mut v: Vec<InvariantId> = out.violations.iter().map(|v| v.invariant).collect();
     v.sort();
     v.dedup();
@@ -39,7 +39,7 @@ pub fn broken(out: &RunOutcome) -> Vec<InvariantId> {
 }
 
 /// Every violation of a run, as readable text.
-pub fn describe(out: &RunOutcome, cfg: &SimConfig) -> String {
+pub fn describe(out: &SeedOutcome, cfg: &SimConfig) -> String {
     out.violations
         .iter()
         .map(|v| leasehold_sim::report::violation_report(v, cfg, out.seed, None))

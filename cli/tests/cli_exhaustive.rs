@@ -104,7 +104,7 @@ fn caught(file: &Path, inv: &str) -> u64 {
         .filter(|&seed| {
             engine::run(&valid, seed, "x", &stores)
                 .unwrap()
-                .violations
+                .violations()
                 .iter()
                 .any(|v| v.invariant.to_string() == inv)
         })

@@ -33,4 +33,3 @@ pub mod report;
 pub mod runner;
 pub mod shrink;
 pub mod stores;
-pub mod topology;

@@ -274,7 +274,7 @@ fn smaller(n: u32, min: u32) -> Vec<u32> {
 
 /// Drops events naming hosts that no longer exist.
 fn keep_known_hosts(c: &mut SimConfig) {
-    let hosts = crate::topology::Hosts::of(c);
+    let hosts = c.hosts();
     c.events
         .retain(|e| e.hosts().iter().all(|h| hosts.contains(h)));
 }

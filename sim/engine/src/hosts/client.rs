@@ -11,7 +11,7 @@
 //! operation. A restarted client removes again any schedule whose time has
 //! passed: a second removal changes nothing.
 
-use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
+use crate::machine::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use crate::net::RemoteStore;
 use leasehold_core::worker::with_timeout;
 use leasehold_core::{JobId, ListRequest, Millis, NewJob, Runtime, Store, StoreError};

@@ -5,7 +5,7 @@
 //! A worker's graceful shutdown raises the core's `Shutdown`, a tokio
 //! `watch` channel that every lease task of the worker waits on. tokio parks
 //! each waiter of a `watch` on one of 8 notifiers chosen by its thread-local
-//! generator, which the simulator cannot seed (see [`super::runtime`]), so
+//! generator, which the simulator cannot seed (see [`crate::machine::runtime`]), so
 //! the lease tasks wake in an order that differs from process to process.
 //! Waking does nothing observable by itself (the lease task only forwards
 //! the stop to its handler); what is observable is the handler returning and
@@ -17,7 +17,7 @@
 //! any other reason (lost, fenced, cancel) are unchanged: each comes from a
 //! lease task's own event, at a deterministic point.
 
-use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
+use crate::machine::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use leasehold_core::{
     Handler, HandlerError, JobId, Lease, Millis, Runtime, StopReason, StopSignal, Token, WorkerId,
 };

@@ -13,7 +13,7 @@
 //! configuration too, so an incarnation started at or after `remove_at`
 //! does not put it (else every restart would bring it back).
 
-use super::runtime::{sleep_until_true, HostRuntime};
+use crate::machine::runtime::{sleep_until_true, HostRuntime};
 use leasehold_core::{shutdown_channel, Millis, Schedule, Scheduler, SchedulerConfig};
 use leasehold_model::catalogue::{self, Variant};
 use leasehold_model::config::SimConfig;

@@ -12,13 +12,13 @@
 
 use super::client::{self, ClientSettings};
 use super::handler::HandlerSettings;
-use super::recorder::Recorder;
-use super::runtime::HostRuntime;
 use super::scheduler::{run_scheduler, SchedulerSettings};
 use super::store::{self, StoreSettings};
 use super::store_faults::StoreFaults;
 use super::worker::{run_sweeper, run_worker, ConfigureWorker, SweeperSettings, WorkerSettings};
 use crate::faults::{FaultPlan, SwarmDraw};
+use crate::machine::recorder::Recorder;
+use crate::machine::runtime::HostRuntime;
 use crate::stores::{Backend, StoreFactory};
 use leasehold_model::catalogue::Variant;
 use leasehold_model::clock::ClockModel;

@@ -37,9 +37,9 @@
 //! parts, each with its own answer; it is lost, or answered and its answer
 //! lost, as a whole.
 
-use super::recorder::Recorder;
-use super::runtime::HostRuntime;
 use super::store_faults::StoreFaults;
+use crate::machine::recorder::Recorder;
+use crate::machine::runtime::HostRuntime;
 use crate::net::fabric::{self, Incoming};
 use crate::net::WakeSender;
 use crate::stores::Backend;

@@ -9,8 +9,8 @@
 //! The generators live as long as the run, not one store incarnation: a
 //! restarted store goes on drawing where the crashed one stopped.
 
-use super::recorder::lock;
 use crate::faults::SwarmDraw;
+use crate::machine::recorder::lock;
 use leasehold_core::JobId;
 use leasehold_model::rng::SimRng;
 use std::collections::BTreeSet;

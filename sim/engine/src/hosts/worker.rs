@@ -14,8 +14,8 @@
 //! then ends. A later scripted `restart` starts a new incarnation.
 
 use super::handler::{HandlerSettings, SimHandler};
-use super::runtime::{sleep_until_true, HostRuntime};
 use crate::faults::Shutdowns;
+use crate::machine::runtime::{sleep_until_true, HostRuntime};
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::worker::{RuntimeEvent, WorkerConfigBuilder};
 use leasehold_core::{shutdown_channel, Millis, Sweeper, SweeperConfig, Worker};

@@ -4,7 +4,7 @@
 //!
 //! It is the one piece of a run every host holds whole; everything else a
 //! host reads is its own (its clock, its settings, its generators; see
-//! [`super::software`]). Everything runs on one thread (the seed's
+//! [`crate::hosts::software`]). Everything runs on one thread (the seed's
 //! executor), so the locks are never contended; they exist because the
 //! core's `Runtime` and `Store` must be `Send + Sync`.
 

@@ -38,7 +38,7 @@
 //! One [`HostRuntime`] per host and world, shared by all its incarnations:
 //! its name and number, its clock, its pause windows, its incarnation
 //! count and the run's [`Recorder`]. Nothing else of the run: what a host's
-//! software reads besides is its own settings (see [`super::software`]).
+//! software reads besides is its own settings (see [`crate::hosts::software`]).
 
 use super::recorder::Recorder;
 use crate::faults::{paused_until, Pauses};

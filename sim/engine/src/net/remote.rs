@@ -20,7 +20,7 @@
 
 use super::fabric;
 use crate::exec::HostIdx;
-use crate::hosts::runtime::HostRuntime;
+use crate::machine::runtime::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, Millis, Patience, Runtime, StoreError, StoreTime,

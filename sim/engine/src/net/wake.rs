@@ -14,7 +14,7 @@
 
 use super::fabric;
 use crate::exec::HostIdx;
-use crate::hosts::HostRuntime;
+use crate::machine::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use std::sync::Arc;
 

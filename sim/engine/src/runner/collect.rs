@@ -1,6 +1,6 @@
 //! Assembling the final history of a run.
 
-use crate::hosts::recorder::Recorder;
+use crate::machine::recorder::Recorder;
 use leasehold_core::{Event, JobRecord};
 use leasehold_model::config::SimConfig;
 use leasehold_model::history::History;

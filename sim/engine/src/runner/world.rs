@@ -18,7 +18,7 @@ use crate::exec::executor::{self, run_ready, Executor, TaskFuture};
 use crate::exec::timers::{self, Event, Timeline};
 use crate::exec::HostIdx;
 use crate::faults::{FaultPlan, LinkView, ProcessAction};
-use crate::hosts::recorder::Recorder;
+use crate::machine::recorder::Recorder;
 use crate::net::fabric::{self, Fabric, Message, Network};
 use leasehold_model::config::{Host, HostKind};
 use leasehold_model::history::Record;

@@ -215,8 +215,8 @@ fn plan(cfg: &SimConfig) {
         assert!(heal <= cfg.duration.as_ms());
         let w = WorkloadPlan::new(cfg, seed);
         assert_eq!(w.jobs.len(), cfg.workload.jobs as usize);
-        for host in cfg.host_names() {
-            let c = ClockModel::of_host(&host, &schedule);
+        for host in cfg.hosts().draw() {
+            let c = ClockModel::of_host(&host.name, &schedule);
             for t in [0, heal, cfg.duration.as_ms()] {
                 let _ = (c.mono(t), c.wall(t), c.true_at_mono(c.mono(t)));
             }

@@ -2,8 +2,9 @@
 //!
 //! The simulation engine: it runs the real leasehold core, worker runtime
 //! and scheduler, over a real store (memory, SQLite, PostgreSQL or a user's
-//! own, [`stores`]), as simulated hosts ([`hosts`]) on one executor of its
-//! own with event-driven time ([`exec`]) and a simulated network ([`net`]),
+//! own, [`stores`]), as simulated hosts ([`hosts`]), each on a simulated
+//! machine ([`machine`]: its clock, timers and the run's recorder), on one
+//! executor of its own with event-driven time ([`exec`]) and a simulated network ([`net`]),
 //! under the seed's faults ([`faults`]), and hands the
 //! recorded history to the independent checker. Around that: the runner
 //! ([`runner`]), the public harness for a user's own store ([`harness`]),
@@ -28,9 +29,9 @@ pub mod exec;
 pub mod faults;
 pub mod harness;
 pub mod hosts;
+pub mod machine;
 pub mod net;
 pub mod report;
 pub mod runner;
 pub mod shrink;
 pub mod stores;
-pub mod topology;

@@ -274,57 +274,47 @@ fn smaller(n: u32, min: u32) -> Vec<u32> {
 
 /// Drops events naming hosts that no longer exist.
 fn keep_known_hosts(c: &mut SimConfig) {
-    let hosts = crate::topology::Hosts::of(c);
+    let hosts = c.hosts();
     c.events
         .retain(|e| e.hosts().iter().all(|h| hosts.contains(h)));
 }
 
 type Reduce = fn(&SimConfig) -> Vec<SimConfig>;
 
-fn fewer_jobs(c: &SimConfig) -> Vec<SimConfig> {
-    smaller(c.workload.jobs, 1)
+/// One copy of `c` per value of `values`, each changed by `set`.
+fn each<T>(c: &SimConfig, values: Vec<T>, set: impl Fn(&mut SimConfig, T)) -> Vec<SimConfig> {
+    values
         .into_iter()
-        .map(|n| {
+        .map(|v| {
             let mut d = c.clone();
-            d.workload.jobs = n;
+            set(&mut d, v);
             d
         })
         .collect()
+}
+
+fn fewer_jobs(c: &SimConfig) -> Vec<SimConfig> {
+    each(c, smaller(c.workload.jobs, 1), |d, n| d.workload.jobs = n)
 }
 
 fn fewer_workers(c: &SimConfig) -> Vec<SimConfig> {
-    smaller(c.topology.workers, 1)
-        .into_iter()
-        .map(|n| {
-            let mut d = c.clone();
-            d.topology.workers = n;
-            keep_known_hosts(&mut d);
-            d
-        })
-        .collect()
+    each(c, smaller(c.topology.workers, 1), |d, n| {
+        d.topology.workers = n;
+        keep_known_hosts(d);
+    })
 }
 
 fn fewer_sweepers(c: &SimConfig) -> Vec<SimConfig> {
-    smaller(c.topology.sweepers, 0)
-        .into_iter()
-        .map(|n| {
-            let mut d = c.clone();
-            d.topology.sweepers = n;
-            keep_known_hosts(&mut d);
-            d
-        })
-        .collect()
+    each(c, smaller(c.topology.sweepers, 0), |d, n| {
+        d.topology.sweepers = n;
+        keep_known_hosts(d);
+    })
 }
 
 fn less_concurrency(c: &SimConfig) -> Vec<SimConfig> {
-    smaller(c.protocol.concurrency, 1)
-        .into_iter()
-        .map(|n| {
-            let mut d = c.clone();
-            d.protocol.concurrency = n;
-            d
-        })
-        .collect()
+    each(c, smaller(c.protocol.concurrency, 1), |d, n| {
+        d.protocol.concurrency = n
+    })
 }
 
 fn one_queue(c: &SimConfig) -> Vec<SimConfig> {
@@ -341,38 +331,23 @@ fn scale(d: Dur, num: u64, den: u64) -> Dur {
 }
 
 fn shorter_run(c: &SimConfig) -> Vec<SimConfig> {
-    [(1, 4), (1, 2), (3, 4)]
-        .into_iter()
-        .map(|(num, den)| {
-            let mut d = c.clone();
-            d.duration = scale(c.duration, num, den);
-            d.faults.window = scale(c.faults.window, num, den);
-            d.events.retain(|e| e.start() < d.duration);
-            d
-        })
-        .collect()
+    each(c, vec![(1, 4), (1, 2), (3, 4)], |d, (num, den)| {
+        d.duration = scale(c.duration, num, den);
+        d.faults.window = scale(c.faults.window, num, den);
+        d.events.retain(|e| e.start() < d.duration);
+    })
 }
 
 fn shorter_window(c: &SimConfig) -> Vec<SimConfig> {
-    [(1, 4), (1, 2)]
-        .into_iter()
-        .map(|(num, den)| {
-            let mut d = c.clone();
-            d.faults.window = scale(c.faults.window, num, den);
-            d
-        })
-        .collect()
+    each(c, vec![(1, 4), (1, 2)], |d, (num, den)| {
+        d.faults.window = scale(c.faults.window, num, den)
+    })
 }
 
 fn faster_enqueue(c: &SimConfig) -> Vec<SimConfig> {
-    [(0, 1), (1, 2)]
-        .into_iter()
-        .map(|(num, den)| {
-            let mut d = c.clone();
-            d.workload.enqueue_over = scale(c.workload.enqueue_over, num, den);
-            d
-        })
-        .collect()
+    each(c, vec![(0, 1), (1, 2)], |d, (num, den)| {
+        d.workload.enqueue_over = scale(c.workload.enqueue_over, num, den)
+    })
 }
 
 fn shorter_fault_windows(c: &SimConfig) -> Vec<SimConfig> {

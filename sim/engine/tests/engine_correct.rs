@@ -3,18 +3,12 @@
 
 mod engine_support;
 
-use engine_support::{describe, run};
+use engine_support::{clean_run, describe, run};
 use leasehold_model::builtin;
 
 fn clean(cfg: &leasehold_model::config::SimConfig, seeds: std::ops::Range<u64>) {
     for seed in seeds {
-        let out = run(cfg, seed);
-        assert!(
-            out.violations.is_empty(),
-            "{} seed {seed}:\n{}",
-            cfg.name,
-            describe(&out, cfg)
-        );
+        let out = clean_run(cfg, seed);
         assert!(
             out.sim_time_ms > cfg.faults.window.as_ms(),
             "the run outlives the fault window"
@@ -74,12 +68,7 @@ fn drift_at_the_edges_of_rho_against_the_store_keeps_beliefs_exclusive() {
     }
     cfg.events = events.iter().map(|e| e.parse().unwrap()).collect();
     for seed in 0..12 {
-        let out = run(&cfg, seed);
-        assert!(!out.timing_assumption_broken);
-        assert!(
-            out.violations.is_empty(),
-            "seed {seed}:\n{}",
-            describe(&out, &cfg)
-        );
+        let out = clean_run(&cfg, seed);
+        assert!(!out.timing_assumption_broken, "seed {seed}");
     }
 }

@@ -6,7 +6,7 @@
 
 mod engine_support;
 
-use engine_support::{describe, run, scenario};
+use engine_support::{clean_run, describe, run, scenario};
 use leasehold_core::{EventKind, JobState, Outcome, Token, WorkerId};
 use leasehold_model::config::{ScriptedFault, SimConfig};
 use leasehold_model::duration::Dur;
@@ -16,17 +16,6 @@ use leasehold_model::workload::WorkloadPlan;
 use leasehold_sim::runner::SeedOutcome;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-
-fn clean_run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
-    let out = run(cfg, seed);
-    assert!(
-        out.violations.is_empty(),
-        "{} seed {seed}:\n{}",
-        cfg.name,
-        describe(&out, cfg)
-    );
-    out
-}
 
 /// Store events with their true time.
 fn events(out: &SeedOutcome) -> Vec<(u64, &leasehold_core::Event)> {

@@ -31,7 +31,9 @@
 mod plan;
 mod swarm;
 
-pub use plan::{paused_until, FaultPlan, LinkView, Pauses, ProcessAction};
+pub use plan::{
+    paused_until, ConflictWindows, FaultPlan, LinkView, Pauses, ProcessAction, Shutdowns,
+};
 pub use swarm::{draw_swarm, SwarmDraw};
 
 use leasehold_model::config::{ScriptedFault, SimConfig};

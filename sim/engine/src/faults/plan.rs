@@ -2,6 +2,7 @@
 //! exact instants, link states, and each host's pause windows.
 
 use leasehold_model::config::ScriptedFault;
+use leasehold_model::duration::Dur;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -29,6 +30,30 @@ struct LinkFault {
     from: u64,
     to: u64,
     kind: LinkKind,
+}
+
+impl LinkFault {
+    /// `kind` on the link `a`–`b` over `[from, to)`; both ends are noted
+    /// in `times` as instants the link may change.
+    fn new(
+        a: String,
+        b: String,
+        from: &Dur,
+        to: &Dur,
+        kind: LinkKind,
+        times: &mut BTreeSet<u64>,
+    ) -> Self {
+        let (from, to) = (from.as_ms(), to.as_ms());
+        times.insert(from);
+        times.insert(to);
+        LinkFault {
+            a,
+            b,
+            from,
+            to,
+            kind,
+        }
+    }
 }
 
 /// The state of the link between `a` and `b` (names in sorted order).
@@ -118,27 +143,13 @@ impl FaultPlan {
                         (true, false) => (true, false),
                         (true, true) => (false, true),
                     };
-                    times.insert(from.as_ms());
-                    times.insert(to.as_ms());
-                    links.push(LinkFault {
-                        a: x,
-                        b: y,
-                        from: from.as_ms(),
-                        to: to.as_ms(),
-                        kind: LinkKind::Drop { ab, ba },
-                    });
+                    let drop = LinkKind::Drop { ab, ba };
+                    links.push(LinkFault::new(x, y, from, to, drop, &mut times));
                 }
                 ScriptedFault::Hold { a, b, from, to } => {
                     let (x, y, _) = sorted_pair(a, b);
-                    times.insert(from.as_ms());
-                    times.insert(to.as_ms());
-                    links.push(LinkFault {
-                        a: x,
-                        b: y,
-                        from: from.as_ms(),
-                        to: to.as_ms(),
-                        kind: LinkKind::Hold,
-                    });
+                    let hold = LinkKind::Hold;
+                    links.push(LinkFault::new(x, y, from, to, hold, &mut times));
                 }
                 ScriptedFault::Conflict { host, from, to } => conflicts
                     .entry(host.clone())
@@ -198,21 +209,54 @@ impl FaultPlan {
     /// The first graceful shutdown of `host` at or after true time `t` (the
     /// one an incarnation started at `t` obeys).
     pub fn shutdown_after(&self, host: &str, t: u64) -> Option<u64> {
-        let v = self.shutdowns.get(host)?;
-        v.get(v.partition_point(|&s| s < t)).copied()
+        self.shutdowns_of(host).after(t)
+    }
+
+    /// The graceful shutdowns of `host`: the part of the plan its worker
+    /// host reads.
+    pub fn shutdowns_of(&self, host: &str) -> Shutdowns {
+        Shutdowns(self.shutdowns.get(host).cloned().unwrap_or_default())
     }
 
     /// Whether a scripted `conflict` window of `host` covers true time `t`:
     /// the store then answers its renew, release or cancel `Conflict`.
     pub fn conflict_at(&self, host: &str, t: u64) -> bool {
-        self.conflicts
-            .get(host)
-            .is_some_and(|v| v.iter().any(|&(from, to)| from <= t && t < to))
+        self.conflict_windows().at(host, t)
+    }
+
+    /// The scripted `conflict` windows: the part of the plan the store
+    /// host reads.
+    pub fn conflict_windows(&self) -> ConflictWindows {
+        ConflictWindows(self.conflicts.clone())
     }
 
     /// The pause windows of `host`.
     pub fn pauses_of(&self, host: &str) -> Pauses {
         self.pauses.get(host).cloned().unwrap_or_default()
+    }
+}
+
+/// The scripted `Conflict` windows `[from, to)` by requesting host.
+#[derive(Clone, Debug, Default)]
+pub struct ConflictWindows(BTreeMap<String, Vec<(u64, u64)>>);
+
+impl ConflictWindows {
+    /// Whether a window of `host` covers true time `t`.
+    pub fn at(&self, host: &str, t: u64) -> bool {
+        self.0
+            .get(host)
+            .is_some_and(|v| v.iter().any(|&(from, to)| from <= t && t < to))
+    }
+}
+
+/// One worker host's graceful shutdown times, ascending.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Shutdowns(Vec<u64>);
+
+impl Shutdowns {
+    /// The first shutdown at or after true time `t`.
+    pub fn after(&self, t: u64) -> Option<u64> {
+        self.0.get(self.0.partition_point(|&s| s < t)).copied()
     }
 }
 

@@ -1,7 +1,6 @@
 //! Swarm testing: each seed draws its own fault rates, then concrete faults.
 
-use crate::topology::{HostKind, Hosts};
-use leasehold_model::config::{Range, ScriptedFault, SimConfig};
+use leasehold_model::config::{HostKind, Range, ScriptedFault, SimConfig};
 use leasehold_model::duration::{Dur, SignedDur};
 use leasehold_model::rng::SimRng;
 
@@ -122,7 +121,7 @@ pub fn swarm_faults(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
     let f = &cfg.faults;
     let window = f.window.as_ms().min(cfg.duration.as_ms());
     let mut out = Vec::new();
-    let hosts = Hosts::of(cfg);
+    let hosts = cfg.hosts();
     for h in hosts.draw() {
         let host = &h.name;
         // Each host has its own stream, so adding a host shifts nothing else.

@@ -11,13 +11,15 @@
 //! operation. A restarted client removes again any schedule whose time has
 //! passed: a second removal changes nothing.
 
-use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
-use super::shared::Shared;
+use crate::machine::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use crate::net::RemoteStore;
 use leasehold_core::worker::with_timeout;
 use leasehold_core::{JobId, ListRequest, Millis, NewJob, Runtime, Store, StoreError};
+use leasehold_model::config::SimConfig;
 use leasehold_model::history::Record;
+use leasehold_model::workload::WorkloadPlan;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Pause between retries of an operation whose outcome was unknown.
@@ -43,7 +45,7 @@ const READ_BYTES: u64 = 8 << 20;
 /// as fit in [`READ_BYTES`] and one frame of the simulated wire (at least
 /// one; the loader refuses sizes where one row would not fit a frame),
 /// reading at most one MiB of wire per simulated second.
-fn read_plan(cfg: &leasehold_model::config::SimConfig) -> (u32, u64) {
+fn read_plan(cfg: &SimConfig) -> (u32, u64) {
     let w = &cfg.workload;
     if w.payload_bytes == 0 && w.result_bytes == 0 && w.error_bytes == 0 {
         return (READ_PAGE, READ_EVERY_MS);
@@ -57,6 +59,51 @@ fn read_plan(cfg: &leasehold_model::config::SimConfig) -> (u32, u64) {
     (page as u32, every.max(READ_EVERY_MS))
 }
 
+/// What the client host is given, for every incarnation.
+pub struct ClientSettings {
+    /// The workload it enqueues and cancels.
+    pub workload: Arc<WorkloadPlan>,
+    /// The end of the run (true time): no retry after it.
+    pub end: u64,
+    /// Timeout of each store call.
+    pub request_timeout: Millis,
+    /// The attempt budget of every job it enqueues.
+    pub max_attempts: u32,
+    /// Rows per read and the interval between reads (see [`read_plan`]).
+    pub read: (u32, u64),
+    /// The schedules the operator removes, with the true time of each, in
+    /// time order (then name order).
+    pub removals: Vec<(u64, String)>,
+    /// Raised once the client finished its schedule; the runner reads it.
+    pub done: Arc<AtomicBool>,
+}
+
+impl ClientSettings {
+    /// The client settings of `cfg`, playing `workload`.
+    pub fn of(cfg: &SimConfig, workload: Arc<WorkloadPlan>) -> Self {
+        let mut removals: Vec<(u64, String)> = cfg
+            .schedules
+            .iter()
+            .filter_map(|s| s.remove_at.map(|r| (r.as_ms(), s.name.clone())))
+            .collect();
+        removals.sort();
+        ClientSettings {
+            workload,
+            end: cfg.duration.as_ms(),
+            request_timeout: cfg.protocol.request_timeout.0,
+            max_attempts: cfg.protocol.max_attempts,
+            read: read_plan(cfg),
+            removals,
+            done: Arc::default(),
+        }
+    }
+
+    /// Whether the client finished its schedule.
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::Relaxed)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Action {
     Enqueue(u32),
@@ -65,12 +112,12 @@ enum Action {
 
 /// Retries `op` while its outcome is unknown or it met a conflict (nothing
 /// applied), up to the end of the run.
-async fn retry<T, F, Fut>(rt: &HostRuntime, end: u64, mut op: F) -> Option<T>
+async fn retry<T, F, Fut>(rt: &HostRuntime, s: &ClientSettings, mut op: F) -> Option<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
 {
-    let limit = rt.shared().cfg.protocol.request_timeout.0;
+    let (limit, end) = (s.request_timeout, s.end);
     for _ in 0..MAX_TRIES {
         match with_timeout(rt, limit, op()).await {
             Ok(v) => return Some(v),
@@ -81,10 +128,9 @@ where
     None
 }
 
-async fn reader(rt: HostRuntime, store: Arc<RemoteStore>) {
-    let end = rt.shared().cfg.duration.as_ms();
-    let limit = rt.shared().cfg.protocol.request_timeout.0;
-    let (page, every) = read_plan(&rt.shared().cfg);
+async fn reader(rt: HostRuntime, s: Arc<ClientSettings>, store: Arc<RemoteStore>) {
+    let (end, limit) = (s.end, s.request_timeout);
+    let (page, every) = s.read;
     let mut next = every;
     let mut after: Option<JobId> = None;
     while next < end {
@@ -103,72 +149,54 @@ async fn reader(rt: HostRuntime, store: Arc<RemoteStore>) {
 
 /// Removes the scenario's schedules that have a `remove_at`, each at its
 /// time, in time order (then name order).
-async fn operator(rt: HostRuntime, store: Arc<RemoteStore>) {
-    let cfg = rt.shared().cfg.clone();
-    let end = cfg.duration.as_ms();
-    let mut removals: Vec<(u64, String)> = cfg
-        .schedules
-        .iter()
-        .filter_map(|s| s.remove_at.map(|r| (r.as_ms(), s.name.clone())))
-        .collect();
-    removals.sort();
-    for (at, name) in removals {
-        sleep_until_true(at).await;
-        let _ = retry(&rt, end, || store.remove_schedule(name.clone())).await;
+async fn operator(rt: HostRuntime, s: Arc<ClientSettings>, store: Arc<RemoteStore>) {
+    for (at, name) in &s.removals {
+        sleep_until_true(*at).await;
+        let _ = retry(&rt, &s, || store.remove_schedule(name.clone())).await;
     }
 }
 
 /// The client host's software: one incarnation.
-pub async fn run(shared: Arc<Shared>) -> Result<(), String> {
-    let rt = HostRuntime::new(shared.clone(), "client");
-    let incarnation = shared.next_incarnation("client");
-    let (t, _) = rt.times();
-    shared.record(Record::HostStarted {
-        t,
-        host: "client".into(),
-        incarnation,
-        worker: None,
-    });
+pub async fn run(rt: HostRuntime, s: Arc<ClientSettings>) -> Result<(), String> {
+    rt.start();
     let store = Arc::new(crate::net::remote_store(rt.clone(), false));
-    rt.spawn(Box::pin(reader(rt.clone(), store.clone())));
+    rt.spawn(Box::pin(reader(rt.clone(), s.clone(), store.clone())));
     // Spawned only when there is something to remove: a task more would
     // change how existing scenarios' hosts are stepped, and their histories.
-    if shared.cfg.schedules.iter().any(|s| s.remove_at.is_some()) {
-        rt.spawn(Box::pin(operator(rt.clone(), store.clone())));
+    if !s.removals.is_empty() {
+        rt.spawn(Box::pin(operator(rt.clone(), s.clone(), store.clone())));
     }
     let mut actions: Vec<(u64, Action)> = Vec::new();
-    for j in &shared.workload.jobs {
+    for j in &s.workload.jobs {
         actions.push((j.enqueue_at, Action::Enqueue(j.index)));
         if let Some(c) = j.cancel_at {
             actions.push((c, Action::Cancel(j.index)));
         }
     }
     actions.sort();
-    let end = shared.cfg.duration.as_ms();
-    let max_attempts = shared.cfg.protocol.max_attempts;
     let mut ids: BTreeMap<u32, JobId> = BTreeMap::new();
     for (at, action) in actions {
         sleep_until_true(at).await;
         match action {
             Action::Enqueue(i) => {
-                let j = &shared.workload.jobs[i as usize];
+                let j = &s.workload.jobs[i as usize];
                 let spec = NewJob::new(j.queue.clone(), j.payload())
-                    .max_attempts(max_attempts)
+                    .max_attempts(s.max_attempts)
                     .idempotency_key(j.key());
-                if let Some(id) = retry(&rt, end, || store.enqueue(spec.clone())).await {
+                if let Some(id) = retry(&rt, &s, || store.enqueue(spec.clone())).await {
                     ids.insert(i, id);
                 }
             }
             Action::Cancel(i) => {
                 if let Some(&id) = ids.get(&i) {
-                    let _ = retry(&rt, end, || store.cancel(id)).await;
+                    let _ = retry(&rt, &s, || store.cancel(id)).await;
                 }
             }
         }
     }
     let (t, _) = rt.times();
-    shared.record(Record::ClientDone { t });
-    shared.set_client_done();
+    rt.recorder().record(Record::ClientDone { t });
+    s.done.store(true, Ordering::Relaxed);
     std::future::pending::<()>().await;
     Ok(())
 }

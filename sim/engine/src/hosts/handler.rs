@@ -5,7 +5,7 @@
 //! A worker's graceful shutdown raises the core's `Shutdown`, a tokio
 //! `watch` channel that every lease task of the worker waits on. tokio parks
 //! each waiter of a `watch` on one of 8 notifiers chosen by its thread-local
-//! generator, which the simulator cannot seed (see [`super::runtime`]), so
+//! generator, which the simulator cannot seed (see [`crate::machine::runtime`]), so
 //! the lease tasks wake in an order that differs from process to process.
 //! Waking does nothing observable by itself (the lease task only forwards
 //! the stop to its handler); what is observable is the handler returning and
@@ -17,7 +17,7 @@
 //! any other reason (lost, fenced, cancel) are unchanged: each comes from a
 //! lease task's own event, at a deterministic point.
 
-use super::runtime::{sleep_until_true, true_now_ms, HostRuntime};
+use crate::machine::runtime::{sleep_until_true, true_now_ms, HostRuntime};
 use leasehold_core::{
     Handler, HandlerError, JobId, Lease, Millis, Runtime, StopReason, StopSignal, Token, WorkerId,
 };
@@ -37,10 +37,25 @@ struct ShutdownTurns {
     armed: bool,
 }
 
+/// What a handler reads of the run: the workload it plays, and when the
+/// faults end (a hang is a fault).
+#[derive(Clone, Debug)]
+pub struct HandlerSettings {
+    /// The workload (each attempt's kind, run time, result and error).
+    pub workload: Arc<WorkloadPlan>,
+    /// Attempts hang only before this true time (the fault window).
+    pub window_ms: u64,
+    /// A hung attempt ends by this true time (every fault has healed).
+    pub heal_ms: u64,
+    /// How long a schedule's job runs: the workload's shortest run time.
+    pub schedule_run_ms: u64,
+}
+
 /// Runs jobs as the workload says, on one worker host.
 #[derive(Clone)]
 pub struct SimHandler {
     rt: HostRuntime,
+    settings: Arc<HandlerSettings>,
     worker: WorkerId,
     turns: Arc<Mutex<ShutdownTurns>>,
 }
@@ -55,18 +70,19 @@ impl HandlerSink for HostRuntime {
         HostRuntime::host(self).to_string()
     }
     fn record(&self, r: Record) {
-        self.shared().record(r);
+        self.recorder().record(r);
     }
     fn crashing(&self) -> bool {
-        self.shared().is_crashing()
+        self.recorder().is_crashing()
     }
 }
 
 impl SimHandler {
     /// A handler for `worker` on the host of `rt`.
-    pub fn new(rt: HostRuntime, worker: WorkerId) -> Self {
+    pub fn new(rt: HostRuntime, settings: Arc<HandlerSettings>, worker: WorkerId) -> Self {
         SimHandler {
             rt,
+            settings,
             worker,
             turns: Arc::default(),
         }
@@ -78,6 +94,7 @@ impl SimHandler {
     pub fn for_worker(&self, worker: WorkerId) -> Self {
         SimHandler {
             rt: self.rt.clone(),
+            settings: self.settings.clone(),
             worker,
             turns: self.turns.clone(),
         }
@@ -138,20 +155,18 @@ impl Handler for SimHandler {
         async move {
             let exec =
                 Execution::start(this.rt.clone(), this.worker.clone(), lease.job, lease.token);
-            let shared = this.rt.shared().clone();
+            let s = this.settings.clone();
             // A schedule's job (`sched:<name>`) runs for the shortest run
             // time and succeeds: I12 judges that it exists, not what it does.
             if lease
                 .payload
                 .starts_with(leasehold_model::schedules::PAYLOAD_PREFIX.as_bytes())
             {
-                let run = this
-                    .rt
-                    .sleep(Millis(shared.cfg.workload.run_time.lo.as_ms()));
+                let run = this.rt.sleep(Millis(s.schedule_run_ms));
                 let outcome = tokio::select! {
                     biased;
                     why = stop.stopped() => Err(this.stopped(&lease, why, false).await),
-                    _ = run => Ok(shared.workload.result(lease.job.0, lease.token.0)),
+                    _ = run => Ok(s.workload.result(lease.job.0, lease.token.0)),
                 };
                 exec.finish(outcome.is_ok());
                 return outcome;
@@ -163,15 +178,15 @@ impl Handler for SimHandler {
                     lease.payload.len()
                 )));
             };
-            let plan = shared.workload.attempt(index, lease.token.0);
-            let hang = plan.kind == AttemptKind::Hang && true_now_ms() < shared.window_ms;
+            let plan = s.workload.attempt(index, lease.token.0);
+            let hang = plan.kind == AttemptKind::Hang && true_now_ms() < s.window_ms;
             let outcome = if hang {
                 // A hang is a fault: it lasts until the handler is stopped or
                 // until the faults heal, whichever comes first.
                 tokio::select! {
                     biased;
                     why = stop.stopped() => Err(this.stopped(&lease, why, true).await),
-                    _ = sleep_until_true(shared.heal_ms) => Err(HandlerError::retryable("hung until the faults healed")),
+                    _ = sleep_until_true(s.heal_ms) => Err(HandlerError::retryable("hung until the faults healed")),
                 }
             } else {
                 let run = this.rt.sleep(Millis(plan.run_ms));
@@ -180,10 +195,10 @@ impl Handler for SimHandler {
                     why = stop.stopped() => Err(this.stopped(&lease, why, false).await),
                     _ = run => match plan.kind {
                         AttemptKind::Fail { retryable } => Err(HandlerError {
-                            message: shared.workload.error_of(index, lease.token.0, retryable),
+                            message: s.workload.error_of(index, lease.token.0, retryable),
                             retryable,
                         }),
-                        _ => Ok(shared.workload.result(lease.job.0, lease.token.0)),
+                        _ => Ok(s.workload.result(lease.job.0, lease.token.0)),
                     },
                 }
             };

@@ -1,13 +1,11 @@
-//! The simulated hosts: store, workers, sweepers, schedulers and the client, each a
-//! simulated host running real code on its own clock ([`runtime`]).
+//! The simulated hosts' software: store, workers, sweepers, schedulers and
+//! the client, each running real code on its own machine
+//! ([`crate::machine`]), given only what it reads ([`software`]).
 
 pub mod client;
 pub mod handler;
-pub mod runtime;
 pub mod scheduler;
-pub mod shared;
+pub mod software;
 pub mod store;
+pub mod store_faults;
 pub mod worker;
-
-pub use runtime::HostRuntime;
-pub use shared::Shared;

@@ -13,7 +13,7 @@
 //! way the caller hears nothing and gives up on its own timeout, as a lost
 //! packet would leave it. Inside the window the store may
 //! also answer a renew, release or cancel `Conflict` without applying it
-//! (the seed's `store_conflict` rate; see [`Shared::store_conflict`]).
+//! (the seed's `store_conflict` rate; see [`StoreFaults::store_conflict`]).
 //!
 //! After a write that made work claimable (a row now pending and due, or
 //! one that left `running` in a queue with a parallelism limit), the store
@@ -37,14 +37,16 @@
 //! parts, each with its own answer; it is lost, or answered and its answer
 //! lost, as a whole.
 
-use super::runtime::HostRuntime;
-use super::shared::Shared;
+use super::store_faults::StoreFaults;
+use crate::machine::recorder::Recorder;
+use crate::machine::runtime::HostRuntime;
 use crate::net::fabric::{self, Incoming};
 use crate::net::WakeSender;
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{JobId, JobState, Runtime, StoreError};
+use leasehold_model::config::{HostKind, SimConfig};
 use leasehold_model::history::{Fate, ReadRow, Record};
 use leasehold_model::wire::{decode, encode};
 use leasehold_model::wire::{WireError, WireMessage, WireOp, WireReply};
@@ -59,32 +61,57 @@ use std::task::{Context, Poll};
 /// scenario's).
 const MAX_REQUESTS: u64 = 100_000_000;
 
+/// What the store host is given, for every incarnation.
+pub struct StoreSettings {
+    /// The worker hosts its wake-ups go to: (name, number), in
+    /// registration order.
+    pub workers: Vec<(String, crate::exec::HostIdx)>,
+    /// Whether the scenario limits parallelism per queue (a row leaving
+    /// `running` then frees a slot, which wakes the workers).
+    pub parallelism_limited: bool,
+    /// Its faults and their generators.
+    pub faults: StoreFaults,
+}
+
+impl StoreSettings {
+    /// The store settings of `cfg`, with `faults`.
+    pub fn of(cfg: &SimConfig, faults: StoreFaults) -> Self {
+        let hosts = cfg.hosts();
+        StoreSettings {
+            workers: hosts
+                .of_kind(|k| matches!(k, HostKind::Worker(_)))
+                .map(|h| (h.name.clone(), h.index))
+                .collect(),
+            parallelism_limited: cfg.protocol.parallelism.is_some(),
+            faults,
+        }
+    }
+}
+
 /// The store host's software: one incarnation, serving the seed's store.
 pub async fn run<F: StoreFactory>(
-    shared: Arc<Shared>,
+    rt: HostRuntime,
+    settings: Arc<StoreSettings>,
     backend: Arc<Backend<F>>,
 ) -> Result<(), String> {
-    let rt = HostRuntime::new(shared.clone(), "store");
-    let incarnation = shared.next_incarnation("store");
-    let (t, _) = rt.times();
-    shared.record(Record::HostStarted {
-        t,
-        host: "store".into(),
-        incarnation,
-        worker: None,
-    });
+    rt.start();
     backend.clock.set(rt.wall());
     let store = backend.open().await.map_err(|e| e.to_string())?;
-    let workers = (1..=shared.cfg.topology.workers)
-        .map(|i| format!("worker-{i}"))
-        .collect();
-    let wake = Arc::new(WakeSender::new(&rt, workers));
+    let wake = Arc::new(WakeSender::new(&rt, settings.workers.clone()));
     let me = rt.idx();
     fabric::listen(me);
     for _ in 0..MAX_REQUESTS {
         let incoming = fabric::accept(me).await;
         let (store, backend, rt2) = (store.clone(), backend.clone(), rt.clone());
-        rt.spawn(Box::pin(serve(incoming, store, backend, rt2, wake.clone())));
+        let serve = serve(
+            incoming,
+            store,
+            backend,
+            rt2,
+            settings.clone(),
+            wake.clone(),
+        );
+        rt.spawn(Box::pin(serve));
     }
     Err(format!(
         "store served {MAX_REQUESTS} requests in one incarnation"
@@ -96,6 +123,7 @@ async fn serve<F: StoreFactory>(
     store: Arc<F::Store>,
     backend: Arc<Backend<F>>,
     rt: HostRuntime,
+    settings: Arc<StoreSettings>,
     wake: Arc<WakeSender>,
 ) {
     let replier = incoming.replier();
@@ -104,21 +132,17 @@ async fn serve<F: StoreFactory>(
         return;
     };
     drop(incoming);
-    let shared = rt.shared().clone();
+    let rec = rt.recorder();
+    let faults = &settings.faults;
     let (t, _) = rt.times();
     let (host, ids) = match &msg {
         WireMessage::One(r) => (r.host.clone(), vec![r.id]),
         WireMessage::Batch(b) => (b.host.clone(), b.parts.iter().map(|(id, _)| *id).collect()),
     };
-    let in_window = t < shared.window_ms;
-    let loss = if in_window {
-        shared.draw.message_loss
-    } else {
-        0.0
-    };
-    if shared.net_chance(loss) {
+    let in_window = faults.in_window(t);
+    if faults.request_lost(in_window) {
         for id in ids {
-            shared.record(Record::Served {
+            rec.record(Record::Served {
                 t,
                 store_time: rt.wall(),
                 id,
@@ -135,8 +159,7 @@ async fn serve<F: StoreFactory>(
     backend.clock.set(store_time);
     // Drawn before the store runs, so a batch applied part by part can
     // record each part as it commits.
-    let answer_lost =
-        in_window && (shared.net_chance(shared.draw.answer_loss) || shared.net_chance(loss));
+    let answer_lost = faults.answer_lost(in_window);
     let fate = if answer_lost {
         Fate::AnswerLost
     } else {
@@ -144,9 +167,9 @@ async fn serve<F: StoreFactory>(
     };
     let served = |(id, reply, after): (u64, WireReply, Vec<ReadRow>)| {
         for row in &after {
-            shared.anchor(row.job, row.version, t, id);
+            rec.anchor(row.job, row.version, t, id);
         }
-        shared.record(Record::Served {
+        rec.record(Record::Served {
             t,
             store_time,
             id,
@@ -161,25 +184,26 @@ async fn serve<F: StoreFactory>(
         woken.extend(
             after
                 .iter()
-                .filter(|r| wakes_workers(r, store_time, &shared))
+                .filter(|r| wakes_workers(r, store_time, settings.parallelism_limited))
                 .map(|r| r.queue.clone()),
         )
     };
     let answer = match msg {
         WireMessage::One(req) => {
             let target = conflict_target(&req.op);
-            let conflict = target.is_some() && shared.plan.conflict_at(&req.host, t)
-                || target.is_some_and(|job| shared.store_conflict(&req.host, job, in_window));
+            // A scripted window first: it draws nothing, so a run
+            // without one draws exactly as before.
+            let conflict = target.is_some() && faults.scripted_conflict(&req.host, t)
+                || target.is_some_and(|job| faults.store_conflict(&req.host, job, in_window));
             let fault = if conflict {
                 Injected::Conflict
-            } else if target.is_some() && shared.store_transient(in_window) {
+            } else if target.is_some() && faults.store_transient(in_window) {
                 Injected::Transient
             } else {
                 Injected::None
             };
             let call = backend.call(execute(store, req.op, fault));
-            let Some((reply, after)) = called(Interleaved::new(call, &shared).await, &shared)
-            else {
+            let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
             wakes(&after);
@@ -194,8 +218,7 @@ async fn serve<F: StoreFactory>(
             let mut replies = Vec::with_capacity(b.parts.len());
             for (id, op) in b.parts {
                 let call = backend.call(execute(store.clone(), op, Injected::None));
-                let Some((reply, after)) = called(Interleaved::new(call, &shared).await, &shared)
-                else {
+                let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
                     return;
                 };
                 wakes(&after);
@@ -206,16 +229,16 @@ async fn serve<F: StoreFactory>(
         }
         WireMessage::Batch(b) => {
             // The whole batch is one transaction: a conflict fails it all.
-            let conflict = shared.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
-            if !conflict && shared.store_cancelled(in_window) {
+            let conflict = faults.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
+            if !conflict && faults.store_cancelled(in_window) {
                 let call = backend.call(cancel_batch(store, b));
-                let Some(parts) = called(Interleaved::new(call, &shared).await, &shared) else {
+                let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                     return;
                 };
                 match parts {
                     Ok(parts) => {
                         for (id, after) in parts {
-                            shared.record(Record::Served {
+                            rec.record(Record::Served {
                                 t,
                                 store_time,
                                 id,
@@ -226,7 +249,7 @@ async fn serve<F: StoreFactory>(
                             });
                         }
                     }
-                    Err(e) => shared.report_panic(e),
+                    Err(e) => rec.report_panic(e),
                 }
                 // The caller is gone: no answer, as for a lost one.
                 replier.forget();
@@ -234,7 +257,7 @@ async fn serve<F: StoreFactory>(
             }
             let fault = if conflict {
                 Injected::Conflict
-            } else if shared.store_transient(in_window) {
+            } else if faults.store_transient(in_window) {
                 Injected::Transient
             } else {
                 Injected::None
@@ -249,7 +272,7 @@ async fn serve<F: StoreFactory>(
                     }
                 }
             });
-            let Some(parts) = called(Interleaved::new(call, &shared).await, &shared) else {
+            let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
             let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
@@ -262,7 +285,7 @@ async fn serve<F: StoreFactory>(
     };
     // Committed, so announced, whether or not the answer gets back.
     for q in &woken {
-        wake.send(q, |_| shared.wake_lost(in_window));
+        wake.send(q, |_| faults.wake_lost(in_window));
     }
     if answer_lost {
         replier.forget();
@@ -274,7 +297,7 @@ async fn serve<F: StoreFactory>(
     };
     match bytes {
         Ok(b) => replier.send(b),
-        Err(e) => shared.report_panic(format!("cannot encode an answer: {e}")),
+        Err(e) => rec.report_panic(format!("cannot encode an answer: {e}")),
     }
 }
 
@@ -293,15 +316,15 @@ const MAX_DEFERRALS: u32 = 8;
 /// instant, identically on every store.
 struct Interleaved<'a, F> {
     inner: Pin<Box<F>>,
-    shared: &'a Shared,
+    faults: &'a StoreFaults,
     deferred: u32,
 }
 
 impl<'a, F: Future> Interleaved<'a, F> {
-    fn new(inner: F, shared: &'a Shared) -> Self {
+    fn new(inner: F, faults: &'a StoreFaults) -> Self {
         Interleaved {
             inner: Box::pin(inner),
-            shared,
+            faults,
             deferred: 0,
         }
     }
@@ -311,7 +334,7 @@ impl<F: Future> Future for Interleaved<'_, F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        if self.deferred < MAX_DEFERRALS && self.shared.defer_store_poll() {
+        if self.deferred < MAX_DEFERRALS && self.faults.defer_store_poll() {
             self.deferred += 1;
             cx.waker().wake_by_ref();
             return Poll::Pending;
@@ -322,11 +345,11 @@ impl<F: Future> Future for Interleaved<'_, F> {
 
 /// The outcome of a store call, or `None` after reporting a call that
 /// could not run (a harness error).
-fn called<T>(r: Result<T, crate::stores::SetupError>, shared: &Shared) -> Option<T> {
+fn called<T>(r: Result<T, crate::stores::SetupError>, rec: &Recorder) -> Option<T> {
     match r {
         Ok(v) => Some(v),
         Err(e) => {
-            shared.report_panic(format!("store call failed: {e}"));
+            rec.report_panic(format!("store call failed: {e}"));
             None
         }
     }
@@ -335,8 +358,7 @@ fn called<T>(r: Result<T, crate::stores::SetupError>, shared: &Shared) -> Option
 /// Whether a row the store just wrote makes work claimable: pending and
 /// due now, or out of `running` in a queue with a parallelism limit (a
 /// slot opened). The store host then wakes the worker processes.
-fn wakes_workers(r: &ReadRow, store_time: leasehold_core::StoreTime, shared: &Shared) -> bool {
-    let limited = shared.cfg.protocol.parallelism.is_some();
+fn wakes_workers(r: &ReadRow, store_time: leasehold_core::StoreTime, limited: bool) -> bool {
     (r.state == JobState::Pending && r.run_at <= store_time)
         || (limited && r.state != JobState::Running)
 }

@@ -13,14 +13,14 @@
 //! (`Returned`, attempt refunded), and `run` returns; the host's software
 //! then ends. A later scripted `restart` starts a new incarnation.
 
-use super::handler::SimHandler;
-use super::runtime::{sleep_until_true, HostRuntime};
-use super::shared::Shared;
+use super::handler::{HandlerSettings, SimHandler};
+use crate::faults::Shutdowns;
+use crate::machine::runtime::{sleep_until_true, HostRuntime};
 use leasehold_core::worker::wake::WorkSignal;
-use leasehold_core::worker::RuntimeEvent;
-use leasehold_core::{shutdown_channel, Sweeper, SweeperConfig, Worker};
+use leasehold_core::worker::{RuntimeEvent, WorkerConfigBuilder};
+use leasehold_core::{shutdown_channel, Millis, Sweeper, SweeperConfig, Worker};
 use leasehold_model::catalogue::{self, Variant};
-use leasehold_model::history::{record_of_event, Record};
+use leasehold_model::history::record_of_event;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,6 +28,35 @@ use std::task::Poll;
 
 /// Most reclaims per sweep call.
 pub const SWEEP_BATCH: u32 = 100;
+
+/// The configuration of one worker under its identity, not yet built: the
+/// scenario's protocol settings for the worker's queues, with the
+/// catalogue's variant put in.
+pub type ConfigureWorker = dyn Fn(&str, &[String]) -> WorkerConfigBuilder + Send + Sync;
+
+/// What one worker host is given, for every incarnation.
+pub struct WorkerSettings {
+    /// The queues of each worker of the process, in slot order (one
+    /// worker per entry: `topology.workers_per_process` of them).
+    pub queues: Vec<Vec<String>>,
+    /// The buggy variant in force (identities, merger).
+    pub variant: Option<Variant>,
+    /// Each worker's configuration.
+    pub configure: Arc<ConfigureWorker>,
+    /// The host's scripted graceful shutdowns.
+    pub shutdowns: Shutdowns,
+    /// What its handlers read.
+    pub handler: Arc<HandlerSettings>,
+}
+
+/// What a sweeper host is given.
+#[derive(Clone, Copy, Debug)]
+pub struct SweeperSettings {
+    /// Interval between sweeps.
+    pub interval: Millis,
+    /// The buggy variant in force (whose clock a sweep carries).
+    pub variant: Option<Variant>,
+}
 
 /// The worker identity of an incarnation: `worker-2` first, then
 /// `worker-2#1`, ... (the same name every time under
@@ -54,7 +83,7 @@ pub fn worker_identity(
 fn observe(rt: &HostRuntime, e: &RuntimeEvent) {
     let (t, _) = rt.times();
     let r = record_of_event(e, t, rt.host(), |local| rt.true_of_local(local));
-    rt.shared().record(r);
+    rt.recorder().record(r);
 }
 
 /// Polls every future of `all` in index order until each has finished:
@@ -81,43 +110,36 @@ async fn join_in_order(mut all: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>
 /// The worker host's software: one incarnation of a process running
 /// `topology.workers_per_process` workers on one store client (one
 /// [`RemoteStore`](crate::net::RemoteStore), whose batches merge as
-/// production's adapters merge them) and one wake-up listener. `index` is
-/// the host's number from 0.
-pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> Result<(), String> {
-    let rt = HostRuntime::new(shared.clone(), &host);
-    let incarnation = shared.next_incarnation(&host);
-    let per = shared.cfg.topology.workers_per_process.max(1);
+/// production's adapters merge them) and one wake-up listener.
+pub async fn run_worker(rt: HostRuntime, settings: Arc<WorkerSettings>) -> Result<(), String> {
+    let host = rt.host().to_string();
+    let incarnation = rt.next_incarnation();
+    let per = settings.queues.len().max(1) as u32;
     let ids: Vec<String> = (1..=per)
         .map(|k| {
             let slot = (per > 1).then_some(k);
-            worker_identity(&host, slot, incarnation, shared.variant)
+            worker_identity(&host, slot, incarnation, settings.variant)
         })
         .collect();
-    let (t, _) = rt.times();
-    shared.record(Record::HostStarted {
-        t,
-        host: host.clone(),
+    let t = rt.started(
         incarnation,
-        worker: Some(leasehold_core::WorkerId::new(ids[0].clone())),
-    });
+        Some(leasehold_core::WorkerId::new(ids[0].clone())),
+    );
     let wake = Arc::new(WorkSignal::new());
     let store = Arc::new(crate::net::worker_store(
         rt.clone(),
         wake.clone(),
-        shared.variant,
+        settings.variant,
     ));
-    let turns = SimHandler::new(rt.clone(), leasehold_core::WorkerId::new(ids[0].clone()));
+    let turns = SimHandler::new(
+        rt.clone(),
+        settings.handler.clone(),
+        leasehold_core::WorkerId::new(ids[0].clone()),
+    );
     let (handle, shutdown) = shutdown_channel();
     let mut workers: Vec<Pin<Box<dyn Future<Output = ()> + Send + '_>>> = Vec::new();
-    for (j, id) in ids.iter().enumerate() {
-        let k = index as usize * per as usize + j;
-        let queues = leasehold_model::protocol::queues_of(&shared.cfg, k);
-        let b = leasehold_model::protocol::worker_config(
-            &shared.cfg,
-            id.clone(),
-            &queues,
-            shared.variant,
-        );
+    for (id, queues) in ids.iter().zip(&settings.queues) {
+        let b = (settings.configure)(id, queues);
         let cfg = b.build().map_err(|e| format!("{host}: {e}"))?;
         let handler = turns.for_worker(leasehold_core::WorkerId::new(id.clone()));
         let obs_rt = rt.clone();
@@ -130,7 +152,7 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> Result
     }
     crate::net::listen_for_wake_ups(&rt, wake);
     let run = join_in_order(workers);
-    match shared.plan.shutdown_after(&host, t) {
+    match settings.shutdowns.after(t) {
         None => {
             let _keep = handle;
             run.await;
@@ -151,20 +173,12 @@ pub async fn run_worker(shared: Arc<Shared>, host: String, index: u32) -> Result
 }
 
 /// The sweeper host's software: one incarnation.
-pub async fn run_sweeper(shared: Arc<Shared>, host: String) -> Result<(), String> {
-    let rt = HostRuntime::new(shared.clone(), &host);
-    let incarnation = shared.next_incarnation(&host);
-    let (t, _) = rt.times();
-    shared.record(Record::HostStarted {
-        t,
-        host: host.clone(),
-        incarnation,
-        worker: None,
-    });
-    let own_clock = catalogue::sweeper_sends_wall(shared.variant);
+pub async fn run_sweeper(rt: HostRuntime, settings: SweeperSettings) -> Result<(), String> {
+    rt.start();
+    let own_clock = catalogue::sweeper_sends_wall(settings.variant);
     let store = Arc::new(crate::net::remote_store(rt.clone(), own_clock));
-    let cfg = SweeperConfig::new(shared.cfg.protocol.sweep_interval.0, SWEEP_BATCH)
-        .map_err(|e| format!("{host}: {e}"))?;
+    let cfg = SweeperConfig::new(settings.interval, SWEEP_BATCH)
+        .map_err(|e| format!("{}: {e}", rt.host()))?;
     let obs_rt = rt.clone();
     let sweeper = Sweeper::new(store, rt.clone(), cfg)
         .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));

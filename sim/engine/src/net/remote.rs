@@ -20,7 +20,7 @@
 
 use super::fabric;
 use crate::exec::HostIdx;
-use crate::hosts::runtime::HostRuntime;
+use crate::machine::runtime::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, Millis, Patience, Runtime, StoreError, StoreTime,
@@ -75,10 +75,10 @@ struct Pending<'a> {
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
-        if !self.done && !self.ids.is_empty() && !self.rt.shared().is_crashing() {
+        if !self.done && !self.ids.is_empty() && !self.rt.recorder().is_crashing() {
             let (t, local) = self.rt.times();
             for &id in &self.ids {
-                self.rt.shared().record(Record::Answer {
+                self.rt.recorder().record(Record::Answer {
                     t,
                     local,
                     host: self.rt.host().to_string(),
@@ -115,7 +115,7 @@ impl RemoteCall {
     ) -> Result<T, String> {
         let (t, local) = self.rt.times();
         for (id, op) in parts {
-            self.rt.shared().record(Record::Request {
+            self.rt.recorder().record(Record::Request {
                 t,
                 local,
                 host: self.rt.host().to_string(),
@@ -148,7 +148,7 @@ impl RemoteCall {
 
     fn record_answer(&self, id: u64, reply: Reply) {
         let (t, local) = self.rt.times();
-        self.rt.shared().record(Record::Answer {
+        self.rt.recorder().record(Record::Answer {
             t,
             local,
             host: self.rt.host().to_string(),
@@ -189,7 +189,7 @@ impl WireCall for RemoteCall {
     }
 
     async fn call(&self, op: WireOp) -> Result<WireReply, StoreError> {
-        let id = self.rt.shared().next_request_id();
+        let id = self.rt.recorder().next_request_id();
         let summary = op.summary();
         let msg = WireMessage::One(WireRequest {
             id,
@@ -247,7 +247,7 @@ impl RemoteCall {
         req: BatchRequest,
         patience: Option<Patience>,
     ) -> Result<BatchAnswer, StoreError> {
-        let shared = self.rt.shared().clone();
+        let rec = self.rt.recorder();
         let n_releases = req.releases.len();
         let ops: Vec<Op> = req
             .releases
@@ -259,10 +259,10 @@ impl RemoteCall {
                     .map(|c| WireOp::Claim(c.clone()).summary()),
             )
             .collect();
-        let ids: Vec<u64> = ops.iter().map(|_| shared.next_request_id()).collect();
+        let ids: Vec<u64> = ops.iter().map(|_| rec.next_request_id()).collect();
         let (t, local) = self.rt.times();
         for (id, op) in ids.iter().zip(ops) {
-            shared.record(Record::Request {
+            rec.record(Record::Request {
                 t,
                 local,
                 host: self.rt.host().to_string(),
@@ -374,7 +374,7 @@ impl RemoteCall {
         // they left, which the checker needs to tell a request that waited
         // behind a merged batch lost to a fault from one that failed alone.
         let (t, local) = self.rt.times();
-        self.rt.shared().record(Record::Sent {
+        self.rt.recorder().record(Record::Sent {
             t,
             local,
             host: self.rt.host().to_string(),

@@ -14,7 +14,7 @@
 
 use super::fabric;
 use crate::exec::HostIdx;
-use crate::hosts::HostRuntime;
+use crate::machine::HostRuntime;
 use leasehold_core::worker::wake::WorkSignal;
 use std::sync::Arc;
 
@@ -34,15 +34,9 @@ pub struct WakeSender {
 }
 
 impl WakeSender {
-    /// The sender of the host of `rt`; `workers` are the worker hosts.
-    pub fn new(rt: &HostRuntime, workers: Vec<String>) -> Self {
-        let workers = workers
-            .into_iter()
-            .filter_map(|h| {
-                let i = super::fabric::idx_of(&h)?;
-                Some((h, i))
-            })
-            .collect();
+    /// The sender of the host of `rt`; `workers` are the worker hosts
+    /// (name and number).
+    pub fn new(rt: &HostRuntime, workers: Vec<(String, HostIdx)>) -> Self {
         WakeSender {
             from: rt.idx(),
             workers,

@@ -1,6 +1,6 @@
 //! Assembling the final history of a run.
 
-use crate::hosts::Shared;
+use crate::machine::recorder::Recorder;
 use leasehold_core::{Event, JobRecord};
 use leasehold_model::config::SimConfig;
 use leasehold_model::history::History;
@@ -17,15 +17,15 @@ type Placed = (u64, Option<u64>, Event);
 /// from the store's answers instead; the answers themselves are judged
 /// against that model (I11), so nothing the store did goes unexamined.
 pub(super) fn collect(
-    shared: &Shared,
+    recorder: &Recorder,
     cfg: &SimConfig,
     now: u64,
     quiet: bool,
     rows: Vec<JobRecord>,
     events: Option<Vec<Event>>,
 ) -> History {
-    let records = shared.take_records();
-    let anchors = shared.take_anchors();
+    let records = recorder.take_records();
+    let anchors = recorder.take_anchors();
     let placed: Vec<Placed> = match events {
         Some(events) => {
             let mut last = (0u64, None);

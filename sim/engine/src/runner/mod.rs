@@ -41,21 +41,22 @@ pub use crate::stores::Backend;
 use collect::collect;
 use world::{Starter, World};
 
-use crate::exec::executor::{Executor, TaskFuture};
+use crate::exec::executor::Executor;
 use crate::faults::{self, FaultPlan, SwarmDraw};
-use crate::hosts::{client, store, worker, Shared};
+use crate::hosts::client::ClientSettings;
+use crate::hosts::software::{self, Settings};
+use crate::machine::recorder::Recorder;
+use crate::machine::HostRuntime;
 use crate::net::fabric::Fabric;
 use crate::stores::{SeedContext, StoreFactory};
-use crate::topology::{Host, HostKind, Hosts};
 use leasehold_check::checker::{self, Violation};
 use leasehold_core::{list_all, Event, JobRecord};
 use leasehold_model::catalogue::{self, Variant};
-use leasehold_model::clock::ClockModel;
-use leasehold_model::config::{ScriptedFault, SimConfig};
+use leasehold_model::config::{Host, ScriptedFault, SimConfig};
 use leasehold_model::history::{History, Record};
 use leasehold_model::workload::WorkloadPlan;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long every job must have been terminal before a run may end early.
@@ -173,13 +174,12 @@ pub fn variant_of(cfg: &SimConfig) -> Result<Option<Variant>, HarnessError> {
     }
 }
 
-/// Whether every planned job exists and is terminal (read through the
-/// open store; `false` while the store is down).
-fn all_terminal<F: StoreFactory>(backend: &Backend<F>, shared: &Shared) -> bool {
+/// Whether every one of the `want` planned jobs exists and is terminal
+/// (read through the open store; `false` while the store is down).
+fn all_terminal<F: StoreFactory>(backend: &Backend<F>, want: usize) -> bool {
     let Some(store) = backend.current() else {
         return false;
     };
-    let want = shared.workload.jobs.len();
     match backend.block_on(async move { list_all(&*store).await }) {
         Ok(Ok(rows)) => rows.len() >= want && rows.iter().all(|r| r.state.is_terminal()),
         _ => false,
@@ -275,29 +275,24 @@ fn run_world<F: StoreFactory>(
     let swarm = faults::draw_swarm(cfg, seed);
     let heal = faults::heal_time(cfg, &schedule);
     let broken = faults::timing_assumption_broken(cfg, &schedule);
-    // The one list of the world's hosts.
-    let topology = Hosts::of(cfg);
-    let clocks: BTreeMap<String, Arc<ClockModel>> = topology
-        .registration()
-        .iter()
-        .map(|h| {
-            (
-                h.name.clone(),
-                Arc::new(ClockModel::of_host(&h.name, &schedule)),
-            )
-        })
-        .collect();
-    let shared = Arc::new(Shared::new(
-        Arc::new(cfg.clone()),
+    let workload = Arc::new(WorkloadPlan::new(cfg, seed));
+    let jobs = workload.jobs.len();
+    let client = Arc::new(ClientSettings::of(cfg, workload.clone()));
+    let recorder = Arc::new(Recorder::default());
+    // Every host of the one list, with its runtime and what it reads.
+    let run = software::Run {
+        cfg,
         seed,
         variant,
-        swarm.clone(),
-        heal,
-        clocks,
-        plan.clone(),
-        WorkloadPlan::new(cfg, seed),
-    ));
-    shared.record_runner(Record::Run {
+        draw: &swarm,
+        heal_ms: heal,
+        schedule: &schedule,
+        plan: &plan,
+        workload,
+        client: client.clone(),
+    };
+    let contexts = software::contexts(&run, &recorder);
+    recorder.record_runner(Record::Run {
         scenario: cfg.name.clone(),
         seed,
         variant: cfg.variant.clone(),
@@ -312,18 +307,14 @@ fn run_world<F: StoreFactory>(
         timing_assumption_broken: broken,
     });
     for f in &schedule {
-        shared.record_runner(Record::Fault {
+        recorder.record_runner(Record::Fault {
             t: f.start().as_ms(),
             fault: f.clone(),
         });
     }
 
     // Registration order: the order hosts start in, and their numbers.
-    let names: Vec<String> = topology
-        .registration()
-        .iter()
-        .map(|h| h.name.clone())
-        .collect();
+    let names: Vec<String> = contexts.iter().map(|(h, _, _)| h.name.clone()).collect();
     let lat = &cfg.network.latency;
     let fabric = Fabric::new(
         names.clone(),
@@ -340,16 +331,14 @@ fn run_world<F: StoreFactory>(
             &[],
         ));
     }
-    let errors: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
-    let hosts: Vec<(Host, Starter)> = topology
-        .registration()
-        .iter()
-        .map(|h| {
-            let (s, b, errs) = (shared.clone(), backend.clone(), errors.clone());
-            let (kind, name) = (h.kind, h.name.clone());
+    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let hosts: Vec<(Host, Starter)> = contexts
+        .into_iter()
+        .map(|(h, rt, settings)| {
+            let (b, errs) = (backend.clone(), errors.clone());
             let starter: Starter =
-                Box::new(move |running| software(&s, &b, kind, &name, &errs, running));
-            (h.clone(), starter)
+                Box::new(move |running| start(&rt, &settings, &b, &errs, running));
+            (h, starter)
         })
         .collect();
     let b = backend.clone();
@@ -358,7 +347,7 @@ fn run_world<F: StoreFactory>(
         fabric,
         exec,
         plan,
-        shared.clone(),
+        recorder.clone(),
         Box::new(move || b.close()),
     );
     // Declared before `world`'s tear-down guard and dropped after it: the
@@ -367,7 +356,7 @@ fn run_world<F: StoreFactory>(
     // Dropped before `world` on every way out (a run timeout, a panic, a
     // harness error): tearing the world down drops every task, and their
     // guards must not record.
-    let _teardown = SilentTeardown(&shared);
+    let _teardown = SilentTeardown(&recorder);
     world.start_all();
     let end = cfg.duration.as_ms();
     let mut steps = 0u64;
@@ -378,7 +367,7 @@ fn run_world<F: StoreFactory>(
     let mut quiet_end = false;
     let outcome = loop {
         world.run_ready().map_err(HarnessError::Sim)?;
-        if let Some(p) = shared.panics().first() {
+        if let Some(p) = recorder.panics().first() {
             break Err(HarnessError::Panic(p.clone()));
         }
         if let Some(e) = errors.lock().unwrap_or_else(|p| p.into_inner()).first() {
@@ -430,8 +419,8 @@ fn run_world<F: StoreFactory>(
             let quiet = cfg.topology.schedulers == 0
                 && next >= heal
                 && world.faults_done()
-                && shared.client_done()
-                && all_terminal(backend, &shared);
+                && client.is_done()
+                && all_terminal(backend, jobs);
             match (quiet, quiet_since) {
                 (false, _) => quiet_since = None,
                 (true, None) => quiet_since = Some(next),
@@ -449,7 +438,7 @@ fn run_world<F: StoreFactory>(
     world.tear_down();
     outcome?;
     let (rows, events) = read_final(backend)?;
-    let history = collect(&shared, cfg, now, quiet_end, rows, events);
+    let history = collect(&recorder, cfg, now, quiet_end, rows, events);
     let violations = checker::check(&history, cfg);
     Ok(SeedOutcome {
         scenario: cfg.name.clone(),
@@ -466,63 +455,32 @@ fn run_world<F: StoreFactory>(
     })
 }
 
-/// A fresh incarnation of `host`'s software, gated; a host that fails
-/// (its configuration rejected, its store not opened) reports to `errors`.
-fn software<F: StoreFactory>(
-    shared: &Arc<Shared>,
+/// A fresh incarnation of the software of the host of `rt`, gated; a host
+/// that fails (its configuration rejected, its store not opened) reports
+/// to `errors`, and `running` is cleared once the software returns.
+fn start<F: StoreFactory>(
+    rt: &HostRuntime,
+    settings: &Settings,
     backend: &Arc<Backend<F>>,
-    kind: HostKind,
-    host: &str,
-    errors: &Arc<std::sync::Mutex<Vec<String>>>,
-    running: Arc<std::sync::atomic::AtomicBool>,
-) -> TaskFuture {
-    let s = shared.clone();
-    let h = host.to_string();
-    let fut: std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), String>> + Send>> =
-        match kind {
-            HostKind::Store => Box::pin(store::run(s.clone(), backend.clone())),
-            HostKind::Client => Box::pin(client::run(s.clone())),
-            HostKind::Worker(n) => Box::pin(worker::run_worker(s.clone(), h.clone(), n - 1)),
-            HostKind::Sweeper(_) => Box::pin(worker::run_sweeper(s.clone(), h.clone())),
-            HostKind::Scheduler(_) => {
-                Box::pin(crate::hosts::scheduler::run_scheduler(s.clone(), h.clone()))
-            }
-        };
-    let g = gated(s, &h, fut);
-    let errors = errors.clone();
+    errors: &Arc<Mutex<Vec<String>>>,
+    running: Arc<AtomicBool>,
+) -> crate::exec::executor::TaskFuture {
+    let g = settings.incarnation(rt, backend);
+    let (host, errors) = (rt.host().to_string(), errors.clone());
     Box::pin(async move {
         let out = g.await;
-        running.store(false, std::sync::atomic::Ordering::SeqCst);
+        running.store(false, Ordering::SeqCst);
         if let Err(e) = out {
             errors
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push(format!("{h}: {e}"));
+                .push(format!("{host}: {e}"));
         }
     })
 }
 
-/// A host's software wrapped in its pause gate.
-fn gated<F>(
-    shared: Arc<Shared>,
-    host: &str,
-    fut: F,
-) -> impl std::future::Future<Output = Result<(), String>> + Send + 'static
-where
-    F: std::future::Future<Output = Result<(), String>> + Send + 'static,
-{
-    let rt = crate::hosts::HostRuntime::new(shared, host);
-    let g = rt.gate(fut);
-    async move {
-        match g.await {
-            Some(Ok(())) | None => Ok(()),
-            Some(Err(e)) => Err(e),
-        }
-    }
-}
-
 /// Marks the run as tearing down when dropped (see its use in the run).
-struct SilentTeardown<'a>(&'a Shared);
+struct SilentTeardown<'a>(&'a Recorder);
 
 impl Drop for SilentTeardown<'_> {
     fn drop(&mut self) {

@@ -6,7 +6,7 @@
 //!
 //! ## Invariants
 //! - A crash drops every task of the host at once, in spawn order, with
-//!   recording off (`Shared::set_crashing`), then takes the host off the
+//!   recording off (`Recorder::set_crashing`), then takes the host off the
 //!   network: nothing of that incarnation is recorded after its
 //!   `HostCrashed` record, and answers to it are dropped ("dead is dead",
 //!   `tests/engine_dead_is_dead.rs`).
@@ -18,9 +18,9 @@ use crate::exec::executor::{self, run_ready, Executor, TaskFuture};
 use crate::exec::timers::{self, Event, Timeline};
 use crate::exec::HostIdx;
 use crate::faults::{FaultPlan, LinkView, ProcessAction};
-use crate::hosts::Shared;
+use crate::machine::recorder::Recorder;
 use crate::net::fabric::{self, Fabric, Message, Network};
-use crate::topology::{Host, HostKind};
+use leasehold_model::config::{Host, HostKind};
 use leasehold_model::history::Record;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -37,8 +37,8 @@ pub(super) struct World {
     time: Rc<Timeline<Message>>,
     exec: Rc<RefCell<Executor>>,
     net: Rc<Network>,
-    /// The run's settings and recorder.
-    pub(super) shared: Arc<Shared>,
+    /// The run's recorder.
+    recorder: Arc<Recorder>,
     plan: FaultPlan,
     /// Each host and its software, in registration order.
     hosts: Vec<(Host, Starter)>,
@@ -69,7 +69,7 @@ impl World {
         fabric: Fabric,
         exec: Executor,
         plan: FaultPlan,
-        shared: Arc<Shared>,
+        recorder: Arc<Recorder>,
         on_store_down: Box<dyn Fn()>,
     ) -> Self {
         let time: Rc<Timeline<Message>> = Rc::default();
@@ -77,7 +77,7 @@ impl World {
             net: Network::new(time.clone(), fabric),
             time,
             exec: Rc::new(RefCell::new(exec)),
-            shared,
+            recorder,
             plan,
             running: hosts.iter().map(|_| Arc::default()).collect(),
             hosts,
@@ -138,17 +138,25 @@ impl World {
         }
     }
 
-    fn start(&mut self, i: HostIdx) {
-        // What an incarnation whose software returned left behind goes
-        // with it, silently (it did not crash).
-        self.shared.set_crashing(true);
-        let left = self.exec.borrow_mut().take_host(i);
-        for t in left {
+    /// Turns recording off, then drops every task of host `i`, in spawn
+    /// order, and takes it off the network. The caller turns recording
+    /// back on.
+    fn take_down(&mut self, i: HostIdx) {
+        self.recorder.set_crashing(true);
+        let tasks = self.exec.borrow_mut().take_host(i);
+        // One after another, outside the executor's borrow.
+        for t in tasks {
             drop(t);
         }
         let gone = self.net.fabric.borrow_mut().host_down(i);
         drop(gone);
-        self.shared.set_crashing(false);
+    }
+
+    fn start(&mut self, i: HostIdx) {
+        // What an incarnation whose software returned left behind goes
+        // with it, silently (it did not crash).
+        self.take_down(i);
+        self.recorder.set_crashing(false);
         self.net.fabric.borrow_mut().host_up(i);
         self.running[i].store(true, Ordering::SeqCst);
         let fut = (self.hosts[i].1)(self.running[i].clone());
@@ -161,20 +169,13 @@ impl World {
 
     /// Kills host `i` and records it at `now`.
     fn crash(&mut self, i: HostIdx, now: u64) {
-        self.shared.set_crashing(true);
-        let tasks = self.exec.borrow_mut().take_host(i);
-        // One after another, outside the executor's borrow.
-        for t in tasks {
-            drop(t);
-        }
-        let gone = self.net.fabric.borrow_mut().host_down(i);
-        drop(gone);
+        self.take_down(i);
         if self.hosts[i].0.kind == HostKind::Store {
             (self.on_store_down)();
         }
         self.running[i].store(false, Ordering::SeqCst);
-        self.shared.set_crashing(false);
-        self.shared.record_runner(Record::HostCrashed {
+        self.recorder.set_crashing(false);
+        self.recorder.record_runner(Record::HostCrashed {
             t: now,
             host: self.hosts[i].0.name.clone(),
         });
@@ -230,7 +231,7 @@ impl World {
                     let again = self.net.fabric.borrow_mut().set_link(ia, ib, new);
                     fabric::resend(&self.net, again);
                 }
-                self.shared.record_runner(Record::Link {
+                self.recorder.record_runner(Record::Link {
                     t: now,
                     a: a.clone(),
                     b: b.clone(),
@@ -251,7 +252,7 @@ impl World {
 
     /// Drops every task of every host with recording off (the run is over).
     pub(super) fn tear_down(&mut self) {
-        self.shared.set_crashing(true);
+        self.recorder.set_crashing(true);
         for i in 0..self.hosts.len() {
             let tasks = self.exec.borrow_mut().take_host(i);
             for t in tasks {

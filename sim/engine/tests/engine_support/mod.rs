@@ -24,6 +24,19 @@ pub fn run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
     memory_run(cfg, seed).unwrap_or_else(|e| panic!("{} seed {seed}: harness error: {e}", cfg.name))
 }
 
+/// Runs a seed and fails the test unless every invariant held, showing
+/// each violation.
+pub fn clean_run(cfg: &SimConfig, seed: u64) -> SeedOutcome {
+    let out = run(cfg, seed);
+    assert!(
+        out.violations.is_empty(),
+        "{} seed {seed}:\n{}",
+        cfg.name,
+        describe(&out, cfg)
+    );
+    out
+}
+
 /// One seed on the memory store, through the engine's one door.
 pub fn memory_run(cfg: &SimConfig, seed: u64) -> Result<SeedOutcome, HarnessError> {
     let cfg = PreparedConfig::new(cfg.clone())?;

@@ -10,6 +10,7 @@
 //! One file per part, each name reachable as `config::Name`: this file
 //! holds the scenario ([`SimConfig`]) and its problems; `settings` the
 //! `[topology]`, `[protocol]`, `[workload]` and `[network]` tables;
+//! `hosts` the one typed list of the world's hosts the topology makes;
 //! `swarm` the `[faults]` ranges; `scripted` the grammar of
 //! `events = [...]`; `invariant` the invariant ids; `range` the `[min, max]`
 //! form; `validate` the checks, one function per section. The parts
@@ -17,6 +18,7 @@
 //! (which call into `bounds`, `schedules`, `feasible`, `wire` and
 //! `workload`, which read the types).
 
+mod hosts;
 mod invariant;
 mod range;
 mod scripted;
@@ -24,6 +26,7 @@ mod settings;
 mod swarm;
 mod validate;
 
+pub use hosts::{Host, HostKind, Hosts};
 pub use invariant::InvariantId;
 pub use range::Range;
 pub use scripted::ScriptedFault;
@@ -133,13 +136,9 @@ pub struct ConfigProblem {
     pub message: String,
 }
 impl SimConfig {
-    /// The names of every host in the world.
-    pub fn host_names(&self) -> Vec<String> {
-        let mut v = vec!["store".to_string(), "client".to_string()];
-        v.extend((1..=self.topology.workers).map(|i| format!("worker-{i}")));
-        v.extend((1..=self.topology.sweepers).map(|i| format!("sweeper-{i}")));
-        v.extend((1..=self.topology.schedulers).map(|i| format!("scheduler-{i}")));
-        v
+    /// Every host of the world, typed (the one list: see [`Hosts`]).
+    pub fn hosts(&self) -> Hosts {
+        Hosts::of(&self.topology)
     }
 }
 

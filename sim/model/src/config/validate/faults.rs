@@ -2,7 +2,7 @@
 //! scripted `events`.
 
 use super::{check_range, Bad};
-use crate::config::{Range, ScriptedFault, SimConfig};
+use crate::config::{HostKind, Range, ScriptedFault, SimConfig};
 
 /// The swarm's ranges: rates per minute, probabilities, lengths and clocks.
 pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
@@ -60,16 +60,20 @@ pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
 /// Each scripted event: hosts that exist, a start inside the run, and a
 /// graceful shutdown only of a worker.
 pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
-    let hosts = cfg.host_names();
+    let hosts = cfg.hosts();
+    let names = || {
+        hosts
+            .draw()
+            .map(|h| h.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     for (i, ev) in cfg.events.iter().enumerate() {
         for h in ev.hosts() {
-            if !hosts.iter().any(|n| n == h) {
+            if !hosts.contains(h) {
                 bad(
                     &format!("events[{i}]"),
-                    format!(
-                        "unknown host {h:?} in `{ev}`; hosts are {}",
-                        hosts.join(", ")
-                    ),
+                    format!("unknown host {h:?} in `{ev}`; hosts are {}", names()),
                 );
             }
         }
@@ -80,13 +84,11 @@ pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
             );
         }
         if let ScriptedFault::Conflict { host, .. } = ev {
-            // Only a host that sends the store renews, releases or cancels.
-            let sender = host == "client"
-                || host
-                    .strip_prefix("worker-")
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .is_some_and(|n| (1..=cfg.topology.workers).contains(&n));
-            if !sender && hosts.iter().any(|n| n == host) {
+            // Only a host that sends the store renews, releases or cancels
+            // (an unknown host is reported above).
+            let kind = hosts.named(host).map(|h| h.kind);
+            let sender = matches!(kind, Some(HostKind::Worker(_) | HostKind::Client));
+            if !sender && kind.is_some() {
                 bad(
                     &format!("events[{i}]"),
                     format!(
@@ -97,11 +99,9 @@ pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
             }
         }
         if let ScriptedFault::Shutdown { host, .. } = ev {
-            let worker = host
-                .strip_prefix("worker-")
-                .and_then(|n| n.parse::<u32>().ok())
-                .is_some_and(|n| (1..=cfg.topology.workers).contains(&n));
-            if !worker && hosts.iter().any(|n| n == host) {
+            // An unknown host is reported above; a known one must be a worker.
+            let kind = hosts.named(host).map(|h| h.kind);
+            if kind.is_some_and(|k| !matches!(k, HostKind::Worker(_))) {
                 bad(
                     &format!("events[{i}]"),
                     format!(

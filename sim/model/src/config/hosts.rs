@@ -1,17 +1,20 @@
-//! The hosts of a world, typed: what each runs is decided by its kind, not
-//! by the prefix of its name.
+//! The hosts of a scenario's world, typed: what each runs is decided by its
+//! kind, not by the prefix of its name.
 //!
-//! The list of a scenario's hosts is built here, once, by [`Hosts::of`].
-//! Two orders of it matter to every history hash, so both are written down
-//! here and nowhere else:
+//! This is the one list of a scenario's hosts ([`Hosts::of`]): validation
+//! checks scripted faults against it, and the engine builds its world,
+//! draws its faults and shrinks its scenarios from it. Two orders of it
+//! matter to every history hash, so both are written down here and
+//! nowhere else:
 //! - the registration order ([`Hosts::registration`]): store, workers,
-//!   sweepers, schedulers, client. It numbers the hosts on the executor
-//!   and the network, and is the order they first start in;
+//!   sweepers, schedulers, client. It numbers the hosts on the engine's
+//!   executor and network, and is the order they first start in;
 //! - the draw order ([`Hosts::draw`]): store, client, workers, sweepers,
-//!   schedulers. The swarm draws each host's faults in this order, and the
-//!   schedule keeps faults of one instant in it (a stable sort).
+//!   schedulers. The swarm draws each host's faults in this order, the
+//!   schedule keeps faults of one instant in it (a stable sort), and
+//!   validation lists the hosts in it.
 
-use leasehold_model::config::SimConfig;
+use super::Topology;
 
 /// What a host runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -42,23 +45,27 @@ impl HostKind {
     }
 }
 
-/// One host of a world: its kind and its name.
+/// One host of a world: its kind, its name, and its number in
+/// registration order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Host {
     /// What it runs.
     pub kind: HostKind,
     /// Its name.
     pub name: String,
+    /// Its place in registration order (from 0): its number on the
+    /// engine's executor and network.
+    pub index: usize,
 }
 
 /// Every host of a scenario, in registration order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hosts(Vec<Host>);
 
 impl Hosts {
-    /// The hosts of `cfg`'s topology.
-    pub fn of(cfg: &SimConfig) -> Self {
-        let t = &cfg.topology;
+    /// The hosts of `topology`.
+    pub fn of(topology: &Topology) -> Self {
+        let t = topology;
         let mut kinds = vec![HostKind::Store];
         kinds.extend((1..=t.workers).map(HostKind::Worker));
         kinds.extend((1..=t.sweepers).map(HostKind::Sweeper));
@@ -67,9 +74,11 @@ impl Hosts {
         Hosts(
             kinds
                 .into_iter()
-                .map(|kind| Host {
+                .enumerate()
+                .map(|(index, kind)| Host {
                     kind,
                     name: kind.name(),
+                    index,
                 })
                 .collect(),
         )
@@ -91,9 +100,20 @@ impl Hosts {
             .chain(&self.0[1..n - 1])
     }
 
+    /// The host named `name`, if there is one.
+    pub fn named(&self, name: &str) -> Option<&Host> {
+        self.0.iter().find(|h| h.name == name)
+    }
+
     /// Whether a host of this name exists.
     pub fn contains(&self, name: &str) -> bool {
-        self.0.iter().any(|h| h.name == name)
+        self.named(name).is_some()
+    }
+
+    /// The hosts of one kind of software (`Worker`, say, for every worker
+    /// host), in registration order.
+    pub fn of_kind(&self, same: impl Fn(HostKind) -> bool) -> impl Iterator<Item = &Host> {
+        self.0.iter().filter(move |h| same(h.kind))
     }
 
     /// How many hosts there are.
@@ -111,12 +131,13 @@ impl Hosts {
 mod tests {
     use super::*;
 
-    fn cfg() -> SimConfig {
-        let mut c = SimConfig::default();
-        c.topology.workers = 2;
-        c.topology.sweepers = 1;
-        c.topology.schedulers = 2;
-        c
+    fn hosts() -> Hosts {
+        Hosts::of(&Topology {
+            workers: 2,
+            sweepers: 1,
+            schedulers: 2,
+            ..Topology::default()
+        })
     }
 
     fn names<'a>(it: impl Iterator<Item = &'a Host>) -> Vec<&'a str> {
@@ -125,7 +146,7 @@ mod tests {
 
     #[test]
     fn registration_order_numbers_store_workers_sweepers_schedulers_client() {
-        let h = Hosts::of(&cfg());
+        let h = hosts();
         assert_eq!(
             names(h.registration().iter()),
             [
@@ -138,12 +159,38 @@ mod tests {
                 "client"
             ]
         );
+        for (i, host) in h.registration().iter().enumerate() {
+            assert_eq!(host.index, i, "{} numbered by its place", host.name);
+        }
     }
 
     #[test]
-    fn draw_order_is_the_models_host_names() {
-        let c = cfg();
-        let h = Hosts::of(&c);
-        assert_eq!(names(h.draw()), c.host_names());
+    fn draw_order_is_store_client_then_registration_order() {
+        assert_eq!(
+            names(hosts().draw()),
+            [
+                "store",
+                "client",
+                "worker-1",
+                "worker-2",
+                "sweeper-1",
+                "scheduler-1",
+                "scheduler-2"
+            ]
+        );
+    }
+
+    #[test]
+    fn kinds_are_found_by_name_and_by_kind() {
+        let h = hosts();
+        assert_eq!(
+            h.named("worker-2").map(|w| w.kind),
+            Some(HostKind::Worker(2))
+        );
+        assert_eq!(h.named("worker-3"), None);
+        assert_eq!(h.named("worker-02"), None);
+        let workers = names(h.of_kind(|k| matches!(k, HostKind::Worker(_))));
+        assert_eq!(workers, ["worker-1", "worker-2"]);
+        assert_eq!(h.len(), 7);
     }
 }

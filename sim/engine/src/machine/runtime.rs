@@ -33,14 +33,23 @@
 //! ## Panics
 //! A panic in a spawned task would be lost; the gate catches it and reports
 //! it to the runner, which fails the run as a harness error.
+//!
+//! ## What a host is given
+//! One [`HostRuntime`] per host and world, shared by all its incarnations:
+//! its name and number, its clock, its pause windows, its incarnation
+//! count and the run's [`Recorder`]. Nothing else of the run: what a host's
+//! software reads besides is its own settings (see [`crate::hosts::software`]).
 
-use super::shared::Shared;
-use crate::faults::paused_until;
-use leasehold_core::{BoxFuture, Millis, Runtime, StoreTime};
+use super::recorder::Recorder;
+use crate::faults::{paused_until, Pauses};
+use leasehold_core::{BoxFuture, Millis, Runtime, StoreTime, WorkerId};
 use leasehold_model::clock::ClockModel;
+use leasehold_model::config::Host;
+use leasehold_model::history::Record;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -61,9 +70,10 @@ pub type HostSleep = crate::exec::Sleep;
 struct HostCtx {
     name: String,
     idx: crate::exec::HostIdx,
-    shared: Arc<Shared>,
+    recorder: Arc<Recorder>,
     clock: Arc<ClockModel>,
-    pauses: Arc<Vec<(u64, u64)>>,
+    pauses: Pauses,
+    incarnations: AtomicU32,
 }
 
 /// A host's clocks, timers and spawner.
@@ -71,16 +81,21 @@ struct HostCtx {
 pub struct HostRuntime(Arc<HostCtx>);
 
 impl HostRuntime {
-    /// The runtime of `host`.
-    pub fn new(shared: Arc<Shared>, host: &str) -> Self {
-        let idx = crate::net::fabric::idx_of(host)
-            .unwrap_or_else(|| panic!("host {host} is not in the simulation"));
+    /// The runtime of `host` (numbered by its place in registration
+    /// order), on `clock`, paused in `pauses`, recording to `recorder`.
+    pub fn new(
+        host: &Host,
+        clock: Arc<ClockModel>,
+        pauses: Pauses,
+        recorder: Arc<Recorder>,
+    ) -> Self {
         HostRuntime(Arc::new(HostCtx {
-            idx,
-            name: host.to_string(),
-            clock: shared.clock(host),
-            pauses: shared.plan.pauses_of(host),
-            shared,
+            idx: host.index,
+            name: host.name.clone(),
+            recorder,
+            clock,
+            pauses,
+            incarnations: AtomicU32::new(0),
         }))
     }
 
@@ -94,9 +109,38 @@ impl HostRuntime {
         self.0.idx
     }
 
-    /// The run's shared state.
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.0.shared
+    /// The run's recorder.
+    pub fn recorder(&self) -> &Recorder {
+        &self.0.recorder
+    }
+
+    /// The number of the incarnation starting now (0 on the host's first
+    /// start): each call is one more start. Called by the software itself
+    /// when it first runs, so a start that never ran (crashed before its
+    /// first poll, or during a pause) numbers nothing.
+    pub fn next_incarnation(&self) -> u32 {
+        self.0.incarnations.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Starts one incarnation of a host other than a worker: numbers it
+    /// and records its start (see [`HostRuntime::started`]). Answers the
+    /// incarnation and the true time.
+    pub fn start(&self) -> (u32, u64) {
+        let incarnation = self.next_incarnation();
+        (incarnation, self.started(incarnation, None))
+    }
+
+    /// Records that `incarnation` (running `worker`'s identity, on a
+    /// worker host) started now; answers the true time.
+    pub fn started(&self, incarnation: u32, worker: Option<WorkerId>) -> u64 {
+        let (t, _) = self.times();
+        self.recorder().record(Record::HostStarted {
+            t,
+            host: self.host().to_string(),
+            incarnation,
+            worker,
+        });
+        t
     }
 
     /// The host's clock model.
@@ -121,7 +165,7 @@ impl HostRuntime {
         Gate {
             inner: Box::pin(fut),
             pauses: self.0.pauses.clone(),
-            shared: self.0.shared.clone(),
+            recorder: self.0.recorder.clone(),
             wait: None,
         }
     }
@@ -159,8 +203,8 @@ impl Runtime for HostRuntime {
 /// reported instead of swallowed.
 pub struct Gate<F: Future> {
     inner: Pin<Box<F>>,
-    pauses: Arc<Vec<(u64, u64)>>,
-    shared: Arc<Shared>,
+    pauses: Pauses,
+    recorder: Arc<Recorder>,
     wait: Option<HostSleep>,
 }
 
@@ -195,7 +239,7 @@ impl<F: Future> Future for Gate<F> {
                     .cloned()
                     .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                     .unwrap_or_else(|| "non-string panic".into());
-                self.shared.report_panic(msg);
+                self.recorder.report_panic(msg);
                 Poll::Ready(None)
             }
         }

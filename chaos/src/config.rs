@@ -4,6 +4,7 @@ use crate::error::ChaosError;
 pub use crate::fault_kind::FaultKind;
 use crate::job::PlantedBug;
 use crate::shape::{QueueLimit, Shape, MAX_WORKERS_PER_PROCESS};
+pub use crate::store_target::{PgControl, StoreTarget};
 use leasehold_core::{Millis, WorkerConfig};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,43 +42,6 @@ pub const MIN_FAULT_EVERY: Duration = Duration::from_millis(50);
 const _: () = assert!(DEFAULT_RENEW.0 < DEFAULT_LEASE.0);
 const _: () = assert!(DEFAULT_JOBS <= MAX_JOBS);
 const _: () = assert!(DEFAULT_WORKERS <= MAX_WORKERS);
-
-/// How to restart the PostgreSQL server (`pg_ctl restart -m immediate`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PgControl {
-    /// The `pg_ctl` program.
-    pub pg_ctl: PathBuf,
-    /// The cluster's data directory.
-    pub data: PathBuf,
-    /// The server log file `pg_ctl -l` writes to.
-    pub log: Option<PathBuf>,
-    /// The user the server runs as (`runuser -u USER`), when we are root.
-    pub user: Option<String>,
-}
-
-/// The store the run uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StoreTarget {
-    /// A PostgreSQL database (a fresh schema per run).
-    Postgres {
-        /// The connection URL.
-        url: String,
-        /// Server control for the restart fault, when known.
-        control: Option<PgControl>,
-    },
-    /// A SQLite file shared by the worker processes.
-    Sqlite,
-}
-
-impl StoreTarget {
-    /// `postgres` or `sqlite`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            StoreTarget::Postgres { .. } => "postgres",
-            StoreTarget::Sqlite => "sqlite",
-        }
-    }
-}
 
 /// A validated chaos run. Build it with [`ChaosConfig::builder`].
 #[derive(Clone, Debug, PartialEq)]

@@ -7,7 +7,7 @@
 //! queued for the next merged batch), `kill-writer-queued` kills a SQLite
 //! process inside its write transaction while other Workers of it wait.
 
-use crate::config::StoreTarget;
+use crate::store_target::StoreTarget;
 
 /// A kind of fault the nemesis injects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]

@@ -53,6 +53,7 @@ pub mod schedule;
 pub mod shape;
 pub mod signals;
 pub mod store;
+pub mod store_target;
 
 pub use config::{ChaosConfig, FaultKind, StoreTarget};
 pub use error::ChaosError;

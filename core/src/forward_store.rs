@@ -226,3 +226,10 @@ macro_rules! __forward_unless {
         $crate::__forward_unless! { [$($rest),*] $name $($item)* }
     };
 }
+
+// A shared store is a store: every operation through the `Arc`. Here, not
+// beside the trait, so the trait's file does not reach for its forwarder.
+use crate::store::Store;
+use std::sync::Arc;
+
+crate::forward_store!(impl[S: Store] Store for Arc<S>, |self| **self);

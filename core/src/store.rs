@@ -17,7 +17,6 @@ use crate::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecor
 use crate::time::{Millis, StoreTime};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
-use std::sync::Arc;
 
 /// Ask for up to `max` leases on `queue` for `worker`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,8 +215,6 @@ pub trait Store: Send + Sync + 'static {
         std::future::pending()
     }
 }
-
-crate::forward_store!(impl[S: Store] Store for Arc<S>, |self| **self);
 
 /// Most rows [`list_all`] reads, so a runaway store cannot loop forever.
 pub const LIST_ALL_MAX_ROWS: usize = 10_000_000;

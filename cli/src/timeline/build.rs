@@ -1,6 +1,6 @@
 //! Builds a [`Timeline`] from a run's [`History`].
 
-use super::{Arrow, ClockLane, FaultSpan, JobLane, LeaseBar, Mark, Timeline};
+use super::page::{Arrow, ClockLane, FaultSpan, JobLane, LeaseBar, Mark, Timeline};
 use leasehold_core::{EventKind, JobId};
 use leasehold_model::clock::{ClockModel, EPOCH_MS};
 use leasehold_model::config::ScriptedFault;

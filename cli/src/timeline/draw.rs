@@ -6,8 +6,9 @@
 //! taken on its line: a label that would touch another is left out (its
 //! text stays in the tooltip and the list), so nothing overprints.
 
+use super::escape::escape;
+use super::page::{ClockLane, FaultSpan, JobLane, Mark, Timeline, MAX_LANES};
 use super::palette::{self, Palette};
-use super::{escape, FaultSpan, JobLane, Mark, Timeline, MAX_LANES};
 use leasehold_model::duration::format_ms;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -205,7 +206,7 @@ fn axis(c: &mut Canvas<'_>, height: f64) {
     }
 }
 
-fn host_lane(c: &mut Canvas<'_>, h: &super::ClockLane, y: f64) {
+fn host_lane(c: &mut Canvas<'_>, h: &ClockLane, y: f64) {
     let data = format!(" data-host=\"{}\" data-h=\"{HOST_H}\"", escape(&h.host));
     lane_rect(c, y, HOST_H, "#f3f4f6", "lane host", &data);
     let _ = writeln!(
@@ -266,7 +267,7 @@ fn fault(c: &mut Canvas<'_>, f: &FaultSpan) {
 
 /// The host's wall clock minus true time, with its scale in the label
 /// column: `+max` at the top, `0` in the middle, `-max` at the bottom.
-fn clock(c: &mut Canvas<'_>, h: &super::ClockLane, y: f64) {
+fn clock(c: &mut Canvas<'_>, h: &ClockLane, y: f64) {
     let max = h
         .offsets
         .iter()

@@ -2,7 +2,7 @@
 //! and no red (violations), so a lease never blends into the shading and
 //! never reads as an error.
 
-use super::Timeline;
+use super::page::Timeline;
 use std::collections::BTreeMap;
 
 /// Fault hatching.

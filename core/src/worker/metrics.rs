@@ -31,7 +31,7 @@
 //! simulated time.
 
 use super::observer::{BeliefEnd, RuntimeEvent};
-use super::scheduler::TickReport;
+use super::tick_report::TickReport;
 use crate::job::Release;
 use crate::time::Millis;
 

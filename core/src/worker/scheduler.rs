@@ -22,10 +22,10 @@
 
 use super::scheduler_config::SchedulerConfig;
 use super::shutdown::Shutdown;
+use super::tick_report::TickReport;
 use super::timeout::with_timeout;
 use crate::clock::Runtime;
 use crate::error::StoreError;
-use crate::ids::JobId;
 use crate::schedule::{plan, FireRequest, ListSchedulesRequest, ScheduleRecord};
 use crate::store::Store;
 use crate::time::StoreTime;
@@ -36,19 +36,6 @@ use std::sync::Arc;
 const LIST_PAGE: u32 = 500;
 /// Most listing calls per tick (so at most 500,000 schedules per tick).
 const MAX_LIST_PAGES: usize = 1000;
-
-/// What one tick did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TickReport {
-    /// The store time the tick judged by.
-    pub now: Option<StoreTime>,
-    /// Plan times fired with a definite answer: (schedule, plan time, job).
-    pub fired: Vec<(String, StoreTime, JobId)>,
-    /// Fires whose outcome was unknown (retried next tick).
-    pub unknown: u32,
-    /// Fires the store refused (the schedule was removed or replaced meanwhile).
-    pub refused: u32,
-}
 
 /// Fires the plan times of the store's schedules.
 pub struct Scheduler<S, R> {

@@ -30,15 +30,17 @@ pub mod clock;
 pub mod counterexample;
 pub mod ghost;
 pub mod hash;
+pub mod ident;
 pub mod model;
 pub mod plant;
+pub mod record;
 pub mod run;
 pub mod scope;
 pub mod trace;
 pub mod world;
 
-pub use ghost::Inv;
 pub use model::{Action, World};
 pub use plant::Plant;
+pub use record::Inv;
 pub use run::{check, Report, Verdict};
 pub use scope::{Scope, ScopeBuilder, ScopeError};

@@ -32,9 +32,11 @@
 //! record. This skips the idle tail of long scenarios.
 
 mod collect;
+mod error;
 mod valid;
 mod world;
 
+pub use error::HarnessError;
 pub use valid::PreparedConfig;
 
 pub use crate::stores::Backend;
@@ -111,67 +113,9 @@ impl SeedOutcome {
     }
 }
 
-/// A bug or misconfiguration of the harness (never an invariant violation).
-#[derive(Debug, thiserror::Error)]
-pub enum HarnessError {
-    /// The scenario is invalid.
-    #[error("invalid scenario: {}", .0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))]
-    Config(Vec<leasehold_model::config::ConfigProblem>),
-    /// The variant name is unknown.
-    #[error("unknown variant {name:?}; known variants: {known}")]
-    UnknownVariant {
-        /// The name given.
-        name: String,
-        /// The known names.
-        known: String,
-    },
-    /// A host's software failed (for example its configuration was rejected).
-    #[error("simulation failed: {0}")]
-    Sim(String),
-    /// Simulated code panicked.
-    #[error("simulated code panicked: {0}")]
-    Panic(String),
-    /// The store could not be set up or read (bad URL, unreachable database,
-    /// a schema that holds data, a variant the store does not carry).
-    #[error("store: {0}")]
-    Store(String),
-    /// The run used up its wall-clock limit and was stopped between two
-    /// steps: nothing was judged (it is neither a pass nor a violation).
-    #[error(
-        "stopped by the run timeout of {}s of wall time, after {} of {} simulated ({steps} steps); \
-         raise --run-timeout or shorten the scenario",
-        limit.as_secs_f64(),
-        leasehold_model::duration::format_ms(*sim_ms),
-        leasehold_model::duration::format_ms(*duration_ms)
-    )]
-    Timeout {
-        /// The wall-clock limit.
-        limit: Duration,
-        /// Simulated time reached.
-        sim_ms: u64,
-        /// The scenario's duration.
-        duration_ms: u64,
-        /// Steps taken.
-        steps: u64,
-    },
-}
-
 /// The concrete fault schedule `seed` draws for `cfg`.
 pub fn fault_schedule(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
     faults::fault_schedule(cfg, seed)
-}
-
-/// Parses the scenario's variant.
-pub fn variant_of(cfg: &SimConfig) -> Result<Option<Variant>, HarnessError> {
-    match &cfg.variant {
-        None => Ok(None),
-        Some(name) => Variant::parse(name)
-            .map(Some)
-            .ok_or_else(|| HarnessError::UnknownVariant {
-                name: name.clone(),
-                known: Variant::names(),
-            }),
-    }
 }
 
 /// Whether every one of the `want` planned jobs exists and is terminal

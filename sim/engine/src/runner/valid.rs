@@ -2,7 +2,7 @@
 //! run for many seeds (a library run, a shrink, an exploration) is
 //! validated once, not once per seed.
 
-use super::{variant_of, HarnessError};
+use super::error::HarnessError;
 use leasehold_model::catalogue::Variant;
 use leasehold_model::config::{SimConfig, ValidConfig};
 use leasehold_model::store_kind::StoreKind;
@@ -51,6 +51,19 @@ impl Deref for PreparedConfig {
 
     fn deref(&self) -> &SimConfig {
         self.cfg.config()
+    }
+}
+
+/// Parses the scenario's variant.
+fn variant_of(cfg: &SimConfig) -> Result<Option<Variant>, HarnessError> {
+    match &cfg.variant {
+        None => Ok(None),
+        Some(name) => Variant::parse(name)
+            .map(Some)
+            .ok_or_else(|| HarnessError::UnknownVariant {
+                name: name.clone(),
+                known: Variant::names(),
+            }),
     }
 }
 

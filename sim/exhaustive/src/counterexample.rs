@@ -78,8 +78,8 @@ pub fn scenario(
     // refusal applies nothing, so the simulator refuses it on arrival and
     // its answer carries the lateness instead (a hold of the request and
     // one of its answer on the same link would merge into one).
-    let mut late_answer: BTreeMap<(u8, u8, Option<(u64, u64)>), u64> = BTreeMap::new();
-    let key = |m: &crate::world::Msg| {
+    let mut late_answer: BTreeMap<MsgKey, u64> = BTreeMap::new();
+    let key = |m: &crate::world::Msg| -> MsgKey {
         let lease = m.body.lease().map(|(j, t)| (j.0, t.0));
         (m.who.host, m.who.inc, lease)
     };
@@ -237,3 +237,6 @@ fn ends(to_store: bool, host: u8) -> (String, String) {
         ("store".into(), host_name(host))
     }
 }
+
+/// A message's sender (host, incarnation) and the lease it concerns.
+type MsgKey = (u8, u8, Option<(u64, u64)>);

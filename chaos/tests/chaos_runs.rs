@@ -398,7 +398,9 @@ fn a_worker_running_its_neighbours_leases_is_caught() {
         .find(|l| l.starts_with("grants violated:"))
         .unwrap_or_else(|| panic!("a grants violation: {text}"));
     // "grants violated: P.wK ran a lease the store granted to P.wJ": one process.
-    let words: Vec<&str> = grant["grants violated:".len()..].split_whitespace().collect();
+    let words: Vec<&str> = grant["grants violated:".len()..]
+        .split_whitespace()
+        .collect();
     let (ran, owner) = (words[0], words[words.len() - 1]);
     let process = |w: &str| w.rsplit_once(".w").map(|(p, _)| p.to_string());
     assert!(ran != owner && process(ran).is_some(), "{grant}");

@@ -15,6 +15,9 @@
 //!   compile the catalogue's buggy code paths into your `leasehold-core`:
 //!   only the `catalogue` feature (on in the `leasehold` tool) brings them.
 
+mod source_tree;
+
+use source_tree::rust_files;
 use std::process::Command;
 
 fn tree(args: &[&str]) -> String {
@@ -284,22 +287,6 @@ const ALLOWED_REEXPORTS: [(&str, &str); 1] = [
         "leasehold_core::variants::Variant",
     ),
 ];
-
-/// Every `.rs` file under `dir`, in sorted order (bounded by the tree).
-fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// Each crate's files import a name from the crate that owns it: no
 /// workspace crate re-exports another workspace crate's modules or items

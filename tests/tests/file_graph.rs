@@ -9,6 +9,9 @@
 //! Test modules (`#[cfg(test)]` to the end of a file) are left out: a
 //! test may reach anywhere.
 
+mod source_tree;
+
+use source_tree::rust_files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -363,21 +366,6 @@ impl Crate {
             }
         }
         edges
-    }
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
     }
 }
 

@@ -112,6 +112,37 @@ pub enum InputError {
         /// Why not.
         reason: &'static str,
     },
+    /// A prune's retention is shorter than its floor: the job retention
+    /// below [`crate::transition::MIN_RETENTION`], or the audit retention
+    /// below the job retention.
+    #[error("{what} {value} is shorter than its minimum {min}")]
+    BadRetention {
+        /// Which retention (`retention` or `audit_retention`).
+        what: &'static str,
+        /// The value given.
+        value: Millis,
+        /// The shortest accepted.
+        min: Millis,
+    },
+    /// A prune asked for zero jobs or more than the cap.
+    #[error("prune limit {value} must be between 1 and {cap}")]
+    BadPruneLimit {
+        /// The value given.
+        value: u32,
+        /// The cap ([`crate::transition::MAX_PRUNE_LIMIT`]).
+        cap: u32,
+    },
+    /// A fire of a plan time at or before the latest one whose job was
+    /// pruned: it fired once, and its job is gone.
+    #[error("schedule {schedule:?} plan time {plan_time} fired and was pruned (pruned through {through})")]
+    PlanTimePruned {
+        /// The schedule.
+        schedule: String,
+        /// The plan time given.
+        plan_time: StoreTime,
+        /// The latest pruned plan time the store keeps for the schedule.
+        through: StoreTime,
+    },
 }
 
 /// A configuration that cannot work, rejected at build time.

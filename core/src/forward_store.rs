@@ -178,6 +178,16 @@ macro_rules! forward_store {
                     $target.list_schedules(req)
                 }
             }
+            $crate::__forward_unless! { [$($except),*] prune
+                fn prune(&$this, req: $crate::PruneRequest) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<
+                        ::std::vec::Vec<$crate::JobId>,
+                        $crate::StoreError,
+                    >,
+                > + ::core::marker::Send {
+                    $target.prune(req)
+                }
+            }
             $crate::__forward_unless! { [$($except),*] work_available
                 fn work_available(
                     &$this,
@@ -221,6 +231,7 @@ macro_rules! __forward_unless {
     ([remove_schedule $(, $rest:ident)*] remove_schedule $($item:tt)*) => {};
     ([fire $(, $rest:ident)*] fire $($item:tt)*) => {};
     ([list_schedules $(, $rest:ident)*] list_schedules $($item:tt)*) => {};
+    ([prune $(, $rest:ident)*] prune $($item:tt)*) => {};
     ([work_available $(, $rest:ident)*] work_available $($item:tt)*) => {};
     ([$other:ident $(, $rest:ident)*] $name:ident $($item:tt)*) => {
         $crate::__forward_unless! { [$($rest),*] $name $($item)* }

@@ -15,6 +15,7 @@ use crate::job::{CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Rene
 use crate::patience::Patience;
 use crate::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use crate::time::{Millis, StoreTime};
+use crate::transition::PruneRequest;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 
@@ -199,6 +200,18 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: ListSchedulesRequest,
     ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send;
+    /// Deletes up to `req.limit` terminal jobs that finished at or before
+    /// `now − req.retention` (store clock), oldest finish first, and audit
+    /// events written at or before `now − req.audit_retention`, in one
+    /// atomic step; answers the pruned job ids. The guard is the core's
+    /// ([`crate::transition::prune`]); a bad request is refused and changes
+    /// nothing. A pruned job is an unknown job to every later operation,
+    /// its idempotency key is free again, and its schedule's plan time
+    /// never fires again (see `docs/RETENTION.md`).
+    fn prune(
+        &self,
+        req: PruneRequest,
+    ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send;
     /// A hint that work may have become claimable on `queue`: resolves at
     /// the first such change committed **after this call returns** (the
     /// subscription is taken when the future is made, not when it is first

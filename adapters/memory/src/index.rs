@@ -1,7 +1,8 @@
 //! Ordered indexes over the job rows, kept in step with every write.
 //!
 //! Invariant: a job is in `pending` iff its state is `pending`, in `running`
-//! iff its state is `running`, and `running_per_queue[q]` counts the running
+//! iff its state is `running`, in `finished` (by finish time, for prune)
+//! iff its state is terminal, and `running_per_queue[q]` counts the running
 //! jobs of queue `q`. [`Indexes::check`] verifies it in tests.
 
 use leasehold_core::{JobId, JobRecord, JobState, StoreTime};
@@ -15,6 +16,8 @@ pub(crate) struct Indexes {
     pub pending: BTreeSet<PendingKey>,
     pub running: BTreeSet<(StoreTime, JobId)>,
     pub running_per_queue: BTreeMap<String, u32>,
+    /// Terminal jobs by the store time they finished (`updated_at`).
+    pub finished: BTreeSet<(StoreTime, JobId)>,
 }
 
 fn pending_key(r: &JobRecord) -> PendingKey {
@@ -37,7 +40,9 @@ impl Indexes {
                     }
                 }
             }
-            _ => {}
+            JobState::Succeeded | JobState::Dead | JobState::Cancelled => {
+                self.finished.remove(&(r.updated_at, r.id));
+            }
         }
     }
 
@@ -51,8 +56,17 @@ impl Indexes {
                     .insert((r.expires_at.unwrap_or_default(), r.id));
                 *self.running_per_queue.entry(r.queue.clone()).or_insert(0) += 1;
             }
-            _ => {}
+            JobState::Succeeded | JobState::Dead | JobState::Cancelled => {
+                self.finished.insert((r.updated_at, r.id));
+            }
         }
+    }
+
+    /// Terminal jobs that finished at or before `cutoff`, oldest first.
+    pub fn finished_by(&self, cutoff: StoreTime) -> impl Iterator<Item = JobId> + '_ {
+        self.finished
+            .range(..=(cutoff, JobId(u64::MAX)))
+            .map(|(_, id)| *id)
     }
 
     /// Pending jobs of `queue` in claim order.
@@ -80,6 +94,7 @@ impl Indexes {
         if fresh.pending != self.pending
             || fresh.running != self.running
             || fresh.running_per_queue != self.running_per_queue
+            || fresh.finished != self.finished
         {
             return Err("indexes out of step with rows".into());
         }

@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod index;
+mod prune;
 #[cfg(feature = "buggy-variants")]
 mod variants;
 #[cfg(feature = "buggy-variants")]
@@ -29,9 +30,9 @@ use leasehold_core::transition::{
 };
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, Event, FireRequest, InputError, JobId, JobRecord,
-    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest,
-    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError, StoreTime,
-    SweepRequest, SystemStoreClock, WorkSignal,
+    Lease, ListRequest, ListSchedulesRequest, NewJob, Policy, PruneRequest, Release,
+    ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError,
+    StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
 };
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -50,6 +51,10 @@ pub struct MemoryState {
     events: Vec<Event>,
     dropped_events: u64,
     schedules: BTreeMap<String, ScheduleRecord>,
+    /// Per schedule name, the latest plan time whose job was pruned
+    /// ([`transition::refuse_pruned_plan_time`]). Kept when the schedule
+    /// is removed, as its jobs' keys were.
+    pruned_plan_times: BTreeMap<String, StoreTime>,
 }
 
 impl MemoryState {
@@ -418,6 +423,10 @@ impl MemoryStore {
         }
         let key = transition::fire_key(&req);
         let existing = st.keys.get(&key).and_then(|id| st.rows.get(id)).cloned();
+        if existing.is_none() {
+            let through = st.pruned_plan_times.get(&req.name).copied();
+            transition::refuse_pruned_plan_time(&req, through)?;
+        }
         let id = JobId(st.next_id + 1);
         let schedule = st.schedules.get(&req.name);
         match transition::fire(schedule, &req, id, existing.as_ref(), now)? {
@@ -497,6 +506,9 @@ impl Store for MemoryStore {
         req: ListSchedulesRequest,
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         Ok(self.do_list_schedules(req))
+    }
+    async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
+        self.do_prune(req)
     }
     fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
         self.wake.subscribe(queue)

@@ -20,6 +20,7 @@ mod cancel;
 mod claim;
 mod enqueue;
 mod fire;
+mod prune;
 mod release;
 mod renew;
 mod sweep;
@@ -28,6 +29,10 @@ pub use cancel::cancel;
 pub use claim::{claim, claim_capacity, validate_claim};
 pub use enqueue::{enqueue, validate_new_job, EnqueuePlan};
 pub use fire::{fire, fire_key, put_schedule, FirePlan, PutPlan};
+pub use prune::{
+    prunable, prune, refuse_pruned_plan_time, PrunePlan, PruneRequest, MAX_PRUNE_LIMIT,
+    MIN_RETENTION,
+};
 pub use release::{release, validate_outcome, ReleasePlan};
 pub use renew::{renew, RenewPlan};
 pub use sweep::sweep;

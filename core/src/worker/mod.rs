@@ -23,6 +23,8 @@ pub mod lease_machine;
 mod lease_task;
 pub mod metrics;
 pub mod observer;
+mod pruner;
+pub mod pruner_config;
 mod quirks;
 mod release_queue;
 pub mod release_retries;
@@ -42,6 +44,8 @@ pub use config::{
 pub use fence::{safe_duration, Fence};
 pub use handler::{Handler, HandlerError, StopReason, StopSignal};
 pub use observer::{BeliefEnd, NoObserver, Observer, RuntimeEvent};
+pub use pruner::Pruner;
+pub use pruner_config::{PrunerConfig, PrunerConfigBuilder};
 pub use runner::{Worker, WorkerStats};
 pub use scheduler::Scheduler;
 pub use scheduler_config::{SchedulerConfig, SchedulerConfigBuilder};

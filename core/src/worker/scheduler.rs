@@ -15,7 +15,8 @@
 //! - a plan time this scheduler saw fired (a definite answer) is not fired
 //!   again by it while the schedule's version stays (a cursor per schedule);
 //!   an unknown outcome is retried on the next tick, which is safe because
-//!   firing is idempotent;
+//!   firing is idempotent; a plan time the store answers as fired and
+//!   pruned ([`crate::InputError::PlanTimePruned`]) counts as fired;
 //! - every loop is bounded: schedules per tick by the store's listing
 //!   bound, fires per schedule and tick by `max_fires_per_tick` plus the
 //!   schedule's catch-up bound.
@@ -150,6 +151,12 @@ impl<S: Store, R: Runtime> Scheduler<S, R> {
                         self.cursors
                             .insert(s.name.clone(), (rec.version, plan_time));
                         report.fired.push((s.name.clone(), plan_time, job));
+                    }
+                    Err(StoreError::Input(crate::error::InputError::PlanTimePruned { .. })) => {
+                        // It fired once and its job was pruned since: as
+                        // done as a fire answered with its job.
+                        self.cursors
+                            .insert(s.name.clone(), (rec.version, plan_time));
                     }
                     Err(StoreError::Input(e)) => {
                         // Removed or replaced since the listing; the next

@@ -12,7 +12,7 @@
 //! ## How to run it against an adapter
 //! Implement [`Harness`]: it makes a fresh, empty store for a [`Policy`] and
 //! says how store time can be moved ([`TimeControl`]). Then either call the
-//! case functions ([`cases`], [`limits`], [`race`], [`runtime`]) yourself,
+//! case functions ([`cases`], [`limits`], [`race`], [`runtime`], [`prune`]) yourself,
 //! or generate one `#[tokio::test]` per case with
 //! [`conformance_tests!`](crate::conformance_tests):
 //!
@@ -40,6 +40,7 @@
 pub mod batch;
 pub mod cases;
 pub mod limits;
+pub mod prune;
 pub mod race;
 pub mod runtime;
 pub mod schedules;
@@ -179,6 +180,13 @@ pub const CASES: &[&str] = &[
     "schedules_are_held_to_the_stores_own_limits",
     "concurrent_firers_of_one_plan_time_make_one_job",
     "two_schedulers_fire_each_plan_time_once",
+    "prune_deletes_only_terminal_jobs_finished_at_least_r_ago",
+    "prune_respects_its_limit_oldest_finish_first",
+    "a_pruned_idempotency_key_is_free_again",
+    "a_pruned_plan_time_does_not_fire_again",
+    "operations_on_a_pruned_job_answer_as_for_an_unknown_job",
+    "audit_events_are_kept_for_their_own_retention",
+    "bad_prune_requests_are_refused_and_change_nothing",
 ];
 
 /// Generates one `#[tokio::test]` per conformance case.
@@ -229,6 +237,13 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, schedules::schedules_are_held_to_the_stores_own_limits);
         $crate::conformance_tests!(@case $harness, schedules::concurrent_firers_of_one_plan_time_make_one_job);
         $crate::conformance_tests!(@case $harness, schedules::two_schedulers_fire_each_plan_time_once);
+        $crate::conformance_tests!(@case $harness, prune::prune_deletes_only_terminal_jobs_finished_at_least_r_ago);
+        $crate::conformance_tests!(@case $harness, prune::prune_respects_its_limit_oldest_finish_first);
+        $crate::conformance_tests!(@case $harness, prune::a_pruned_idempotency_key_is_free_again);
+        $crate::conformance_tests!(@case $harness, prune::a_pruned_plan_time_does_not_fire_again);
+        $crate::conformance_tests!(@case $harness, prune::operations_on_a_pruned_job_answer_as_for_an_unknown_job);
+        $crate::conformance_tests!(@case $harness, prune::audit_events_are_kept_for_their_own_retention);
+        $crate::conformance_tests!(@case $harness, prune::bad_prune_requests_are_refused_and_change_nothing);
     };
     (@case $harness:path, $module:ident :: $case:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -109,6 +109,7 @@ mod error;
 mod events;
 mod listener;
 mod load;
+mod prune;
 mod read;
 mod release;
 mod renew;
@@ -129,8 +130,8 @@ use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, Event,
     FireRequest, JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience,
-    Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
-    StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
+    Policy, PruneRequest, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord,
+    Store, StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
 };
 use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
@@ -469,6 +470,11 @@ impl Store for PgStore {
 
     async fn fire(&self, req: FireRequest) -> Result<JobId, StoreError> {
         in_tx!(self, |conn| self.fire_in(conn, &req).await)
+    }
+
+    async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
+        req.validate()?;
+        in_tx!(self, |conn| self.prune_in(conn, &req).await)
     }
 
     async fn list_schedules(

@@ -9,6 +9,7 @@
 //! - the job reads and the schedule statements, in each driver's
 //!   placeholder style, run on either driver ([`dialect`], [`job_sql`],
 //!   [`schedule_sql`]);
+//! - the statements of prune both send alike ([`prune_sql`]);
 //! - closing a pool for good ([`pool_close`]).
 //!
 //! What differs between the stores (how a transaction is run, how a
@@ -28,5 +29,6 @@ pub mod dialect;
 pub mod job_columns;
 pub mod job_sql;
 pub mod pool_close;
+pub mod prune_sql;
 pub mod schedule_columns;
 pub mod schedule_sql;

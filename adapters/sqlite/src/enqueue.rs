@@ -2,7 +2,6 @@
 //! the largest, taken under the write lock; this process's idle workers
 //! are woken after the commit.
 
-use crate::error;
 use crate::read::JOBS;
 use crate::SqliteStore;
 use leasehold_core::transition::{self, EnqueuePlan};
@@ -53,13 +52,10 @@ impl SqliteStore {
             Some(key) => JOBS.find(&mut *conn, FindJob::Key(key)).await?,
             None => None,
         };
-        // Rows are never deleted and ids are taken under the write lock, so
-        // max + 1 is unused and ids grow with enqueue order.
-        let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let id = JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("negative id".into()))?);
+        // Ids are taken under the write lock above every row and every
+        // pruned id, so the next one is unused and ids grow with enqueue
+        // order.
+        let id = crate::prune::next_id(conn).await?;
         match transition::enqueue(job, id, existing.as_ref(), &self.policy, now)? {
             EnqueuePlan::Existing(id) => Ok(id),
             EnqueuePlan::Insert(applied) => {

@@ -97,6 +97,7 @@ mod enqueue;
 mod error;
 mod events;
 mod one_row;
+mod prune;
 mod read;
 mod release;
 mod renew;
@@ -111,9 +112,10 @@ use leasehold_core::transition;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
     BatchAnswer, BatchMerger, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest,
-    JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Policy, Release,
-    ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreClock, StoreError,
-    StoreTime, SweepRequest, SystemStoreClock, WorkSignal, DEFAULT_MERGE_FLUSHERS,
+    JobId, JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Policy,
+    PruneRequest, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store,
+    StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
+    DEFAULT_MERGE_FLUSHERS,
 };
 use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
@@ -416,6 +418,11 @@ impl Store for SqliteStore {
     ) -> Result<Vec<ScheduleRecord>, StoreError> {
         // Byte order, as every other store lists names.
         schedules::SQL.page(self.pool(), &req).await
+    }
+
+    async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
+        req.validate()?;
+        in_write_tx!(self, |conn, now| self.prune_in(conn, &req, now).await)
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

@@ -57,12 +57,10 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
         let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
-        // Rows are never deleted and ids are taken under the write lock.
-        let next: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM leasehold_jobs")
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let id = JobId(u64::try_from(next).map_err(|_| StoreError::Corrupt("negative id".into()))?);
+        if existing.is_none() {
+            crate::prune::refuse_pruned(conn, req).await?;
+        }
+        let id = crate::prune::next_id(conn).await?;
         match transition::fire(schedule.as_ref(), req, id, existing.as_ref(), now)? {
             FirePlan::Existing(id) => Ok(id),
             FirePlan::Insert(applied) => {

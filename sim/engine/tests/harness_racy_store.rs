@@ -12,8 +12,8 @@
 
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId, JobRecord, Lease, ListRequest,
-    ListSchedulesRequest, NewJob, Policy, Release, ReleaseRequest, RenewRequest, Renewal, Schedule,
-    ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
+    ListSchedulesRequest, NewJob, Policy, PruneRequest, Release, ReleaseRequest, RenewRequest,
+    Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
 };
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_sim::harness::check_store;
@@ -137,6 +137,12 @@ impl Store for KvStore {
     ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
         let s = self.0.read();
         async move { s.list_schedules(r).await }
+    }
+    fn prune(
+        &self,
+        r: PruneRequest,
+    ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send {
+        self.0.write(move |s| async move { s.prune(r).await })
     }
 }
 

@@ -10,8 +10,8 @@ use crate::history::{Blob, LeaseRef, Op, ReadRow, Reply, ScheduleView};
 use bincode::Options;
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, FireRequest, InputError, JobId, JobRecord, Lease,
-    ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal,
-    Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
+    ListRequest, ListSchedulesRequest, NewJob, PruneRequest, Release, ReleaseRequest, RenewRequest,
+    Renewal, Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::io;
@@ -110,6 +110,8 @@ pub enum WireOp {
     Fire(FireRequest),
     /// `list_schedules`.
     ListSchedules(ListSchedulesRequest),
+    /// `prune` (appended last, so no earlier request's encoding changes).
+    Prune(PruneRequest),
 }
 
 /// A store failure on the wire.
@@ -131,6 +133,9 @@ pub enum WireError {
     Corrupt(String),
     /// Unknown outcome.
     Unavailable(String),
+    /// A fire of a plan time at or before the latest pruned one of its
+    /// schedule: (schedule, plan time, the latest pruned plan time).
+    PlanTimePruned(String, StoreTime, StoreTime),
 }
 
 /// An answer with its full data.
@@ -163,6 +168,8 @@ pub enum WireReply {
     Schedules(Vec<ScheduleRecord>),
     /// A failure.
     Error(WireError),
+    /// The jobs a prune deleted.
+    Pruned(Vec<JobId>),
 }
 
 impl WireError {
@@ -181,6 +188,11 @@ impl WireError {
                 plan_time,
                 reason,
             }) => WireError::NotAPlanTime(schedule.clone(), *plan_time, reason.to_string()),
+            StoreError::Input(InputError::PlanTimePruned {
+                schedule,
+                plan_time,
+                through,
+            }) => WireError::PlanTimePruned(schedule.clone(), *plan_time, *through),
             StoreError::Input(i) => WireError::Input(i.to_string()),
             StoreError::Conflict(j) => WireError::Conflict(*j),
             StoreError::Corrupt(s) => WireError::Corrupt(s.clone()),
@@ -203,6 +215,13 @@ impl WireError {
                     schedule,
                     plan_time,
                     reason: known_reason(&reason),
+                })
+            }
+            WireError::PlanTimePruned(schedule, plan_time, through) => {
+                StoreError::Input(InputError::PlanTimePruned {
+                    schedule,
+                    plan_time,
+                    through,
                 })
             }
             WireError::Conflict(j) => StoreError::Conflict(j),
@@ -285,6 +304,11 @@ impl WireOp {
                 after: l.after.clone(),
                 limit: l.limit,
             },
+            WireOp::Prune(p) => Op::Prune {
+                retention: p.retention,
+                limit: p.limit,
+                audit_retention: p.audit_retention,
+            },
         }
     }
 }
@@ -326,6 +350,7 @@ impl WireReply {
             WireReply::Schedules(ss) => Reply::Schedules(ss.iter().map(ScheduleView::of).collect()),
             WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
             WireReply::Error(e) => Reply::Rejected(e.text()),
+            WireReply::Pruned(ids) => Reply::Pruned(ids.clone()),
         }
     }
 }

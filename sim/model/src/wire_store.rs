@@ -10,9 +10,9 @@ use crate::history::ReadRow;
 use crate::wire::{WireBatch, WireError, WireOp, WireReply};
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
-    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, Release, ReleaseRequest,
-    RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime, SweepRequest,
-    Token,
+    JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, PruneRequest, Release,
+    ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime,
+    SweepRequest, Token,
 };
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -191,6 +191,12 @@ impl<C: WireCall> Store for WireStore<C> {
             r => Err(unexpected(r)),
         }
     }
+    async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
+        match self.0.call(WireOp::Prune(req)).await? {
+            WireReply::Pruned(ids) => Ok(ids),
+            r => Err(unexpected(r)),
+        }
+    }
     fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
         self.0.work_available(queue)
     }
@@ -222,6 +228,7 @@ pub async fn apply<S: Store>(store: &S, op: WireOp) -> WireReply {
         WireOp::RemoveSchedule(n) => wire(store.remove_schedule(n).await, WireReply::Removed),
         WireOp::Fire(f) => wire(store.fire(f).await, WireReply::Job),
         WireOp::ListSchedules(l) => wire(store.list_schedules(l).await, WireReply::Schedules),
+        WireOp::Prune(p) => wire(store.prune(p).await, WireReply::Pruned),
     }
 }
 

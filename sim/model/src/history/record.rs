@@ -118,6 +118,15 @@ pub enum Op {
         /// At most.
         limit: u32,
     },
+    /// Prune finished jobs (appended last: no earlier history changes).
+    Prune {
+        /// Retention `R`.
+        retention: Millis,
+        /// Most jobs (and audit rows).
+        limit: u32,
+        /// Audit retention.
+        audit_retention: Millis,
+    },
 }
 
 /// A schedule as a reader saw it (the payload as a blob).
@@ -287,6 +296,9 @@ pub enum Reply {
     Rejected(String),
     /// Unknown outcome: the network or the store failed.
     Unavailable(String),
+    /// The jobs a prune deleted (appended last: no earlier history
+    /// changes).
+    Pruned(Vec<JobId>),
 }
 
 impl Reply {

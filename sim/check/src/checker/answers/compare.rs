@@ -205,6 +205,11 @@ pub(crate) fn op_text(op: &Op, host: &str) -> String {
             "list_schedules(after={}, limit={limit})",
             after.as_deref().map_or("none".into(), quote)
         ),
+        Op::Prune {
+            retention,
+            limit,
+            audit_retention,
+        } => format!("prune(retention={retention}, limit={limit}, audit={audit_retention})"),
     }
 }
 
@@ -252,6 +257,7 @@ fn row_text(r: &ReadRow) -> String {
 pub(crate) fn reply_text(r: &Reply) -> String {
     match r {
         Reply::Time(t) => format!("time {t}"),
+        Reply::Pruned(ids) => format!("pruned {ids:?}"),
         Reply::Job(j) => j.to_string(),
         Reply::Leases(ls) => list(ls, lease_text),
         Reply::Renewed {

@@ -288,7 +288,9 @@ impl Replay {
         let unknown = matches!(s.reply, Reply::Unavailable(_));
         let plan = (!unknown && !self.blind).then(|| self.model.plan(s.op, s.store_time));
         let pre = self.touched_rows(s, plan.as_ref());
-        if unknown {
+        // Prune is not in the reference model yet (issue 44, part 2): any
+        // prune, answered or not, leaves the model unable to judge rows.
+        if unknown || matches!(s.op, Op::Prune { .. }) {
             self.lose_track(s);
         }
         let verdict = match &plan {
@@ -347,9 +349,11 @@ impl Replay {
                     r.known = false;
                 }
             }
-            Op::Enqueue { .. } | Op::Claim { .. } | Op::Sweep { .. } | Op::Fire { .. } => {
-                self.blind = true
-            }
+            Op::Enqueue { .. }
+            | Op::Claim { .. }
+            | Op::Sweep { .. }
+            | Op::Fire { .. }
+            | Op::Prune { .. } => self.blind = true,
             Op::PutSchedule { .. } | Op::RemoveSchedule { .. } => self.model.schedules.blind = true,
             Op::Now | Op::Get { .. } | Op::List { .. } | Op::ListSchedules { .. } => {}
         }

@@ -10,3 +10,21 @@ CREATE TABLE leasehold_pruned_plan_times (
     name      TEXT   PRIMARY KEY,
     plan_time BIGINT NOT NULL
 );
+
+-- The prune scan: terminal jobs by the store time they finished (a
+-- terminal row never changes again, so `updated_at` is its finish time).
+-- The scan reads at most a batch of entries from the oldest one, however
+-- large the table; without this index it would read the whole table.
+--
+-- Built in the migration's transaction, which blocks writes to
+-- leasehold_jobs while it builds. Not CONCURRENTLY: that waits for every
+-- other transaction of the database, including another process's
+-- migration waiting on sqlx's migration lock, which this one holds (a
+-- deadlock, met when several stores migrated at once). On a table that
+-- already holds millions of jobs, build it by hand first, without
+-- blocking anyone, and this statement then does nothing:
+--   CREATE INDEX CONCURRENTLY leasehold_jobs_finished ON leasehold_jobs
+--       (updated_at, id) WHERE state IN ('succeeded', 'dead', 'cancelled');
+CREATE INDEX IF NOT EXISTS leasehold_jobs_finished
+    ON leasehold_jobs (updated_at, id)
+    WHERE state IN ('succeeded', 'dead', 'cancelled');

@@ -1,6 +1,6 @@
 //! Prune on PostgreSQL: one bounded transaction per call. The oldest
 //! finished rows past the retention are locked with `SKIP LOCKED` (read
-//! from the partial index `leasehold_jobs_finished`, migration 0006, so
+//! from the partial index `leasehold_jobs_finished`, migration 0005, so
 //! the scan reads at most `limit` entries), offered to the core's guard,
 //! and the rows it picks are deleted with their schedules' marks and the
 //! oldest audit rows past the audit retention.

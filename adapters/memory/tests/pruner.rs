@@ -128,3 +128,58 @@ async fn a_failing_store_is_retried_with_a_doubling_backoff_capped_at_the_period
     assert_eq!(at, [0, 1_000, 3_000, 7_000, 12_000, 17_000]);
     assert!(s.rows().is_empty(), "the job went once the store answered");
 }
+
+/// A scheduler that starts after a plan time's job was pruned takes the
+/// store's `PlanTimePruned` as "fired": it neither makes a second job nor
+/// stops firing the schedule's later plan times.
+#[tokio::test(start_paused = true)]
+async fn a_scheduler_counts_a_pruned_plan_time_as_fired_and_goes_on() {
+    use leasehold_core::schedule::{CatchUp, FireRequest, Rule, Schedule};
+    use leasehold_core::{InputError, Scheduler, SchedulerConfig};
+    let (s, clock) = store();
+    let every = Millis(1_000);
+    let sched = Schedule::new("tick", "q", "p", Rule::every(every)).catch_up(CatchUp::Latest);
+    s.put_schedule(sched).await.unwrap();
+    clock.advance(Millis(2_500));
+    let now = s.now().await.unwrap();
+    let p = StoreTime(now.0 - now.0.rem_euclid(every.0 as i64));
+    let fire = FireRequest {
+        name: "tick".into(),
+        plan_time: p,
+    };
+    let job = s.fire(fire.clone()).await.unwrap();
+    assert_eq!(s.cancel(job).await.unwrap(), CancelOutcome::Cancelled);
+    clock.advance(R);
+    let req = PruneRequest::new(R, 10).unwrap();
+    assert_eq!(s.prune(req).await.unwrap(), vec![job]);
+    assert_eq!(
+        s.fire(fire).await,
+        Err(StoreError::Input(InputError::PlanTimePruned {
+            schedule: "tick".into(),
+            plan_time: p,
+            through: p,
+        }))
+    );
+    // With a grace of 2R every plan time since the put is on time for a
+    // new scheduler, p and the one before it included: the store answers
+    // both `PlanTimePruned`, the scheduler counts them as fired (not
+    // refused, which would stop the schedule's tick) and fires the rest.
+    let cfg = SchedulerConfig::builder("s1")
+        .misfire_grace(Millis(R.0 * 2))
+        .build()
+        .unwrap();
+    let mut sch = Scheduler::new(s.clone(), TokioRuntime::new(), cfg);
+    let report = sch.tick_once().await.unwrap();
+    assert_eq!(report.refused, 0, "{report:?}");
+    assert_eq!(report.unknown, 0, "{report:?}");
+    assert!(!report.fired.is_empty(), "{report:?}");
+    assert!(report.fired.iter().all(|(_, t, j)| *t > p && *j != job));
+    let jobs_at_p = s
+        .rows()
+        .iter()
+        .filter(|r| {
+            r.idempotency_key.as_deref() == Some(&*leasehold_core::schedule::job_key("tick", p))
+        })
+        .count();
+    assert_eq!(jobs_at_p, 0, "no second job for the pruned plan time");
+}

@@ -494,6 +494,11 @@ mod tests {
                 after: Some("a".into()),
                 limit: 5,
             }),
+            WireOp::Prune(
+                PruneRequest::new(leasehold_core::MIN_RETENTION, 1000)
+                    .and_then(|r| r.with_audit_retention(leasehold_core::Millis(u64::MAX)))
+                    .expect("a valid prune"),
+            ),
         ];
         for op in &ops {
             round_trip(&WireRequest {
@@ -573,6 +578,13 @@ mod tests {
             )),
             WireReply::Error(WireError::UnknownToken(id, Token(2))),
             WireReply::Error(WireError::Unavailable("store down".into())),
+            WireReply::Error(WireError::PlanTimePruned(
+                "nightly".into(),
+                StoreTime(5),
+                StoreTime(7),
+            )),
+            WireReply::Pruned(vec![id, JobId(u64::MAX)]),
+            WireReply::Pruned(Vec::new()),
         ];
         for reply in &replies {
             round_trip(reply).await;

@@ -75,9 +75,10 @@ pub fn scenario(
             ));
         }
     }
-    // When each lease was granted to its worker (true time, and how many
-    // of the claim's two hops the world took at once), for the handlers'
-    // run times, which the simulator counts on the host's clock.
+    // When each lease was granted to its worker (true time, and how much
+    // later the simulator's handler starts: a hop for each of the claim's
+    // two the world took at once), for the handlers' run times, which the
+    // simulator counts on the host's clock.
     let mut granted: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
     // Hops taken at once by each worker's claim request in flight.
     let mut claim_prompt: BTreeMap<(u8, u8), u64> = BTreeMap::new();
@@ -93,7 +94,7 @@ pub fn scenario(
                     }
                     Body::ClaimAns(ClaimAns::Granted(g)) => {
                         let before = claim_prompt.remove(&(m.who.host, m.who.inc));
-                        let lag = before.unwrap_or(0) + prompt;
+                        let lag = (before.unwrap_or(0) + prompt) * LATENCY_MS;
                         for (job, token, _) in g {
                             granted.insert((job.0, token.0), (t, lag));
                         }
@@ -123,9 +124,9 @@ pub fn scenario(
             }
             Action::HandlerDone(h, job, token) => {
                 if let Some(&(g, lag)) = granted.get(&(job.0, token.0)) {
-                    // The simulator's handler starts `lag` ms after the
-                    // world's (one per hop the world took at once): it runs
-                    // that much less, to return at the world's instant.
+                    // The simulator's handler starts `lag` after the
+                    // world's: it runs that much less, to return at the
+                    // world's instant.
                     let d = s.hosts[*h as usize].drift_ppm;
                     let start = (g + lag).min(t);
                     run_times.push(local_at(d, t) - local_at(d, start));

@@ -47,7 +47,11 @@ fn first_claim(h: &History) -> (u64, u64) {
         .records
         .iter()
         .find_map(|r| match r {
-            Record::Request { id, op, .. } if matches!(op, Op::Claim { .. }) => Some(*id),
+            Record::Request {
+                id,
+                op: Op::Claim { .. },
+                ..
+            } => Some(*id),
             _ => None,
         })
         .expect("the worker claims");

@@ -255,6 +255,7 @@ fn held(schedule: &[ScriptedFault], a: &str, b: &str, t: u64) -> bool {
             b: y,
             from,
             to,
+            ..
         } => {
             let pair = (x == a && y == b) || (x == b && y == a);
             pair && from.as_ms() <= t && t < to.as_ms()

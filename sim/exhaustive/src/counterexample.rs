@@ -9,14 +9,19 @@
 //! a fault is written as the narrowest window around the message the path
 //! chose: the simulator's latency is fixed at [`LATENCY_MS`], a request
 //! sent at `t` reaches the store at `t + 1ms` and its answer is back at
-//! `t + 2ms`. A step that language cannot express (a prompt
-//! `Unavailable`, a client's cancel, a `Conflict` on a claim) is named in
-//! the file's comment instead, and [`Scenario::unexpressed`] lists it.
+//! `t + 2ms`. A message the path took late is held one way (`hold A -> B`),
+//! on its own direction only, until a hop before the world's instant, so
+//! the simulator delivers it at that instant; a handler's run is shortened
+//! by the hops the simulator's claim took and the world's did not, so it
+//! returns at the world's instant too. A step that language cannot express
+//! (a prompt `Unavailable`, a client's cancel, a `Conflict` on a claim) is
+//! named in the file's comment instead, and [`Scenario::unexpressed`]
+//! lists it.
 //!
 //! Written as text (this crate never depends on the simulator's model);
-//! the simulator's own parser and validation judge the file. The replay
-//! does not yet reproduce the two catalogue counterexamples
-//! (`docs/EXHAUSTIVE.md`, "Counterexamples the simulator replays").
+//! the simulator's own parser and validation judge the file, and its own
+//! checker judges the replay (`docs/EXHAUSTIVE.md`, "Counterexamples the
+//! simulator replays", says which replays break the same invariant).
 
 use crate::clock::local_at;
 use crate::ghost::Inv;
@@ -70,55 +75,46 @@ pub fn scenario(
             ));
         }
     }
-    // When each lease was granted to its worker (true time), for the
-    // handlers' run times, which the simulator counts on the host's clock.
-    let mut granted: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    // When each lease was granted to its worker (true time, and how much
+    // later the simulator's handler starts: a hop for each of the claim's
+    // two the world took at once), for the handlers' run times, which the
+    // simulator counts on the host's clock.
+    let mut granted: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
+    // Hops taken at once by each worker's claim request in flight.
+    let mut claim_prompt: BTreeMap<(u8, u8), u64> = BTreeMap::new();
     let mut run_times = Vec::new();
-    // A request refused `Conflict` at the end of its window: the store's
-    // refusal applies nothing, so the simulator refuses it on arrival and
-    // its answer carries the lateness instead (a hold of the request and
-    // one of its answer on the same link would merge into one).
-    let mut late_answer: BTreeMap<MsgKey, u64> = BTreeMap::new();
-    let key = |m: &crate::world::Msg| -> MsgKey {
-        let lease = m.body.lease().map(|(j, t)| (j.0, t.0));
-        (m.who.host, m.who.inc, lease)
-    };
     for (a, s) in path.iter().zip(states) {
         let t = s.now;
-        let hold = |events: &mut Vec<String>, m: &crate::world::Msg, from: u64| {
-            if t > from {
-                let (a, b) = ends(m.body.to_store(), m.who.host);
-                events.push(format!("hold {a} {b} {from}ms..{t}ms"));
-            }
-        };
         match a {
             Action::Deliver(m) => {
-                if let Body::ClaimAns(ClaimAns::Granted(g)) = &m.body {
-                    for (job, token, _) in g {
-                        granted.insert((job.0, token.0), t);
+                let prompt = u64::from(t == m.not_before);
+                match &m.body {
+                    Body::ClaimReq { .. } => {
+                        claim_prompt.insert((m.who.host, m.who.inc), prompt);
                     }
+                    Body::ClaimAns(ClaimAns::Granted(g)) => {
+                        let before = claim_prompt.remove(&(m.who.host, m.who.inc));
+                        let lag = (before.unwrap_or(0) + prompt) * LATENCY_MS;
+                        for (job, token, _) in g {
+                            granted.insert((job.0, token.0), (t, lag));
+                        }
+                    }
+                    _ => {}
                 }
-                // A message taken at the end of its window was held on its
-                // link until then.
-                let from = match m.body.to_store() {
-                    false => late_answer.remove(&key(m)).unwrap_or(m.not_before),
-                    true => m.not_before,
-                };
-                hold(&mut events, m, from);
+                hold(&mut events, m, t);
             }
             Action::Lose(m) => {
                 let (a, b) = ends(m.body.to_store(), m.who.host);
                 events.push(format!("partition {a} -> {b} {t}ms..{}ms", t + WINDOW_MS));
             }
             Action::Conflict(m) if !matches!(m.body, Body::ClaimReq { .. }) => {
-                let at = m.not_before;
-                if t > at {
-                    late_answer.insert(key(m), at);
-                }
+                // A late request is held on its way to the store and
+                // refused as it arrives; its answer has its own direction.
+                hold(&mut events, m, t);
                 events.push(format!(
-                    "conflict {} {at}ms..{}ms",
+                    "conflict {} {t}ms..{}ms",
                     host_name(m.who.host),
-                    at + WINDOW_MS
+                    t + WINDOW_MS
                 ));
             }
             Action::Crash(h) => {
@@ -127,13 +123,17 @@ pub fn scenario(
                 events.push(format!("restart {w} at {t}ms"));
             }
             Action::HandlerDone(h, job, token) => {
-                if let Some(&g) = granted.get(&(job.0, token.0)) {
+                if let Some(&(g, lag)) = granted.get(&(job.0, token.0)) {
+                    // The simulator's handler starts `lag` after the
+                    // world's: it runs that much less, to return at the
+                    // world's instant.
                     let d = s.hosts[*h as usize].drift_ppm;
-                    run_times.push(local_at(d, t) - local_at(d, g));
+                    let start = (g + lag).min(t);
+                    run_times.push(local_at(d, t) - local_at(d, start));
                 }
             }
             Action::Unavailable(m) => {
-                hold(&mut events, m, m.not_before);
+                hold(&mut events, m, t);
                 unexpressed.push(line(a, s));
             }
             Action::Conflict(_) | Action::Cancel(_) => unexpressed.push(line(a, s)),
@@ -168,7 +168,8 @@ pub fn scenario(
         out,
         "#\n# Each fault is the narrowest window around the message the path chose\n\
          # (latency {LATENCY_MS}ms: a request sent at t reaches the store at t+1ms); a\n\
-         # delivery at the end of its window is a hold of the link until then."
+         # delivery at the end of its window is a one-way hold of its direction\n\
+         # until a hop before then."
     );
     if unexpressed.is_empty() {
         let _ = writeln!(out, "# Every step of the path is expressed.");
@@ -229,6 +230,19 @@ pub fn scenario(
     }
 }
 
+/// A message the path took at `t`, past the start of its window, was held
+/// on its own direction of the link until then: one way, so a late
+/// request and its late answer do not hold each other. The hold ends a
+/// hop early, so the simulator delivers it at `t`, the world's instant.
+fn hold(events: &mut Vec<String>, m: &crate::world::Msg, t: u64) {
+    let from = m.not_before;
+    let to = t.saturating_sub(LATENCY_MS);
+    if t > from && to > from {
+        let (a, b) = ends(m.body.to_store(), m.who.host);
+        events.push(format!("hold {a} -> {b} {from}ms..{to}ms"));
+    }
+}
+
 /// The link's two ends, in the message's direction.
 fn ends(to_store: bool, host: u8) -> (String, String) {
     if to_store {
@@ -237,6 +251,3 @@ fn ends(to_store: bool, host: u8) -> (String, String) {
         ("store".into(), host_name(host))
     }
 }
-
-/// A message's sender (host, incarnation) and the lease it concerns.
-type MsgKey = (u8, u8, Option<(u64, u64)>);

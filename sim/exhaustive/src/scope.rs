@@ -18,7 +18,10 @@ pub const DEFAULT_DRIFT_PPM: u32 = 10_000;
 /// Default longest one-way network delay of a message that is not lost.
 pub const DEFAULT_MAX_DELAY: Millis = Millis(100);
 /// Default request timeout (a lost message is seen as `Unavailable` then).
-pub const DEFAULT_REQUEST_TIMEOUT: Millis = Millis(200);
+/// A round trip of 2 x [`DEFAULT_MAX_DELAY`] reads 202 ms on a clock at
+/// +ρ; 205 ms fits it with room for the simulator's 1 ms hops when a
+/// counterexample is replayed (`docs/EXHAUSTIVE.md`).
+pub const DEFAULT_REQUEST_TIMEOUT: Millis = Millis(205);
 /// Default longest handler run.
 pub const DEFAULT_MAX_JOB_TIME: Millis = Millis(700);
 /// Default sweeper period: an expired lease is swept at most this late.
@@ -235,12 +238,25 @@ impl ScopeBuilder {
         if s.drift_ppm >= 100_000 {
             return err("drift_ppm", format!("{} (below 100,000)", s.drift_ppm));
         }
-        if s.max_delay.0.saturating_mul(2) > s.request_timeout.0 {
+        // Every answer that is not lost reaches its worker before the
+        // worker gives up: the world delivers an answer as late as
+        // `max_delay`, and a real worker past its timeout sees the timeout,
+        // not the answer. The round trip is measured on the fastest clock
+        // the scope allows (1 + ρ), where the timeout comes soonest, rounded
+        // up (two readings of that clock differ by at most that much), and
+        // must end before the timeout: at the same instant both would race.
+        let round_trip = u64::try_from(
+            (u128::from(s.max_delay.0) * 2 * (1_000_000 + u128::from(s.drift_ppm)))
+                .div_ceil(1_000_000),
+        )
+        .unwrap_or(u64::MAX);
+        if round_trip >= s.request_timeout.0 {
             return err(
                 "max_delay",
                 format!(
-                    "a round trip of 2 x {} must fit in the request timeout {}",
-                    s.max_delay, s.request_timeout
+                    "a round trip of 2 x {} reads {round_trip}ms on a clock at +{}ppm and must \
+                     end before the request timeout {}",
+                    s.max_delay, s.drift_ppm, s.request_timeout
                 ),
             );
         }
@@ -261,5 +277,32 @@ impl ScopeBuilder {
             return err("horizon", "must not end before the faults do".into());
         }
         Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_trip_must_end_before_the_timeout_on_the_fastest_clock() {
+        // 2 x 100 ms reads 202 ms at +1%: a 202 ms timeout would race it.
+        let e = Scope::builder()
+            .request_timeout(Millis(202))
+            .build()
+            .unwrap_err();
+        assert_eq!(e.field, "max_delay");
+        assert!(e.reason.contains("reads 202ms"), "{e}");
+        assert!(Scope::builder()
+            .request_timeout(Millis(203))
+            .build()
+            .is_ok());
+        // Without drift, 2 x 100 ms before 201 ms is enough.
+        assert!(Scope::builder()
+            .drift_ppm(0)
+            .request_timeout(Millis(201))
+            .build()
+            .is_ok());
+        assert_eq!(Scope::s1().request_timeout, DEFAULT_REQUEST_TIMEOUT);
     }
 }

@@ -216,6 +216,26 @@ fn scripted_faults_beyond_their_bounds_are_located_at_the_sentence() {
 }
 
 #[test]
+fn a_bad_hold_is_located_at_its_sentence() {
+    for (sentence, needle) in [
+        // Unreadable: the one-way arrow without a second host.
+        ("hold worker-1 -> 1s..2s", "hold A -> B FROM..TO"),
+        ("hold worker-1 -> store 2s..1s", "is empty"),
+        ("hold worker-1 -> nobody 1s..2s", "unknown host"),
+        ("hold store -> store 1s..2s", "holds nothing"),
+    ] {
+        one_error_at(
+            &format!("seeds = 1\nevents = [\n  \"crash worker-2 at 1s\",\n  \"{sentence}\",\n]\n"),
+            4,
+            3,
+            needle,
+        );
+    }
+    let ok = "seeds = 1\nevents = [\"hold worker-1 -> store 1s..2s\"]\n";
+    assert!(load(ok).is_ok());
+}
+
+#[test]
 fn a_tick_longer_than_a_request_can_take_is_refused_at_load() {
     one_error_at("tick = \"3s\"\n", 1, 1, "protocol.request_timeout 2s");
     // Two hops (request, answer) of a 1 s delivery quantum do not fit in

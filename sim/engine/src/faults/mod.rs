@@ -21,7 +21,12 @@
 //! - `conflict HOST FROM..TO` makes the store answer `Conflict`, applying
 //!   nothing, to HOST's renews, releases and cancels arriving in the window
 //!   ([`FaultPlan::conflict_at`]); it draws nothing, so the seed's other
-//!   draws are unchanged.
+//!   draws are unchanged. A merged batch carrying one of them fails as one
+//!   transaction (every part answered `Conflict`), as a drawn batch
+//!   conflict does; a batch applied part by part refuses only those parts.
+//! - `hold A -> B FROM..TO` holds only the messages from A to B; `hold A B`
+//!   holds both directions. The history's link record says a link is held
+//!   when either direction is; the recorded schedule says which.
 //! - Drift is within the assumption up to and including ρ: only
 //!   `|ppm| > max_drift_ppm` breaks it.
 //! - After the window everything heals: crashed hosts restart, links heal,

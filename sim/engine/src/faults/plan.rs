@@ -19,8 +19,8 @@ pub enum ProcessAction {
 enum LinkKind {
     /// Drop messages in the named directions.
     Drop { ab: bool, ba: bool },
-    /// Hold messages until the end.
-    Hold,
+    /// Hold messages in the named directions until the end.
+    Hold { ab: bool, ba: bool },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,8 +63,18 @@ pub struct LinkView {
     pub drop_ab: bool,
     /// Messages from `b` to `a` are dropped.
     pub drop_ba: bool,
-    /// Messages not dropped are held.
-    pub held: bool,
+    /// Messages from `a` to `b` that are not dropped are held.
+    pub held_ab: bool,
+    /// Messages from `b` to `a` that are not dropped are held.
+    pub held_ba: bool,
+}
+
+impl LinkView {
+    /// Some direction is held (what the history's link record says; the
+    /// recorded schedule's `hold` sentences say which direction).
+    pub fn held(&self) -> bool {
+        self.held_ab || self.held_ba
+    }
 }
 
 /// Pause windows `[from, to)` of every host, merged and sorted.
@@ -91,6 +101,16 @@ fn sorted_pair(a: &str, b: &str) -> (String, String, bool) {
         (a.to_string(), b.to_string(), false)
     } else {
         (b.to_string(), a.to_string(), true)
+    }
+}
+
+/// Which directions of the sorted pair a fault named `a`–`b` touches: both,
+/// or only from `a` to `b` when `oneway` (`flipped`: `a` sorts after `b`).
+fn directions(oneway: bool, flipped: bool) -> (bool, bool) {
+    match (oneway, flipped) {
+        (false, _) => (true, true),
+        (true, false) => (true, false),
+        (true, true) => (false, true),
     }
 }
 
@@ -138,17 +158,20 @@ impl FaultPlan {
                     oneway,
                 } => {
                     let (x, y, flipped) = sorted_pair(a, b);
-                    let (ab, ba) = match (*oneway, flipped) {
-                        (false, _) => (true, true),
-                        (true, false) => (true, false),
-                        (true, true) => (false, true),
-                    };
+                    let (ab, ba) = directions(*oneway, flipped);
                     let drop = LinkKind::Drop { ab, ba };
                     links.push(LinkFault::new(x, y, from, to, drop, &mut times));
                 }
-                ScriptedFault::Hold { a, b, from, to } => {
-                    let (x, y, _) = sorted_pair(a, b);
-                    let hold = LinkKind::Hold;
+                ScriptedFault::Hold {
+                    a,
+                    b,
+                    from,
+                    to,
+                    oneway,
+                } => {
+                    let (x, y, flipped) = sorted_pair(a, b);
+                    let (ab, ba) = directions(*oneway, flipped);
+                    let hold = LinkKind::Hold { ab, ba };
                     links.push(LinkFault::new(x, y, from, to, hold, &mut times));
                 }
                 ScriptedFault::Conflict { host, from, to } => conflicts
@@ -200,7 +223,10 @@ impl FaultPlan {
                     v.drop_ab |= ab;
                     v.drop_ba |= ba;
                 }
-                LinkKind::Hold => v.held = true,
+                LinkKind::Hold { ab, ba } => {
+                    v.held_ab |= ab;
+                    v.held_ba |= ba;
+                }
             }
         }
         v
@@ -290,7 +316,7 @@ mod tests {
         let p = FaultPlan::new(&s);
         assert_eq!(p.link_pairs(), vec![("store".into(), "worker-1".into())]);
         let v = p.link_at("store", "worker-1", 3500);
-        assert!(v.drop_ba && !v.drop_ab && v.held);
+        assert!(v.drop_ba && !v.drop_ab && v.held_ab && v.held_ba);
         assert!(!p.link_at("store", "worker-1", 6000).drop_ba);
         assert_eq!(p.link_times, vec![1000, 3000, 5000, 8000]);
         assert_eq!(*p.pauses_of("worker-1"), vec![(1000, 4000)]);
@@ -310,5 +336,25 @@ mod tests {
         assert!(!p.conflict_at("worker-1", 2001));
         assert!(!p.conflict_at("worker-2", 2000));
         let _ = Dur::ms(0);
+    }
+
+    #[test]
+    fn a_one_way_hold_holds_only_its_own_direction() {
+        let s: Vec<ScriptedFault> = [
+            "hold worker-1 -> store 800ms..900ms",
+            "hold store -> worker-1 900ms..1000ms",
+        ]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+        let p = FaultPlan::new(&s);
+        assert_eq!(p.link_pairs(), vec![("store".into(), "worker-1".into())]);
+        // Sorted pair (store, worker-1): `ab` is store -> worker-1.
+        let v = p.link_at("store", "worker-1", 850);
+        assert!(v.held_ba && !v.held_ab && v.held());
+        let v = p.link_at("store", "worker-1", 950);
+        assert!(v.held_ab && !v.held_ba);
+        assert_eq!(p.link_at("store", "worker-1", 1000), LinkView::default());
+        assert_eq!(p.link_times, vec![800, 900, 1000]);
     }
 }

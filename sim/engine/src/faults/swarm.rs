@@ -170,6 +170,7 @@ pub fn swarm_faults(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
                         b: "store".into(),
                         from: Dur::ms(from),
                         to: Dur::ms(to),
+                        oneway: false,
                     });
                 }
             }

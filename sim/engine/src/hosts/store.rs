@@ -217,7 +217,15 @@ async fn serve<F: StoreFactory>(
             // order they ran.
             let mut replies = Vec::with_capacity(b.parts.len());
             for (id, op) in b.parts {
-                let call = backend.call(execute(store.clone(), op, Injected::None));
+                // A scripted window reaches each part it names (no draw).
+                let scripted =
+                    conflict_target(&op).is_some() && faults.scripted_conflict(&b.host, t);
+                let fault = if scripted {
+                    Injected::Conflict
+                } else {
+                    Injected::None
+                };
+                let call = backend.call(execute(store.clone(), op, fault));
                 let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
                     return;
                 };
@@ -229,7 +237,13 @@ async fn serve<F: StoreFactory>(
         }
         WireMessage::Batch(b) => {
             // The whole batch is one transaction: a conflict fails it all.
-            let conflict = faults.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
+            // A scripted window first, on a batch carrying a renew, release
+            // or cancel of its host: it draws nothing, so a run without one
+            // draws exactly as before.
+            let scripted = b.parts.iter().any(|(_, op)| conflict_target(op).is_some())
+                && faults.scripted_conflict(&b.host, t);
+            let conflict =
+                scripted || faults.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
             if !conflict && faults.store_cancelled(in_window) {
                 let call = backend.call(cancel_batch(store, b));
                 let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {

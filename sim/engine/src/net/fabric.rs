@@ -167,13 +167,17 @@ impl Fabric {
     /// messages a hold kept, if it ended, to send again.
     pub fn set_link(&mut self, a: HostIdx, b: HostIdx, view: LinkView) -> Vec<Message> {
         let mut again = Vec::new();
-        for (key, cut) in [((a, b), view.drop_ab), ((b, a), view.drop_ba)] {
+        let ways = [
+            ((a, b), view.drop_ab, view.held_ab),
+            ((b, a), view.drop_ba, view.held_ba),
+        ];
+        for (key, cut, held) in ways {
             let link = self.links.entry(key).or_default();
             link.cut = cut;
-            if link.held && !view.held {
+            if link.held && !held {
                 again.append(&mut link.kept);
             }
-            link.held = view.held;
+            link.held = held;
         }
         again
     }

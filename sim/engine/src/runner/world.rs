@@ -237,7 +237,7 @@ impl World {
                     b: b.clone(),
                     drop_ab: new.drop_ab,
                     drop_ba: new.drop_ba,
-                    held: new.held,
+                    held: new.held(),
                 });
                 self.links.insert(key, new);
             }

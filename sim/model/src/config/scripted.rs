@@ -15,7 +15,10 @@ use std::fmt;
 ///   ends; a later `restart` starts a new incarnation)
 /// - `partition A B FROM..TO` (both directions), `partition A -> B FROM..TO`
 ///   (only messages from A to B are dropped)
-/// - `hold A B FROM..TO` (messages delayed until TO, then delivered)
+/// - `hold A B FROM..TO` (messages both ways delayed until TO, then
+///   delivered), `hold A -> B FROM..TO` (only messages from A to B are
+///   held: a late request and its late answer are held on their own
+///   directions)
 /// - `pause HOST for LEN at T`
 /// - `skew HOST +OFFSET at T` (a step of the host's wall clock)
 /// - `drift HOST PPM at T` (for example `drift worker-1 20000ppm at 0s`)
@@ -42,12 +45,17 @@ pub enum ScriptedFault {
         to: Dur,
         oneway: bool,
     },
-    /// Messages between `a` and `b` are held during `[from, to)` and then delivered.
+    /// Messages between `a` and `b` (only from `a` to `b` if `oneway`) are
+    /// held during `[from, to)` and then delivered.
     Hold {
         a: String,
         b: String,
         from: Dur,
         to: Dur,
+        /// Written only when set, so the recorded schedule of a two-way
+        /// hold (and every history hash) reads as before the one-way form.
+        #[serde(skip_serializing_if = "is_false")]
+        oneway: bool,
     },
     /// The host stops running for `len`, then resumes with stale beliefs.
     Pause { host: String, at: Dur, len: Dur },
@@ -111,7 +119,16 @@ impl fmt::Display for ScriptedFault {
                 let arrow = if *oneway { " ->" } else { "" };
                 write!(f, "partition {a}{arrow} {b} {from}..{to}")
             }
-            ScriptedFault::Hold { a, b, from, to } => write!(f, "hold {a} {b} {from}..{to}"),
+            ScriptedFault::Hold {
+                a,
+                b,
+                from,
+                to,
+                oneway,
+            } => {
+                let arrow = if *oneway { " ->" } else { "" };
+                write!(f, "hold {a}{arrow} {b} {from}..{to}")
+            }
             ScriptedFault::Pause { host, at, len } => write!(f, "pause {host} for {len} at {at}"),
             ScriptedFault::Skew { host, at, by } => write!(f, "skew {host} {by} at {at}"),
             ScriptedFault::Drift { host, at, ppm } => write!(f, "drift {host} {ppm}ppm at {at}"),
@@ -148,10 +165,20 @@ impl std::str::FromStr for ScriptedFault {
                 oneway,
             })
         };
+        let hold = |a: &str, b: &str, w: &str, oneway: bool| {
+            let (from, to) = span(w)?;
+            Ok(ScriptedFault::Hold {
+                a: h(a),
+                b: h(b),
+                from,
+                to,
+                oneway,
+            })
+        };
         let usage = || {
             format!(
                 "cannot read fault {s:?}; expected one of: `crash HOST at T`, `restart HOST at T`, \
-                 `shutdown WORKER at T`, `partition A B FROM..TO`, `partition A -> B FROM..TO`, `hold A B FROM..TO`, \
+                 `shutdown WORKER at T`, `partition A B FROM..TO`, `partition A -> B FROM..TO`, `hold A B FROM..TO`, `hold A -> B FROM..TO`, \
                  `pause HOST for LEN at T`, `skew HOST +OFFSET at T`, `drift HOST PPMppm at T`, \
                  `conflict HOST FROM..TO`"
             )
@@ -175,15 +202,12 @@ impl std::str::FromStr for ScriptedFault {
             )),
             ["partition", a, "->", b, w] => partition(a, b, w, true),
             ["partition", a, b, w] => partition(a, b, w, false),
-            ["hold", a, b, w] => {
-                let (from, to) = span(w)?;
-                Ok(ScriptedFault::Hold {
-                    a: h(a),
-                    b: h(b),
-                    from,
-                    to,
-                })
-            }
+            ["hold", a, "->", b, w] => hold(a, b, w, true),
+            ["hold", a, b, _] if *a == "->" || *b == "->" => Err(format!(
+                "cannot read fault {s:?}; a one-way hold is written `hold A -> B FROM..TO`, \
+                 for example `hold worker-1 -> store 800ms..900ms`"
+            )),
+            ["hold", a, b, w] => hold(a, b, w, false),
             ["conflict", host, w] => {
                 let (from, to) = span(w)?;
                 Ok(ScriptedFault::Conflict {
@@ -220,6 +244,11 @@ impl std::str::FromStr for ScriptedFault {
     }
 }
 
+/// For `skip_serializing_if`: a one-way flag is written only when set.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 impl<'de> Deserialize<'de> for ScriptedFault {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
@@ -247,5 +276,52 @@ mod tests {
         assert_eq!(f.hosts(), vec!["worker-2"]);
         let empty = "conflict worker-2 813ms..810ms".parse::<ScriptedFault>();
         assert!(empty.unwrap_err().contains("is empty"));
+    }
+
+    #[test]
+    fn a_one_way_hold_reads_and_writes_back_in_the_same_words() {
+        let f: ScriptedFault = "hold worker-1 -> store 800ms..899ms".parse().unwrap();
+        assert_eq!(
+            f,
+            ScriptedFault::Hold {
+                a: "worker-1".into(),
+                b: "store".into(),
+                from: Dur::ms(800),
+                to: Dur::ms(899),
+                oneway: true,
+            }
+        );
+        assert_eq!(f.to_string(), "hold worker-1 -> store 800ms..899ms");
+        assert_eq!(f.to_string().parse::<ScriptedFault>().unwrap(), f);
+        assert_eq!(f.hosts(), vec!["worker-1", "store"]);
+        // The two-way form is unchanged, and records as it always did.
+        let two: ScriptedFault = "hold worker-1 store 1s..2s".parse().unwrap();
+        assert!(matches!(two, ScriptedFault::Hold { oneway: false, .. }));
+        assert_eq!(two.to_string(), "hold worker-1 store 1s..2s");
+        let json = serde_json::to_string(&two).unwrap();
+        assert!(!json.contains("oneway"), "{json}");
+        assert!(serde_json::to_string(&f)
+            .unwrap()
+            .contains("\"oneway\":true"));
+    }
+
+    #[test]
+    fn a_bad_one_way_hold_says_how_to_write_it() {
+        let err = "hold worker-1 -> 1s..2s"
+            .parse::<ScriptedFault>()
+            .unwrap_err();
+        assert!(err.contains("hold A -> B FROM..TO"), "{err}");
+        let err = "hold worker-1 -> store 2s..1s"
+            .parse::<ScriptedFault>()
+            .unwrap_err();
+        assert!(err.contains("is empty"), "{err}");
+        let err = "hold worker-1 -> store"
+            .parse::<ScriptedFault>()
+            .unwrap_err();
+        assert!(err.contains("hold A -> B FROM..TO"), "{err}");
+        let err = "hold worker-1 <- store 1s..2s"
+            .parse::<ScriptedFault>()
+            .unwrap_err();
+        assert!(err.contains("`hold A -> B FROM..TO`"), "{err}");
     }
 }

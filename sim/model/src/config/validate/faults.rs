@@ -98,6 +98,16 @@ pub(super) fn events(cfg: &SimConfig, bad: &mut Bad) {
                 );
             }
         }
+        if let ScriptedFault::Hold { a, b, .. } = ev {
+            // A hold keeps messages on the link between two hosts; a host
+            // has no link to itself, so the sentence would hold nothing.
+            if a == b {
+                bad(
+                    &format!("events[{i}]"),
+                    format!("`{ev}` holds nothing: a hold names two different hosts"),
+                );
+            }
+        }
         if let ScriptedFault::Shutdown { host, .. } = ev {
             // An unknown host is reported above; a known one must be a worker.
             let kind = hosts.named(host).map(|h| h.kind);

@@ -359,22 +359,7 @@ fn to_op(e: &Edn<'_>) -> Result<Op, String> {
         Some(other) => return Err(format!(":time must be an integer, not {other:?}")),
     };
     let value = take("value").cloned().unwrap_or(Value::Nil);
-    let known = ["type", "process", "f", "index", "time", "value"];
-    let extra = fields
-        .iter()
-        .filter(|(k, _)| !known.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    Ok(Op {
-        // Filled in from the position by the reader when absent.
-        index: index.unwrap_or(-1),
-        time_ns,
-        kind,
-        process,
-        f,
-        value,
-        extra,
-    })
+    Ok(Op::found(kind, process, f, index, time_ns, value, fields))
 }
 
 #[cfg(test)]

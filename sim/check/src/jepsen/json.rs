@@ -230,21 +230,8 @@ fn to_op(v: &serde_json::Value) -> Result<Op, String> {
     let index = int("index")?;
     let time_ns = int("time")?;
     let value = take("value").map_or(Value::Nil, to_value);
-    let known = ["type", "process", "f", "index", "time", "value"];
-    let extra = m
-        .iter()
-        .filter(|(k, _)| !known.contains(&name(k).as_str()))
-        .map(|(k, v)| (name(k), to_value(v)))
-        .collect();
-    Ok(Op {
-        index: index.unwrap_or(-1),
-        time_ns,
-        kind,
-        process,
-        f,
-        value,
-        extra,
-    })
+    let fields = m.iter().map(|(k, v)| (name(k), to_value(v)));
+    Ok(Op::found(kind, process, f, index, time_ns, value, fields))
 }
 
 #[cfg(test)]

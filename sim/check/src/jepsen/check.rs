@@ -45,17 +45,14 @@ pub struct Violation {
     pub message: String,
 }
 
-/// The jobs and tokens are in the message, which names the operations;
-/// the file is the caller's, so it adds the place.
+/// No context lines: the jobs and tokens are in the message, which names
+/// the operations; the file is the caller's, so it adds the place.
 impl crate::finding::Finding for Violation {
     fn broken(&self) -> String {
         crate::finding::invariant(self.invariant)
     }
     fn message(&self) -> String {
         self.message.clone()
-    }
-    fn context(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
     }
 }
 

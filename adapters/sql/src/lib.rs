@@ -9,10 +9,13 @@
 //! - the job reads and the schedule statements, in each driver's
 //!   placeholder style, run on either driver ([`dialect`], [`job_sql`],
 //!   [`schedule_sql`]);
-//! - closing a pool for good ([`pool_close`]).
+//! - closing a pool for good ([`pool_close`]);
+//! - the bounded retry of a transaction after a version conflict
+//!   ([`conflict_retry`]).
 //!
-//! What differs between the stores (how a transaction is run, how a
-//! claim scans, how rows are written in batches) stays in each adapter.
+//! What differs between the stores (how a transaction begins, commits and
+//! rolls back, how a claim scans, how rows are written in batches) stays
+//! in each adapter.
 //!
 //! ## Depends on
 //! `leasehold-core`, sqlx, tokio (a timer) and tracing. It must never
@@ -24,6 +27,7 @@
 
 pub mod affected;
 pub mod column;
+pub mod conflict_retry;
 pub mod dialect;
 pub mod job_columns;
 pub mod job_sql;

@@ -6,7 +6,7 @@
 use crate::clock::STMT_CLOCK;
 use crate::load::decode_locked;
 use crate::write_batch::Batch;
-use crate::{error, PgStore};
+use crate::{error, read, PgStore};
 use leasehold_core::transition;
 use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
 use leasehold_sql::job_columns::COLUMNS;
@@ -96,14 +96,7 @@ impl PgStore {
                     .execute(&mut *conn)
                     .await
                     .map_err(error::map)?;
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
-                )
-                .bind(queue)
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(error::map)?;
-                u32::try_from(n).unwrap_or(u32::MAX)
+                read::JOBS.running(&mut *conn, queue).await?
             } else {
                 0
             };

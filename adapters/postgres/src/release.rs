@@ -5,8 +5,8 @@
 use crate::load::Locked;
 use crate::write_batch::Batch;
 use crate::{listener, PgStore};
-use leasehold_core::transition::{self, ReleasePlan};
 use leasehold_core::{InputError, JobId, JobRecord, Release, ReleaseRequest, StoreError};
+use leasehold_sql::release_row::apply_release;
 use sqlx::postgres::PgConnection;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -81,18 +81,9 @@ impl PgStore {
                 answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
                 continue;
             };
-            answers.push(
-                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
-                    Ok(ReleasePlan::Apply(a)) => {
-                        *current = a.record;
-                        events.push(a.event);
-                        Ok(Release::Committed)
-                    }
-                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
-                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
-                    Err(e) => Err(StoreError::Input(e)),
-                },
-            );
+            answers.push(apply_release(current, req, &self.policy, now, |e| {
+                events.push(e)
+            }));
         }
         let mut woken = BTreeSet::new();
         for (loaded_version, record) in rows.values() {

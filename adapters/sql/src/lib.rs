@@ -11,7 +11,8 @@
 //!   [`schedule_sql`]);
 //! - closing a pool for good ([`pool_close`]);
 //! - the bounded retry of a transaction after a version conflict
-//!   ([`conflict_retry`]).
+//!   ([`conflict_retry`]);
+//! - a release applied to a job's current row ([`release_row`]).
 //!
 //! What differs between the stores (how a transaction begins, commits and
 //! rolls back, how a claim scans, how rows are written in batches) stays
@@ -32,5 +33,6 @@ pub mod dialect;
 pub mod job_columns;
 pub mod job_sql;
 pub mod pool_close;
+pub mod release_row;
 pub mod schedule_columns;
 pub mod schedule_sql;

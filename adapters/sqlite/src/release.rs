@@ -8,8 +8,8 @@
 
 use crate::set_sql::{load_rows, WriteSet};
 use crate::SqliteStore;
-use leasehold_core::transition::{self, ReleasePlan};
 use leasehold_core::{InputError, JobId, Release, ReleaseRequest, StoreError, StoreTime};
+use leasehold_sql::release_row::apply_release;
 use sqlx::SqliteConnection;
 use std::collections::BTreeMap;
 
@@ -67,18 +67,9 @@ impl SqliteStore {
                 answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
                 continue;
             };
-            answers.push(
-                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
-                    Ok(ReleasePlan::Apply(a)) => {
-                        *current = a.record;
-                        set.push_event(a.event);
-                        Ok(Release::Committed)
-                    }
-                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
-                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
-                    Err(e) => Err(StoreError::Input(e)),
-                },
-            );
+            answers.push(apply_release(current, req, &self.policy, now, |e| {
+                set.push_event(e)
+            }));
         }
         for (loaded, record) in rows.into_values() {
             if record.version != loaded {

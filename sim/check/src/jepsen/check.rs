@@ -382,11 +382,10 @@ fn stale(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jepsen::edn::read_history;
+    use crate::jepsen::edn::test_history::{ops, FILE};
 
     fn run(text: &str) -> Result<Summary, Vec<ReadError>> {
-        let ops = read_history(text, Path::new("h.edn")).expect("EDN");
-        check(&ops, Path::new("h.edn"))
+        check(&ops(text), Path::new(FILE))
     }
 
     const CLEAN: &str = r#"

@@ -362,6 +362,21 @@ fn to_op(e: &Edn<'_>) -> Result<Op, String> {
     Ok(Op::found(kind, process, f, index, time_ns, value, fields))
 }
 
+/// What the checks' unit tests read their histories with.
+#[cfg(test)]
+pub(crate) mod test_history {
+    use super::{read_history, Op, Pos};
+    use std::path::Path;
+
+    /// The file every test history is said to come from.
+    pub(crate) const FILE: &str = "h.edn";
+
+    /// The operations of EDN history `text`, which must read.
+    pub(crate) fn ops(text: &str) -> Vec<(Pos, Op)> {
+        read_history(text, Path::new(FILE)).expect("EDN")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

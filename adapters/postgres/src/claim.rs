@@ -4,7 +4,7 @@
 //! write.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::decode_locked;
+use crate::load::fetch_locked;
 use crate::write_batch::Batch;
 use crate::{error, read, PgStore};
 use leasehold_core::transition;
@@ -112,14 +112,11 @@ impl PgStore {
                  WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
                  ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
             );
-            let rows = sqlx::query(&sql)
+            let q = sqlx::query(&sql)
                 .bind(self.clock_param())
                 .bind(queue)
-                .bind(i64::from(cap))
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(error::map)?;
-            let locked = decode_locked(&rows)?;
+                .bind(i64::from(cap));
+            let locked = fetch_locked(conn, q).await?;
             let Some(now) = locked.now else {
                 continue;
             };

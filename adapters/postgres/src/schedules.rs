@@ -80,15 +80,8 @@ impl PgStore {
             FirePlan::Existing(id) => Ok(id),
             FirePlan::Insert(a) => {
                 let mut batch = Batch::default();
-                batch.push_row(&a.record, 0)?;
-                if self.audit {
-                    batch.push_event(&a.event)?;
-                }
-                batch
-                    .insert(self.channel.clone())
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(error::map)?;
+                self.push(&mut batch, &a, 0)?;
+                self.write_new(conn, batch).await?;
                 Ok(id)
             }
         }

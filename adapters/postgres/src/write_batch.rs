@@ -214,6 +214,23 @@ impl PgStore {
         Ok(())
     }
 
+    /// Inserts the new rows of `batch` with their events, and announces
+    /// their queues (at commit).
+    pub(crate) async fn write_new(
+        &self,
+        conn: &mut PgConnection,
+        batch: Batch,
+    ) -> Result<(), StoreError> {
+        batch
+            .insert(self.channel.clone())
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        Ok(())
+    }
+
+    /// Adds the row `a` wrote over version `old` (0: a new row), with its
+    /// event when the audit log is on.
     pub(crate) fn push(
         &self,
         batch: &mut Batch,

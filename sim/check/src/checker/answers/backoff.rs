@@ -66,9 +66,8 @@ mod tests {
     #[test]
     fn window_doubles_per_attempt_with_jitter_and_stops_at_the_cap() {
         let b = Backoff {
-            base: 1000,
-            cap: 10_000,
             jitter_permille: 200,
+            ..Backoff::new(1000, 10_000)
         };
         assert_eq!(b.delays(1), (800, 1200));
         assert_eq!(b.delays(2), (1600, 2400));
@@ -94,9 +93,8 @@ mod tests {
     #[test]
     fn no_jitter_is_a_single_point() {
         let b = Backoff {
-            base: 500,
-            cap: 500,
             jitter_permille: 0,
+            ..Backoff::new(500, 500)
         };
         assert_eq!(b.delays(3), (500, 500));
     }

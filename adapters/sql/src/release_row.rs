@@ -5,6 +5,9 @@
 use leasehold_core::transition::{self, ReleasePlan};
 use leasehold_core::{Event, JobRecord, Policy, Release, ReleaseRequest, StoreError, StoreTime};
 
+/// The answers to many releases: each its own, or its own input error.
+pub type ReleaseAnswers = Vec<Result<Release, StoreError>>;
+
 /// What release `req` answers on `row`, the job's current row at store
 /// time `now`. An accepted release changes `row` in place and hands its
 /// audit event to `log`; a repeat of it answers `Committed` again and

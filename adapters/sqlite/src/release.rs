@@ -8,13 +8,10 @@
 
 use crate::set_sql::{load_rows, WriteSet};
 use crate::SqliteStore;
-use leasehold_core::{InputError, JobId, Release, ReleaseRequest, StoreError, StoreTime};
-use leasehold_sql::release_row::apply_release;
+use leasehold_core::{InputError, JobId, ReleaseRequest, StoreError, StoreTime};
+use leasehold_sql::release_row::{apply_release, ReleaseAnswers};
 use sqlx::SqliteConnection;
 use std::collections::BTreeMap;
-
-/// Answers for releases: each its own, or its own input error.
-pub(crate) type ReleaseAnswers = Vec<Result<Release, StoreError>>;
 
 impl SqliteStore {
     /// Releases many leases in one transaction. Each request gets its own
@@ -24,7 +21,7 @@ impl SqliteStore {
     pub async fn release_many(
         &self,
         reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         let answers = self.release_many_tx(reqs).await?;
         for (req, answer) in reqs.iter().zip(&answers) {
             self.announce_released(req, answer).await;
@@ -35,7 +32,7 @@ impl SqliteStore {
     pub(crate) async fn release_many_tx(
         &self,
         reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         in_write_tx!(self, |conn, now| self.release_set(conn, reqs, now).await)
     }
 

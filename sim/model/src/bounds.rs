@@ -255,16 +255,8 @@ fn clocks(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
 /// NaN and infinity pass every `<` and `>` test, so each float is checked
 /// to be finite on its own.
 fn floats(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
-    let w = &cfg.workload;
     let f = &cfg.faults;
-    let mut all: Vec<(&str, f64)> = vec![
-        ("workload.fail_rate", w.fail_rate),
-        ("workload.permanent_share", w.permanent_share),
-        ("workload.poison_rate", w.poison_rate),
-        ("workload.hang_rate", w.hang_rate),
-        ("workload.cancel_rate", w.cancel_rate),
-        ("faults.oneway_share", f.oneway_share),
-    ];
+    let mut all: Vec<(&str, f64)> = cfg.plain_probabilities().to_vec();
     for (path, r) in f.rates().into_iter().chain(f.probabilities()) {
         all.push((path, r.lo));
         all.push((path, r.hi));

@@ -113,17 +113,7 @@ impl MemoryStore {
 
     /// A store on `clock` (for tests and the simulator).
     pub fn with_clock(policy: Policy, clock: impl StoreClock) -> Self {
-        MemoryStore {
-            state: Arc::new(Mutex::new(MemoryState::default())),
-            clock: Box::new(clock),
-            policy,
-            history_cap: DEFAULT_HISTORY_CAP,
-            wake: WorkSignal::new(),
-            #[cfg(feature = "buggy-variants")]
-            variant: None,
-            #[cfg(feature = "buggy-variants")]
-            scratch: Mutex::new(Default::default()),
-        }
+        Self::with_state(policy, clock, Arc::default())
     }
 
     /// A store over existing shared state: the simulator keeps the state

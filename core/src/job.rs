@@ -268,30 +268,19 @@ impl JobRecord {
     /// in debug builds, and adapters may call it on loaded rows.
     pub fn check_invariants(&self) -> Result<(), String> {
         let running = self.state == JobState::Running;
-        if running != self.holder.is_some() {
-            return Err(format!(
-                "{}: holder set={} in state {}",
-                self.id,
-                self.holder.is_some(),
-                self.state
-            ));
-        }
-        if running != self.expires_at.is_some() {
-            return Err(format!(
-                "{}: expires_at set={} in state {}",
-                self.id,
-                self.expires_at.is_some(),
-                self.state
-            ));
-        }
         let succeeded = self.state == JobState::Succeeded;
-        if succeeded != self.result.is_some() {
-            return Err(format!(
-                "{}: result set={} in state {}",
-                self.id,
-                self.result.is_some(),
-                self.state
-            ));
+        // Fields set exactly in one state: (name, set, in that state).
+        for (field, set, in_its_state) in [
+            ("holder", self.holder.is_some(), running),
+            ("expires_at", self.expires_at.is_some(), running),
+            ("result", self.result.is_some(), succeeded),
+        ] {
+            if set != in_its_state {
+                return Err(format!(
+                    "{}: {field} set={set} in state {}",
+                    self.id, self.state
+                ));
+            }
         }
         if self.attempt > self.max_attempts {
             return Err(format!(

@@ -98,6 +98,24 @@ pub async fn now<S: Store>(s: &S) -> StoreTime {
     s.now().await.expect("store now")
 }
 
+/// Asserts that releasing `job` under `token` with `outcome` answers
+/// `want`.
+async fn assert_release<S: Store>(
+    s: &S,
+    job: JobId,
+    token: Token,
+    outcome: Outcome,
+    want: Release,
+    name: &str,
+) {
+    assert_eq!(release(s, job, token, outcome).await, want, "{name}");
+}
+
+/// Asserts that cancelling `job` answers `want`.
+async fn assert_cancel<S: Store>(s: &S, job: JobId, want: CancelOutcome, name: &str) {
+    assert_eq!(s.cancel(job).await.expect("cancel"), want, "{name}");
+}
+
 fn succeeded(bytes: &[u8]) -> Outcome {
     Outcome::Succeeded(bytes.to_vec())
 }
@@ -265,11 +283,15 @@ pub async fn stale_token_release_is_lost_and_changes_nothing<H: Harness>(h: &H) 
         "{name}: tokens grow by one"
     );
     let held = row(s, id).await;
-    assert_eq!(
-        release(s, id, first.token, succeeded(b"stale")).await,
+    assert_release(
+        s,
+        id,
+        first.token,
+        succeeded(b"stale"),
         Release::Lost,
-        "{name}"
-    );
+        &name,
+    )
+    .await;
     assert_eq!(
         renew(s, id, first.token, LONG_LEASE).await,
         Renewal::Lost,
@@ -291,11 +313,15 @@ pub async fn stale_token_release_is_lost_and_changes_nothing<H: Harness>(h: &H) 
         matches!(err, Err(StoreError::Input(InputError::UnknownToken { .. }))),
         "{name}: {err:?}"
     );
-    assert_eq!(
-        release(s, id, second.token, succeeded(b"ok")).await,
+    assert_release(
+        s,
+        id,
+        second.token,
+        succeeded(b"ok"),
         Release::Committed,
-        "{name}"
-    );
+        &name,
+    )
+    .await;
     let done = row(s, id).await;
     assert_eq!(done.state, JobState::Succeeded, "{name}");
     assert_eq!(done.result.as_deref(), Some(&b"ok"[..]), "{name}");
@@ -310,19 +336,11 @@ pub async fn repeated_release_is_committed_once<H: Harness>(h: &H) {
     let name = h.name();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec())).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
-    assert_eq!(
-        release(s, id, l.token, succeeded(b"r")).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, l.token, succeeded(b"r"), Release::Committed, &name).await;
     let once = row(s, id).await;
     let events_once = h.events(s).await.map(|e| e.len());
     for _ in 0..3 {
-        assert_eq!(
-            release(s, id, l.token, succeeded(b"r")).await,
-            Release::Committed,
-            "{name}"
-        );
+        assert_release(s, id, l.token, succeeded(b"r"), Release::Committed, &name).await;
     }
     assert_eq!(row(s, id).await, once, "{name}: a repeat changes nothing");
     assert_eq!(
@@ -330,33 +348,17 @@ pub async fn repeated_release_is_committed_once<H: Harness>(h: &H) {
         events_once,
         "{name}: no new event"
     );
-    assert_eq!(
-        release(s, id, l.token, succeeded(b"other")).await,
-        Release::Lost,
-        "{name}"
-    );
-    assert_eq!(
-        release(s, id, l.token, failed(true)).await,
-        Release::Lost,
-        "{name}"
-    );
+    assert_release(s, id, l.token, succeeded(b"other"), Release::Lost, &name).await;
+    assert_release(s, id, l.token, failed(true), Release::Lost, &name).await;
     assert_eq!(row(s, id).await, once, "{name}");
 
     // A retry release repeated after the job went back to pending.
     let id2 = enqueue(s, NewJob::new("q2", b"y".to_vec())).await;
     let l2 = claim_one(s, "w", "q2", LONG_LEASE).await;
-    assert_eq!(
-        release(s, id2, l2.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id2, l2.token, failed(true), Release::Committed, &name).await;
     let retried = row(s, id2).await;
     assert_eq!(retried.state, JobState::Pending, "{name}");
-    assert_eq!(
-        release(s, id2, l2.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id2, l2.token, failed(true), Release::Committed, &name).await;
     assert_eq!(row(s, id2).await, retried, "{name}");
 }
 
@@ -421,11 +423,7 @@ pub async fn renew_after_sweep_is_lost<H: Harness>(h: &H) {
         Renewal::Lost,
         "{name}"
     );
-    assert_eq!(
-        release(s, id, l.token, succeeded(b"late")).await,
-        Release::Lost,
-        "{name}"
-    );
+    assert_release(s, id, l.token, succeeded(b"late"), Release::Lost, &name).await;
     assert_eq!(row(s, id).await, swept, "{name}: nothing changed");
 }
 
@@ -437,17 +435,23 @@ pub async fn late_cancel_keeps_succeeded<H: Harness>(h: &H) {
     let name = h.name();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec())).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
-    assert_eq!(
-        release(s, id, l.token, succeeded(b"done")).await,
+    assert_release(
+        s,
+        id,
+        l.token,
+        succeeded(b"done"),
         Release::Committed,
-        "{name}"
-    );
+        &name,
+    )
+    .await;
     let done = row(s, id).await;
-    assert_eq!(
-        s.cancel(id).await.expect("cancel"),
+    assert_cancel(
+        s,
+        id,
         CancelOutcome::AlreadyTerminal(JobState::Succeeded),
-        "{name}"
-    );
+        &name,
+    )
+    .await;
     assert_eq!(
         row(s, id).await,
         done,
@@ -456,16 +460,16 @@ pub async fn late_cancel_keeps_succeeded<H: Harness>(h: &H) {
 
     let id2 = enqueue(s, NewJob::new("q", b"y".to_vec())).await;
     let l2 = claim_one(s, "w", "q", LONG_LEASE).await;
-    assert_eq!(
-        s.cancel(id2).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
-    assert_eq!(
-        release(s, id2, l2.token, succeeded(b"did it")).await,
+    assert_cancel(s, id2, CancelOutcome::Requested, &name).await;
+    assert_release(
+        s,
+        id2,
+        l2.token,
+        succeeded(b"did it"),
         Release::Committed,
-        "{name}"
-    );
+        &name,
+    )
+    .await;
     let r = row(s, id2).await;
     assert_eq!(r.state, JobState::Succeeded, "{name}: the work happened");
     assert_eq!(r.result.as_deref(), Some(&b"did it"[..]), "{name}");
@@ -482,37 +486,27 @@ pub async fn cancel_of_pending_job_is_final_and_cancel_of_running_job_is_a_reque
     let s = &*f.store;
     let name = h.name();
     let p = enqueue(s, NewJob::new("p", b"x".to_vec())).await;
-    assert_eq!(
-        s.cancel(p).await.expect("cancel"),
-        CancelOutcome::Cancelled,
-        "{name}"
-    );
+    assert_cancel(s, p, CancelOutcome::Cancelled, &name).await;
     assert_eq!(row(s, p).await.state, JobState::Cancelled, "{name}");
     assert!(
         claim(s, "w", "p", LONG_LEASE, 5).await.is_empty(),
         "{name}: cancelled never runs"
     );
-    assert_eq!(
-        s.cancel(p).await.expect("cancel"),
+    assert_cancel(
+        s,
+        p,
         CancelOutcome::AlreadyTerminal(JobState::Cancelled),
-        "{name}"
-    );
+        &name,
+    )
+    .await;
 
     let r = enqueue(s, NewJob::new("r", b"x".to_vec())).await;
     let l = claim_one(s, "w", "r", LONG_LEASE).await;
-    assert_eq!(
-        s.cancel(r).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
+    assert_cancel(s, r, CancelOutcome::Requested, &name).await;
     let requested = row(s, r).await;
     assert!(requested.cancel_requested, "{name}");
     assert_eq!(requested.state, JobState::Running, "{name}");
-    assert_eq!(
-        s.cancel(r).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
+    assert_cancel(s, r, CancelOutcome::Requested, &name).await;
     assert_eq!(
         row(s, r).await,
         requested,
@@ -528,11 +522,7 @@ pub async fn cancel_of_pending_job_is_final_and_cancel_of_running_job_is_a_reque
         ),
         "{name}: renew reports the request"
     );
-    assert_eq!(
-        release(s, r, l.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, r, l.token, failed(true), Release::Committed, &name).await;
     assert_eq!(
         row(s, r).await.state,
         JobState::Cancelled,
@@ -542,11 +532,7 @@ pub async fn cancel_of_pending_job_is_final_and_cancel_of_running_job_is_a_reque
     let e = enqueue(s, NewJob::new("e", b"x".to_vec())).await;
     let le = claim_one(s, "w", "e", SHORT_LEASE).await;
     assert_eq!(le.job, e, "{name}");
-    assert_eq!(
-        s.cancel(e).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
+    assert_cancel(s, e, CancelOutcome::Requested, &name).await;
     f.time.advance(SHORT_LEASE).await;
     let reports = sweep(s, 10).await;
     assert_eq!(reports.len(), 1, "{name}");
@@ -557,16 +543,16 @@ pub async fn cancel_of_pending_job_is_final_and_cancel_of_running_job_is_a_reque
     // The holder acknowledges the request with `Cancelled`.
     let a = enqueue(s, NewJob::new("a", b"x".to_vec())).await;
     let la = claim_one(s, "w", "a", LONG_LEASE).await;
-    assert_eq!(
-        s.cancel(a).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
-    assert_eq!(
-        release(s, a, la.token, Outcome::Cancelled).await,
+    assert_cancel(s, a, CancelOutcome::Requested, &name).await;
+    assert_release(
+        s,
+        a,
+        la.token,
+        Outcome::Cancelled,
         Release::Committed,
-        "{name}"
-    );
+        &name,
+    )
+    .await;
     let acked = row(s, a).await;
     assert_eq!(acked.state, JobState::Cancelled, "{name}");
     assert_eq!((acked.holder, acked.expires_at), (None, None), "{name}");
@@ -583,11 +569,7 @@ pub async fn failed_release_backs_off_and_claim_respects_run_at<H: Harness>(h: &
     let policy = suite_policy();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec()).max_attempts(3)).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
-    assert_eq!(
-        release(s, id, l.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, l.token, failed(true), Release::Committed, &name).await;
     let r = row(s, id).await;
     let delay = policy.backoff.delay(id, l.token, 1);
     assert!(delay > Millis::ZERO, "{name}");
@@ -625,11 +607,7 @@ pub async fn failed_release_backs_off_and_claim_respects_run_at<H: Harness>(h: &
     );
 
     // The next failure waits longer: exponential in the attempt.
-    assert_eq!(
-        release(s, id, again.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, again.token, failed(true), Release::Committed, &name).await;
     let r2 = row(s, id).await;
     let delay2 = policy.backoff.delay(id, again.token, 2);
     assert_eq!(
@@ -648,20 +626,12 @@ pub async fn job_is_dead_after_its_attempt_budget<H: Harness>(h: &H) {
     let name = h.name();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec()).max_attempts(2)).await;
     let l1 = claim_one(s, "w", "q", LONG_LEASE).await;
-    assert_eq!(
-        release(s, id, l1.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, l1.token, failed(true), Release::Committed, &name).await;
     let backoff = row(s, id).await.run_at.since(now(s).await);
     f.time.advance(backoff).await;
     let l2 = claim_one(s, "w", "q", LONG_LEASE).await;
     assert_eq!(l2.attempt, 2, "{name}");
-    assert_eq!(
-        release(s, id, l2.token, failed(true)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, l2.token, failed(true), Release::Committed, &name).await;
     let dead = row(s, id).await;
     assert_eq!(dead.state, JobState::Dead, "{name}: budget spent");
     assert_eq!(dead.attempt, 2, "{name}");
@@ -669,11 +639,7 @@ pub async fn job_is_dead_after_its_attempt_budget<H: Harness>(h: &H) {
 
     let p = enqueue(s, NewJob::new("p", b"x".to_vec()).max_attempts(5)).await;
     let lp = claim_one(s, "w", "p", LONG_LEASE).await;
-    assert_eq!(
-        release(s, p, lp.token, failed(false)).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, p, lp.token, failed(false), Release::Committed, &name).await;
     assert_eq!(
         row(s, p).await.state,
         JobState::Dead,
@@ -712,11 +678,7 @@ pub async fn returned_job_gets_its_attempt_back<H: Harness>(h: &H) {
     let name = h.name();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec()).max_attempts(1)).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
-    assert_eq!(
-        release(s, id, l.token, Outcome::Returned).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, l.token, Outcome::Returned, Release::Committed, &name).await;
     let r = row(s, id).await;
     assert_eq!((r.state, r.attempt), (JobState::Pending, 0), "{name}");
     assert_eq!(r.run_at, r.updated_at, "{name}: due at once");
@@ -933,11 +895,7 @@ pub async fn bad_input_is_rejected_and_changes_nothing<H: Harness>(h: &H) {
         "{name}: rejected requests change nothing"
     );
     // The lease is still good after all the rejections.
-    assert_eq!(
-        release(s, id, l.token, succeeded(b"ok")).await,
-        Release::Committed,
-        "{name}"
-    );
+    assert_release(s, id, l.token, succeeded(b"ok"), Release::Committed, &name).await;
 }
 
 /// A repeated idempotency key with the same spec answers the existing job;
@@ -1016,16 +974,8 @@ pub async fn audit_events_follow_every_accepted_transition<H: Harness>(h: &H) {
     let id = enqueue(s, NewJob::new("q", b"x".to_vec())).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
     renew(s, id, l.token, LONG_LEASE).await;
-    assert_eq!(
-        s.cancel(id).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
-    assert_eq!(
-        s.cancel(id).await.expect("cancel"),
-        CancelOutcome::Requested,
-        "{name}"
-    );
+    assert_cancel(s, id, CancelOutcome::Requested, &name).await;
+    assert_cancel(s, id, CancelOutcome::Requested, &name).await;
     release(s, id, l.token, succeeded(b"r")).await;
     release(s, id, l.token, succeeded(b"r")).await;
     release(s, id, Token(1), succeeded(b"other")).await;

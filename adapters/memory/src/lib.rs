@@ -118,17 +118,7 @@ impl MemoryStore {
 
     /// A store on `clock` (for tests and the simulator).
     pub fn with_clock(policy: Policy, clock: impl StoreClock) -> Self {
-        MemoryStore {
-            state: Arc::new(Mutex::new(MemoryState::default())),
-            clock: Box::new(clock),
-            policy,
-            history_cap: DEFAULT_HISTORY_CAP,
-            wake: WorkSignal::new(),
-            #[cfg(feature = "buggy-variants")]
-            variant: None,
-            #[cfg(feature = "buggy-variants")]
-            scratch: Mutex::new(Default::default()),
-        }
+        Self::with_state(policy, clock, Arc::default())
     }
 
     /// A store over existing shared state: the simulator keeps the state
@@ -233,6 +223,18 @@ impl MemoryStore {
         }
     }
 
+    /// Prepares a locked state for an operation on job `id` at the
+    /// clock's now: the time, the state, and the job's row as loaded.
+    fn begin_on(
+        &self,
+        id: JobId,
+    ) -> Result<(StoreTime, MutexGuard<'_, MemoryState>, JobRecord), StoreError> {
+        let now = self.clock.now();
+        let st = self.begin(now);
+        let row = Self::load(&st, id)?;
+        Ok((now, st, row))
+    }
+
     fn load(state: &MemoryState, id: JobId) -> Result<JobRecord, StoreError> {
         state
             .rows
@@ -300,14 +302,9 @@ impl MemoryStore {
     }
 
     fn do_renew(&self, req: RenewRequest) -> Result<Renewal, StoreError> {
-        let now = self.clock.now();
-        let mut st = self.begin(now);
-        let row = Self::load(&st, req.job)?;
+        let (now, mut st, row) = self.begin_on(req.job)?;
         #[cfg(feature = "buggy-variants")]
-        if let Some(answer) = self
-            .bug()
-            .and_then(|v| self.buggy_renew(v, &mut st, &req, &row, now))
-        {
+        if let Some(answer) = self.buggy_renew(&mut st, &req, &row, now) {
             return answer;
         }
         match transition::renew(&row, req.token, req.lease, &self.policy, now)? {
@@ -320,14 +317,9 @@ impl MemoryStore {
     }
 
     fn do_release(&self, req: ReleaseRequest) -> Result<Release, StoreError> {
-        let now = self.clock.now();
-        let mut st = self.begin(now);
-        let row = Self::load(&st, req.job)?;
+        let (now, mut st, row) = self.begin_on(req.job)?;
         #[cfg(feature = "buggy-variants")]
-        if let Some(answer) = self
-            .bug()
-            .and_then(|v| self.buggy_release(v, &mut st, &req, &row, now))
-        {
+        if let Some(answer) = self.buggy_release(&mut st, &req, &row, now) {
             return answer;
         }
         let plan = transition::release(&row, req.token, &req.outcome, &self.policy, now);
@@ -380,9 +372,7 @@ impl MemoryStore {
     }
 
     fn do_cancel(&self, id: JobId) -> Result<CancelOutcome, StoreError> {
-        let now = self.clock.now();
-        let mut st = self.begin(now);
-        let row = Self::load(&st, id)?;
+        let (now, mut st, row) = self.begin_on(id)?;
         #[cfg(feature = "buggy-variants")]
         if self.bug() == Some(leasehold_core::variants::Variant::LateCancelOverwrites) {
             if let Some(answer) = self.buggy_cancel(&mut st, &row, now) {

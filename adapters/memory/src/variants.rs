@@ -86,13 +86,12 @@ impl MemoryStore {
 
     pub(crate) fn buggy_release(
         &self,
-        v: Variant,
         st: &mut MemoryState,
         req: &ReleaseRequest,
         row: &JobRecord,
         now: StoreTime,
     ) -> Option<Result<Release, StoreError>> {
-        match v {
+        match self.variant? {
             Variant::ReleaseWithoutToken if row.state == JobState::Running => {
                 // Matches by job id only: any holder's release acts on the current lease.
                 let plan = transition::release(row, row.token, &req.outcome, self.policy(), now);
@@ -124,13 +123,12 @@ impl MemoryStore {
 
     pub(crate) fn buggy_renew(
         &self,
-        v: Variant,
         st: &mut MemoryState,
         req: &RenewRequest,
         row: &JobRecord,
         now: StoreTime,
     ) -> Option<Result<Renewal, StoreError>> {
-        if v != Variant::RestartReusesIdentity {
+        if self.variant != Some(Variant::RestartReusesIdentity) {
             return None;
         }
         // Liveness by identity: a heartbeat from a holder refreshes every

@@ -4,9 +4,9 @@
 //! write.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::decode_locked;
+use crate::load::fetch_locked;
 use crate::write_batch::Batch;
-use crate::{error, PgStore};
+use crate::{error, read, PgStore};
 use leasehold_core::transition;
 use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
 use leasehold_sql::job_columns::COLUMNS;
@@ -96,14 +96,7 @@ impl PgStore {
                     .execute(&mut *conn)
                     .await
                     .map_err(error::map)?;
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = $1 AND state = 'running'",
-                )
-                .bind(queue)
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(error::map)?;
-                u32::try_from(n).unwrap_or(u32::MAX)
+                read::JOBS.running(&mut *conn, queue).await?
             } else {
                 0
             };
@@ -119,14 +112,11 @@ impl PgStore {
                  WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
                  ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
             );
-            let rows = sqlx::query(&sql)
+            let q = sqlx::query(&sql)
                 .bind(self.clock_param())
                 .bind(queue)
-                .bind(i64::from(cap))
-                .fetch_all(&mut *conn)
-                .await
-                .map_err(error::map)?;
-            let locked = decode_locked(&rows)?;
+                .bind(i64::from(cap));
+            let locked = fetch_locked(conn, q).await?;
             let Some(now) = locked.now else {
                 continue;
             };

@@ -87,10 +87,7 @@ impl PgStore {
             match transition::enqueue(job, id, prior, &self.policy, now)? {
                 EnqueuePlan::Existing(id) => answers.push(id),
                 EnqueuePlan::Insert(a) => {
-                    batch.push_row(&a.record, 0)?;
-                    if self.audit {
-                        batch.push_event(&a.event)?;
-                    }
+                    self.push(&mut batch, &a, 0)?;
                     if let Some(k) = &a.record.idempotency_key {
                         existing.insert(k.clone(), a.record.clone());
                     }
@@ -99,11 +96,7 @@ impl PgStore {
             }
         }
         if batch.len() > 0 {
-            batch
-                .insert(self.channel.clone())
-                .execute(&mut *conn)
-                .await
-                .map_err(error::map)?;
+            self.write_new(conn, batch).await?;
         }
         Ok(answers)
     }

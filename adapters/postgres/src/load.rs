@@ -5,8 +5,9 @@ use crate::clock::LIVE_CLOCK;
 use crate::{error, PgStore};
 use leasehold_core::{InputError, JobId, JobRecord, StoreError, StoreTime};
 use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
-use sqlx::postgres::{PgConnection, PgRow};
-use sqlx::Row;
+use sqlx::postgres::{PgArguments, PgConnection, PgRow};
+use sqlx::query::Query;
+use sqlx::{Postgres, Row};
 
 /// Rows loaded under lock, and the store time read after the locks were held.
 pub(crate) struct Locked {
@@ -14,9 +15,19 @@ pub(crate) struct Locked {
     pub(crate) now: Option<StoreTime>,
 }
 
+/// Runs `q`, a statement selecting the job [`COLUMNS`] followed by the
+/// clock, and decodes its rows with the clock they carry.
+pub(crate) async fn fetch_locked(
+    conn: &mut PgConnection,
+    q: Query<'_, Postgres, PgArguments>,
+) -> Result<Locked, StoreError> {
+    let rows = q.fetch_all(&mut *conn).await.map_err(error::map)?;
+    decode_locked(&rows)
+}
+
 /// Decodes rows of the job [`COLUMNS`] followed by the clock (column 20);
 /// the store time is the latest clock read.
-pub(crate) fn decode_locked(rows: &[PgRow]) -> Result<Locked, StoreError> {
+fn decode_locked(rows: &[PgRow]) -> Result<Locked, StoreError> {
     let mut out = Locked {
         rows: Vec::with_capacity(rows.len()),
         now: None,
@@ -75,13 +86,8 @@ impl PgStore {
         sql: &str,
         ids: Vec<i64>,
     ) -> Result<Locked, StoreError> {
-        let rows = sqlx::query(sql)
-            .bind(self.clock_param())
-            .bind(ids)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        decode_locked(&rows)
+        let q = sqlx::query(sql).bind(self.clock_param()).bind(ids);
+        fetch_locked(conn, q).await
     }
 
     pub(crate) async fn one_row(

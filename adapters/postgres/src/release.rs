@@ -5,13 +5,10 @@
 use crate::load::Locked;
 use crate::write_batch::Batch;
 use crate::{listener, PgStore};
-use leasehold_core::transition::{self, ReleasePlan};
-use leasehold_core::{InputError, JobId, JobRecord, Release, ReleaseRequest, StoreError};
+use leasehold_core::{InputError, JobId, JobRecord, ReleaseRequest, StoreError};
+use leasehold_sql::release_row::{apply_release, ReleaseAnswers};
 use sqlx::postgres::PgConnection;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// One answer (or input error) per release request.
-pub(crate) type ReleaseAnswers = Vec<Result<Release, StoreError>>;
 
 impl PgStore {
     /// Releases many leases in one transaction and one write. Each request
@@ -21,7 +18,7 @@ impl PgStore {
     pub async fn release_many(
         &self,
         reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
@@ -32,7 +29,7 @@ impl PgStore {
         &self,
         conn: &mut PgConnection,
         reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         let mut batch = Batch::default();
         let answers = self.release_rows(conn, reqs, &mut batch).await?;
         self.write(conn, batch).await?;
@@ -46,7 +43,7 @@ impl PgStore {
         conn: &mut PgConnection,
         reqs: &[ReleaseRequest],
         batch: &mut Batch,
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         if reqs.is_empty() {
             return Ok(Vec::new());
         }
@@ -81,18 +78,9 @@ impl PgStore {
                 answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
                 continue;
             };
-            answers.push(
-                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
-                    Ok(ReleasePlan::Apply(a)) => {
-                        *current = a.record;
-                        events.push(a.event);
-                        Ok(Release::Committed)
-                    }
-                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
-                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
-                    Err(e) => Err(StoreError::Input(e)),
-                },
-            );
+            answers.push(apply_release(current, req, &self.policy, now, |e| {
+                events.push(e)
+            }));
         }
         let mut woken = BTreeSet::new();
         for (loaded_version, record) in rows.values() {

@@ -13,10 +13,9 @@ use crate::error;
 use crate::read::JOBS;
 use crate::write_batch::Batch;
 use crate::PgStore;
-use leasehold_core::transition::{self, FirePlan, PutPlan};
+use leasehold_core::transition::{self, FirePlan};
 use leasehold_core::{FireRequest, JobId, Schedule, StoreError};
 use leasehold_sql::dialect::POSTGRES;
-use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::postgres::PgConnection;
 use sqlx::Postgres;
@@ -34,15 +33,17 @@ impl PgStore {
     ) -> Result<(), StoreError> {
         let old = SQL.load(&mut *conn, &spec.name, true).await?;
         let now = self.clock_now(conn).await?;
-        let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
-        else {
-            return Ok(());
-        };
-        let c = ScheduleColumns::of(&rec)?;
         // A concurrent first put of the name is a unique violation:
         // retried, it becomes an update.
-        SQL.write(&mut *conn, &c, old.as_ref().map(|o| o.version), error::map)
-            .await
+        SQL.put_schedule(
+            &mut *conn,
+            spec,
+            old.as_ref(),
+            self.policy(),
+            now,
+            error::map,
+        )
+        .await
     }
 
     pub(crate) async fn fire_in(
@@ -83,15 +84,8 @@ impl PgStore {
             FirePlan::Existing(id) => Ok(id),
             FirePlan::Insert(a) => {
                 let mut batch = Batch::default();
-                batch.push_row(&a.record, 0)?;
-                if self.audit {
-                    batch.push_event(&a.event)?;
-                }
-                batch
-                    .insert(self.channel.clone())
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(error::map)?;
+                self.push(&mut batch, &a, 0)?;
+                self.write_new(conn, batch).await?;
                 Ok(id)
             }
         }

@@ -2,9 +2,9 @@
 //! core, one write; the queues whose workers a reclaim wakes are notified.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::decode_locked;
+use crate::load::fetch_locked;
 use crate::write_batch::Batch;
-use crate::{error, listener, PgStore};
+use crate::{listener, PgStore};
 use leasehold_core::transition;
 use leasehold_core::{CrashReport, StoreError};
 use leasehold_sql::job_columns::COLUMNS;
@@ -21,13 +21,10 @@ impl PgStore {
              WHERE state = 'running' AND expires_at <= {STMT_CLOCK} \
              ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
         );
-        let rows = sqlx::query(&sql)
+        let q = sqlx::query(&sql)
             .bind(self.clock_param())
-            .bind(i64::from(limit))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let locked = decode_locked(&rows)?;
+            .bind(i64::from(limit));
+        let locked = fetch_locked(conn, q).await?;
         let Some(now) = locked.now else {
             return Ok(Vec::new());
         };

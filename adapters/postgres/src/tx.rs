@@ -13,9 +13,8 @@ use sqlx::postgres::PgConnection;
 /// times.
 macro_rules! in_tx {
     ($self:ident, |$conn:ident| $body:expr) => {{
-        let mut last_conflict = leasehold_core::JobId(0);
-        let mut answer = None;
-        for _ in 0..=$crate::MAX_CONFLICT_RETRIES {
+        let mut retries = leasehold_sql::conflict_retry::Retries::new($crate::MAX_CONFLICT_RETRIES);
+        loop {
             // A transaction dropped by its caller may still hold row locks
             // until its rollback is answered (`rollback.rs`).
             $self.rollbacks.settled().await;
@@ -37,20 +36,17 @@ macro_rules! in_tx {
             match result {
                 Ok(v) => {
                     tx.commit().await.map_err($crate::error::map_commit)?;
-                    answer = Some(v);
-                    break;
-                }
-                Err(leasehold_core::StoreError::Conflict(id)) => {
-                    tx.rollback().await;
-                    last_conflict = id;
+                    break Ok(v);
                 }
                 Err(e) => {
                     tx.rollback().await;
-                    return Err(e);
+                    // Bounded: `retries` answers an error once they are spent.
+                    if let Err(e) = retries.after(e) {
+                        break Err(e);
+                    }
                 }
             }
         }
-        answer.ok_or(leasehold_core::StoreError::Conflict(last_conflict))
     }};
 }
 

@@ -8,6 +8,7 @@ use leasehold_core::transition;
 use leasehold_core::{JobId, JobRecord, StoreError};
 use leasehold_sql::job_columns::to_i64;
 use sqlx::postgres::PgConnection;
+use sqlx::Row;
 
 /// Column arrays for one `UPDATE … FROM UNNEST(…)` of many rows, plus the
 /// audit events written by the same statement: one `leasehold_audit` row
@@ -20,14 +21,7 @@ pub(crate) struct Batch {
     run_at: Vec<i64>,
     state: Vec<&'static str>,
     attempt: Vec<i64>,
-    token: Vec<i64>,
-    holder: Vec<Option<String>>,
-    expires_at: Vec<Option<i64>>,
-    cancel_requested: Vec<bool>,
-    result: Vec<Option<Vec<u8>>>,
-    error: Vec<Option<String>>,
-    released_token: Vec<Option<i64>>,
-    released_digest: Vec<Option<i64>>,
+    lease: LeaseColumns,
     version: Vec<i64>,
     updated_at: Vec<i64>,
     // Insert-only columns.
@@ -40,6 +34,52 @@ pub(crate) struct Batch {
     // The audit events, as the JSON array one `leasehold_audit` row holds
     // (`None` while there are none: the statement then inserts no row).
     events: Option<String>,
+}
+
+/// The lease columns of the rows, `token` … `released_digest`, in the
+/// order both statements list them.
+#[derive(Default)]
+struct LeaseColumns {
+    token: Vec<i64>,
+    holder: Vec<Option<String>>,
+    expires_at: Vec<Option<i64>>,
+    cancel_requested: Vec<bool>,
+    result: Vec<Option<Vec<u8>>>,
+    error: Vec<Option<String>>,
+    released_token: Vec<Option<i64>>,
+    released_digest: Vec<Option<i64>>,
+}
+
+/// A statement of this module, with its arguments bound so far.
+type PgQuery = sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+impl LeaseColumns {
+    /// Adds the lease columns of `r`.
+    fn push(&mut self, r: &JobRecord) -> Result<(), StoreError> {
+        self.token.push(to_i64(r.token.0)?);
+        self.holder.push(r.holder.as_ref().map(|w| w.0.clone()));
+        self.expires_at.push(r.expires_at.map(|t| t.0));
+        self.cancel_requested.push(r.cancel_requested);
+        self.result.push(r.result.clone());
+        self.error.push(r.error.clone());
+        self.released_token
+            .push(r.released.map(|m| to_i64(m.token.0)).transpose()?);
+        self.released_digest
+            .push(r.released.map(|m| m.digest as i64));
+        Ok(())
+    }
+
+    /// Binds the columns next, in their order.
+    fn bind(self, q: PgQuery) -> PgQuery {
+        q.bind(self.token)
+            .bind(self.holder)
+            .bind(self.expires_at)
+            .bind(self.cancel_requested)
+            .bind(self.result)
+            .bind(self.error)
+            .bind(self.released_token)
+            .bind(self.released_digest)
+    }
 }
 
 /// Writes the rows of a [`Batch`] over the versions they were loaded at.
@@ -100,16 +140,7 @@ impl Batch {
         self.run_at.push(r.run_at.0);
         self.state.push(r.state.as_str());
         self.attempt.push(i64::from(r.attempt));
-        self.token.push(to_i64(r.token.0)?);
-        self.holder.push(r.holder.as_ref().map(|w| w.0.clone()));
-        self.expires_at.push(r.expires_at.map(|t| t.0));
-        self.cancel_requested.push(r.cancel_requested);
-        self.result.push(r.result.clone());
-        self.error.push(r.error.clone());
-        self.released_token
-            .push(r.released.map(|m| to_i64(m.token.0)).transpose()?);
-        self.released_digest
-            .push(r.released.map(|m| m.digest as i64));
+        self.lease.push(r)?;
         self.version.push(to_i64(r.version)?);
         self.updated_at.push(r.updated_at.0);
         self.queue.push(r.queue.clone());
@@ -138,35 +169,25 @@ impl Batch {
         Ok(())
     }
 
-    /// The update statement with its arguments bound.
-    pub(crate) fn update(
-        self,
-    ) -> sqlx::query::QueryScalar<'static, sqlx::Postgres, i64, sqlx::postgres::PgArguments> {
-        sqlx::query_scalar(UPDATE_SQL)
+    /// The update statement with its arguments bound; it answers the
+    /// number of rows written.
+    pub(crate) fn update(self) -> PgQuery {
+        let q = sqlx::query(UPDATE_SQL)
             .bind(self.id)
             .bind(self.old_version)
             .bind(self.run_at)
             .bind(self.state)
-            .bind(self.attempt)
-            .bind(self.token)
-            .bind(self.holder)
-            .bind(self.expires_at)
-            .bind(self.cancel_requested)
-            .bind(self.result)
-            .bind(self.error)
-            .bind(self.released_token)
-            .bind(self.released_digest)
+            .bind(self.attempt);
+        self.lease
+            .bind(q)
             .bind(self.version)
             .bind(self.updated_at)
             .bind(close(self.events))
     }
 
     /// The insert statement with its arguments bound.
-    pub(crate) fn insert(
-        self,
-        channel: String,
-    ) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
-        sqlx::query(INSERT_SQL)
+    pub(crate) fn insert(self, channel: String) -> PgQuery {
+        let q = sqlx::query(INSERT_SQL)
             .bind(self.id)
             .bind(self.queue)
             .bind(self.payload)
@@ -174,15 +195,9 @@ impl Batch {
             .bind(self.run_at)
             .bind(self.state)
             .bind(self.attempt)
-            .bind(self.max_attempts)
-            .bind(self.token)
-            .bind(self.holder)
-            .bind(self.expires_at)
-            .bind(self.cancel_requested)
-            .bind(self.result)
-            .bind(self.error)
-            .bind(self.released_token)
-            .bind(self.released_digest)
+            .bind(self.max_attempts);
+        self.lease
+            .bind(q)
             .bind(self.idempotency_key)
             .bind(self.version)
             .bind(self.created_at)
@@ -203,17 +218,35 @@ impl PgStore {
         if n == 0 {
             return Ok(());
         }
-        let written = batch
+        let counted = batch
             .update()
             .fetch_one(&mut *conn)
             .await
             .map_err(error::map)?;
+        let written: i64 = counted.try_get(0).map_err(error::map)?;
         if written != n as i64 {
             return Err(StoreError::Conflict(JobId(0)));
         }
         Ok(())
     }
 
+    /// Inserts the new rows of `batch` with their events, and announces
+    /// their queues (at commit).
+    pub(crate) async fn write_new(
+        &self,
+        conn: &mut PgConnection,
+        batch: Batch,
+    ) -> Result<(), StoreError> {
+        batch
+            .insert(self.channel.clone())
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        Ok(())
+    }
+
+    /// Adds the row `a` wrote over version `old` (0: a new row), with its
+    /// event when the audit log is on.
     pub(crate) fn push(
         &self,
         batch: &mut Batch,

@@ -1,11 +1,12 @@
 //! The job reads both stores send the same way (table `leasehold_jobs`):
-//! one job by id, one by idempotency key, and a page in id order, written
-//! once in a [`Dialect`]'s placeholder style and run on either driver.
+//! one job by id, one by idempotency key, a page in id order, and the
+//! running jobs of a queue counted, written once in a [`Dialect`]'s
+//! placeholder style and run on either driver.
 //!
 //! Each store keeps its own error mapping (`map`): what a driver error
 //! means (busy, unavailable, a conflict) differs between them.
 
-use crate::column::SqlRow;
+use crate::column::{Column, SqlRow};
 use crate::dialect::Dialect;
 use crate::job_columns::{decode_job, to_i64, COLUMNS};
 use leasehold_core::{JobId, JobRecord, ListRequest, StoreError};
@@ -24,6 +25,8 @@ pub struct JobSql<DB> {
     by_key: String,
     /// Up to a limit of jobs after an id, in id order.
     page: String,
+    /// How many jobs of a queue are running.
+    running: String,
     /// The store's own error mapping.
     map: MapError,
     driver: PhantomData<DB>,
@@ -44,6 +47,10 @@ impl<DB> JobSql<DB> {
                 "SELECT {COLUMNS} FROM leasehold_jobs WHERE id > {} ORDER BY id LIMIT {}",
                 p(1),
                 p(2)
+            ),
+            running: format!(
+                "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = {} AND state = 'running'",
+                p(1)
             ),
             map,
             driver: PhantomData,
@@ -75,6 +82,18 @@ where
         let q = sqlx::query(&self.page).bind(after);
         let rows = q.bind(i64::from(req.limit)).fetch_all(e).await;
         rows.map_err(self.map)?.iter().map(decode_job).collect()
+    }
+
+    /// How many jobs of `queue` are running (a count past `u32::MAX` reads
+    /// as `u32::MAX`: any limit is reached).
+    pub async fn running<'c>(&self, e: impl Exec<'c, DB>, queue: &str) -> Result<u32, StoreError> {
+        let row = sqlx::query(&self.running)
+            .bind(queue)
+            .fetch_one(e)
+            .await
+            .map_err(self.map)?;
+        let n: i64 = row.column(0)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 }
 
@@ -112,23 +131,30 @@ pub(crate) mod tests {
     use sqlx::{Postgres, Sqlite};
 
     /// Each store sends exactly the text it sent before the reads were
-    /// shared: (by id, by key, page) per dialect.
+    /// shared: (by id, by key, page, running count) per dialect.
     #[test]
     fn each_dialect_gets_its_reads_to_the_letter() {
         let pg = JobSql::<Postgres>::new(POSTGRES, no_map);
         let lite = JobSql::<Sqlite>::new(SQLITE, no_map);
         let sent = [
-            (&pg.by_id, &pg.by_key, &pg.page),
-            (&lite.by_id, &lite.by_key, &lite.page),
+            (&pg.by_id, &pg.by_key, &pg.page, &pg.running),
+            (&lite.by_id, &lite.by_key, &lite.page, &lite.running),
         ];
         let want = [("$1", "$1", "$1", "$2"), ("?", "?", "?", "?")];
-        for ((by_id, by_key, page), (id, key, after, limit)) in sent.into_iter().zip(want) {
+        for ((by_id, by_key, page, running), (id, key, after, limit)) in sent.into_iter().zip(want)
+        {
             let select = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE");
             assert_eq!(*by_id, format!("{select} id = {id}"));
             assert_eq!(*by_key, format!("{select} idempotency_key = {key}"));
             assert_eq!(
                 *page,
                 format!("{select} id > {after} ORDER BY id LIMIT {limit}")
+            );
+            assert_eq!(
+                *running,
+                format!(
+                    "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = {id} AND state = 'running'"
+                )
             );
         }
     }

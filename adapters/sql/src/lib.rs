@@ -10,10 +10,14 @@
 //!   placeholder style, run on either driver ([`dialect`], [`job_sql`],
 //!   [`schedule_sql`]);
 //! - the statements of prune both send alike ([`prune_sql`]);
-//! - closing a pool for good ([`pool_close`]).
+//! - closing a pool for good ([`pool_close`]);
+//! - the bounded retry of a transaction after a version conflict
+//!   ([`conflict_retry`]);
+//! - a release applied to a job's current row ([`release_row`]).
 //!
-//! What differs between the stores (how a transaction is run, how a
-//! claim scans, how rows are written in batches) stays in each adapter.
+//! What differs between the stores (how a transaction begins, commits and
+//! rolls back, how a claim scans, how rows are written in batches) stays
+//! in each adapter.
 //!
 //! ## Depends on
 //! `leasehold-core`, sqlx, tokio (a timer) and tracing. It must never
@@ -25,10 +29,12 @@
 
 pub mod affected;
 pub mod column;
+pub mod conflict_retry;
 pub mod dialect;
 pub mod job_columns;
 pub mod job_sql;
 pub mod pool_close;
 pub mod prune_sql;
+pub mod release_row;
 pub mod schedule_columns;
 pub mod schedule_sql;

@@ -9,9 +9,10 @@ use crate::column::SqlRow;
 use crate::dialect::Dialect;
 use crate::job_sql::{Exec, FindJob, JobSql, MapError};
 use crate::schedule_columns::{decode_schedule, ScheduleColumns, SCHEDULE_COLUMNS};
-use leasehold_core::transition;
+use leasehold_core::transition::{self, PutPlan};
 use leasehold_core::{
-    FireRequest, JobId, JobRecord, ListSchedulesRequest, ScheduleRecord, StoreError,
+    FireRequest, JobId, JobRecord, ListSchedulesRequest, Policy, Schedule, ScheduleRecord,
+    StoreError, StoreTime,
 };
 use sqlx::query::Query;
 use sqlx::{Database, Encode, Executor, IntoArguments, Type};
@@ -162,13 +163,33 @@ where
         Ok((schedule, existing))
     }
 
+    /// Puts `spec` as the core decides over `old`, the schedule's row as
+    /// loaded, at store time `now`: nothing when the core leaves it as it
+    /// is, else its row written ([`ScheduleSql::write`], `map` seeing the
+    /// driver errors).
+    pub async fn put_schedule<'c>(
+        &self,
+        e: impl Exec<'c, DB>,
+        spec: &Schedule,
+        old: Option<&ScheduleRecord>,
+        policy: &Policy,
+        now: StoreTime,
+        map: impl FnOnce(sqlx::Error) -> StoreError,
+    ) -> Result<(), StoreError> {
+        let PutPlan::Write(rec) = transition::put_schedule(spec, old, policy, now)? else {
+            return Ok(());
+        };
+        let c = ScheduleColumns::of(&rec)?;
+        self.write(e, &c, old.map(|o| o.version), map).await
+    }
+
     /// Writes `c` ([`ScheduleSql::put`]) over the row loaded at
     /// `loaded_version`. A write that changed no row lost to a concurrent
     /// writer: [`StoreError::Conflict`], which the store's transaction
     /// retries. `map` sees every driver error in place of the store's
     /// own mapping (a store may read a unique violation of a first put as
     /// that conflict too).
-    pub async fn write<'c>(
+    async fn write<'c>(
         &self,
         e: impl Exec<'c, DB>,
         c: &ScheduleColumns,

@@ -6,7 +6,7 @@
 
 use crate::row_set::{decode_rows, MAX_AGG_ROWS, ROW_JSON};
 use crate::set_sql::WriteSet;
-use crate::{error, SqliteStore};
+use crate::{error, read, SqliteStore};
 use leasehold_core::transition;
 use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
 use sqlx::SqliteConnection;
@@ -115,13 +115,6 @@ impl SqliteStore {
         if self.policy.parallelism_of(queue).is_none() {
             return Ok(0);
         }
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = ? AND state = 'running'",
-        )
-        .bind(queue)
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(error::map)?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        read::JOBS.running(&mut *conn, queue).await
     }
 }

@@ -7,7 +7,9 @@ use leasehold_core::transition::Applied;
 use leasehold_core::{Event, InputError, JobId, JobRecord, StoreError};
 use leasehold_sql::job_columns::{to_i64, COLUMNS};
 use leasehold_sql::job_sql::FindJob;
-use sqlx::SqliteConnection;
+use sqlx::query::Query;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Sqlite, SqliteConnection};
 
 impl SqliteStore {
     pub(crate) async fn load(
@@ -52,7 +54,7 @@ impl SqliteStore {
             "INSERT INTO leasehold_jobs ({COLUMNS}) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         );
-        let res = sqlx::query(&sql)
+        let q = sqlx::query(&sql)
             .bind(to_i64(r.id.0)?)
             .bind(&r.queue)
             .bind(&r.payload)
@@ -60,15 +62,8 @@ impl SqliteStore {
             .bind(r.run_at.0)
             .bind(r.state.as_str())
             .bind(i64::from(r.attempt))
-            .bind(i64::from(r.max_attempts))
-            .bind(to_i64(r.token.0)?)
-            .bind(r.holder.as_ref().map(|w| w.as_str()))
-            .bind(r.expires_at.map(|t| t.0))
-            .bind(r.cancel_requested)
-            .bind(r.result.as_deref())
-            .bind(r.error.as_deref())
-            .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
-            .bind(r.released.map(|m| m.digest as i64))
+            .bind(i64::from(r.max_attempts));
+        let res = bind_lease_columns(q, r)?
             .bind(r.idempotency_key.as_deref())
             .bind(to_i64(r.version)?)
             .bind(r.created_at.0)
@@ -91,7 +86,7 @@ impl SqliteStore {
         loaded_version: u64,
     ) -> Result<(), StoreError> {
         let r = &a.record;
-        let res = sqlx::query(
+        let q = sqlx::query(
             "UPDATE leasehold_jobs SET run_at = ?, state = ?, attempt = ?, token = ?, \
              holder = ?, expires_at = ?, cancel_requested = ?, result = ?, error = ?, \
              released_token = ?, released_digest = ?, version = ?, updated_at = ? \
@@ -99,25 +94,38 @@ impl SqliteStore {
         )
         .bind(r.run_at.0)
         .bind(r.state.as_str())
-        .bind(i64::from(r.attempt))
-        .bind(to_i64(r.token.0)?)
+        .bind(i64::from(r.attempt));
+        let res = bind_lease_columns(q, r)?
+            .bind(to_i64(r.version)?)
+            .bind(r.updated_at.0)
+            .bind(to_i64(r.id.0)?)
+            .bind(to_i64(loaded_version)?)
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
+        if res.rows_affected() != 1 {
+            return Err(StoreError::Conflict(r.id));
+        }
+        self.record_event(conn, &a.event).await
+    }
+}
+
+/// A statement on the job table, with its arguments bound so far.
+pub(crate) type JobQuery<'q> = Query<'q, Sqlite, SqliteArguments<'q>>;
+
+/// Binds `r`'s lease columns next, in the order every job statement lists
+/// them: `token, holder, expires_at, cancel_requested, result, error,
+/// released_token, released_digest`.
+pub(crate) fn bind_lease_columns<'q>(
+    q: JobQuery<'q>,
+    r: &'q JobRecord,
+) -> Result<JobQuery<'q>, StoreError> {
+    Ok(q.bind(to_i64(r.token.0)?)
         .bind(r.holder.as_ref().map(|w| w.as_str()))
         .bind(r.expires_at.map(|t| t.0))
         .bind(r.cancel_requested)
         .bind(r.result.as_deref())
         .bind(r.error.as_deref())
         .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
-        .bind(r.released.map(|m| m.digest as i64))
-        .bind(to_i64(r.version)?)
-        .bind(r.updated_at.0)
-        .bind(to_i64(r.id.0)?)
-        .bind(to_i64(loaded_version)?)
-        .execute(&mut *conn)
-        .await
-        .map_err(error::map)?;
-        if res.rows_affected() != 1 {
-            return Err(StoreError::Conflict(r.id));
-        }
-        self.record_event(conn, &a.event).await
-    }
+        .bind(r.released.map(|m| m.digest as i64)))
 }

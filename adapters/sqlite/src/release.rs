@@ -8,13 +8,10 @@
 
 use crate::set_sql::{load_rows, WriteSet};
 use crate::SqliteStore;
-use leasehold_core::transition::{self, ReleasePlan};
-use leasehold_core::{InputError, JobId, Release, ReleaseRequest, StoreError, StoreTime};
+use leasehold_core::{InputError, JobId, ReleaseRequest, StoreError, StoreTime};
+use leasehold_sql::release_row::{apply_release, ReleaseAnswers};
 use sqlx::SqliteConnection;
 use std::collections::BTreeMap;
-
-/// Answers for releases: each its own, or its own input error.
-pub(crate) type ReleaseAnswers = Vec<Result<Release, StoreError>>;
 
 impl SqliteStore {
     /// Releases many leases in one transaction. Each request gets its own
@@ -24,7 +21,7 @@ impl SqliteStore {
     pub async fn release_many(
         &self,
         reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         let answers = self.release_many_tx(reqs).await?;
         for (req, answer) in reqs.iter().zip(&answers) {
             self.announce_released(req, answer).await;
@@ -35,7 +32,7 @@ impl SqliteStore {
     pub(crate) async fn release_many_tx(
         &self,
         reqs: &[ReleaseRequest],
-    ) -> Result<Vec<Result<Release, StoreError>>, StoreError> {
+    ) -> Result<ReleaseAnswers, StoreError> {
         in_write_tx!(self, |conn, now| self.release_set(conn, reqs, now).await)
     }
 
@@ -67,18 +64,9 @@ impl SqliteStore {
                 answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
                 continue;
             };
-            answers.push(
-                match transition::release(current, req.token, &req.outcome, &self.policy, now) {
-                    Ok(ReleasePlan::Apply(a)) => {
-                        *current = a.record;
-                        set.push_event(a.event);
-                        Ok(Release::Committed)
-                    }
-                    Ok(ReleasePlan::Repeat) => Ok(Release::Committed),
-                    Ok(ReleasePlan::Lost) => Ok(Release::Lost),
-                    Err(e) => Err(StoreError::Input(e)),
-                },
-            );
+            answers.push(apply_release(current, req, &self.policy, now, |e| {
+                set.push_event(e)
+            }));
         }
         for (loaded, record) in rows.into_values() {
             if record.version != loaded {

@@ -10,10 +10,9 @@
 use crate::error;
 use crate::read::JOBS;
 use crate::SqliteStore;
-use leasehold_core::transition::{self, FirePlan, PutPlan};
+use leasehold_core::transition::{self, FirePlan};
 use leasehold_core::{FireRequest, JobId, Schedule, StoreError, StoreTime};
 use leasehold_sql::dialect::SQLITE;
-use leasehold_sql::schedule_columns::ScheduleColumns;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::sqlite::SqliteConnection;
 use sqlx::Sqlite;
@@ -32,15 +31,10 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         // No row lock: the transaction holds the whole file.
         let old = SQL.load(&mut *conn, &spec.name, false).await?;
-        let PutPlan::Write(rec) = transition::put_schedule(spec, old.as_ref(), self.policy(), now)?
-        else {
-            return Ok(());
-        };
-        let c = ScheduleColumns::of(&rec)?;
         // A concurrent first put of the name is a unique violation:
         // retried, it becomes an update.
         let first = old.is_none();
-        SQL.write(&mut *conn, &c, old.as_ref().map(|o| o.version), |e| {
+        SQL.put_schedule(&mut *conn, spec, old.as_ref(), self.policy(), now, |e| {
             if first && error::is_unique_violation(&e) {
                 StoreError::Conflict(JobId(0))
             } else {

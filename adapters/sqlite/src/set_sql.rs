@@ -12,6 +12,7 @@
 //! inputs are split into several statements of the same transaction.
 
 use crate::error;
+use crate::one_row::bind_lease_columns;
 use crate::row_set::{decode_rows, MAX_AGG_ROWS, ROW_JSON};
 use leasehold_core::{Event, JobId, JobRecord, StoreError};
 use leasehold_sql::job_columns::to_i64;
@@ -128,15 +129,8 @@ async fn update_rows(
                 .bind(to_i64(*loaded)?)
                 .bind(r.run_at.0)
                 .bind(r.state.as_str())
-                .bind(i64::from(r.attempt))
-                .bind(to_i64(r.token.0)?)
-                .bind(r.holder.as_ref().map(|w| w.as_str().to_owned()))
-                .bind(r.expires_at.map(|t| t.0))
-                .bind(r.cancel_requested)
-                .bind(r.result.clone())
-                .bind(r.error.clone())
-                .bind(r.released.map(|m| to_i64(m.token.0)).transpose()?)
-                .bind(r.released.map(|m| m.digest as i64))
+                .bind(i64::from(r.attempt));
+            q = bind_lease_columns(q, r)?
                 .bind(to_i64(r.version)?)
                 .bind(r.updated_at.0);
         }

@@ -7,9 +7,8 @@
 /// version conflict at most [`crate::MAX_CONFLICT_RETRIES`] times.
 macro_rules! in_write_tx {
     ($self:ident, |$conn:ident, $now:ident| $body:expr) => {{
-        let mut last_conflict = leasehold_core::JobId(0);
-        let mut answer = None;
-        for _ in 0..=$crate::MAX_CONFLICT_RETRIES {
+        let mut retries = leasehold_sql::conflict_retry::Retries::new($crate::MAX_CONFLICT_RETRIES);
+        loop {
             let _writer = $self.write_lock.lock().await;
             let mut tx =
                 $crate::write_conn::WriteConn::begin(&$self.writers, $self.busy_timeout).await?;
@@ -24,19 +23,16 @@ macro_rules! in_write_tx {
                     // an armed stall (the caller drops us here) applies.
                     let _ = $self.tx_faults.at_commit().await;
                     tx.commit().await?;
-                    answer = Some(v);
-                    break;
-                }
-                Err(leasehold_core::StoreError::Conflict(id)) => {
-                    tx.rollback().await;
-                    last_conflict = id;
+                    break Ok(v);
                 }
                 Err(e) => {
                     tx.rollback().await;
-                    return Err(e);
+                    // Bounded: `retries` answers an error once they are spent.
+                    if let Err(e) = retries.after(e) {
+                        break Err(e);
+                    }
                 }
             }
         }
-        answer.ok_or(leasehold_core::StoreError::Conflict(last_conflict))
     }};
 }

@@ -149,14 +149,22 @@ pub enum CompiledRule {
 const SECOND: i64 = 1000;
 
 impl CompiledRule {
-    fn zoned(tz: &TimeZone, t: i64) -> Option<Zoned> {
-        Timestamp::from_millisecond(t)
-            .ok()
-            .map(|ts| ts.to_zoned(tz.clone()))
-    }
-
-    fn millis(z: &Zoned) -> i64 {
-        z.timestamp().as_millisecond()
+    /// What `find` finds searching cron rule `c` from `t`. Plan times are
+    /// whole seconds and croner searches from a whole second (a search
+    /// for the next one starts at the next whole second), so the search
+    /// starts from the last whole second at or before `t`.
+    fn search_cron(
+        c: &(Cron, TimeZone),
+        t: StoreTime,
+        find: impl FnOnce(&Cron, &Zoned) -> Option<Zoned>,
+    ) -> Option<StoreTime> {
+        let (cron, tz) = c;
+        let floor = t.0.div_euclid(SECOND) * SECOND;
+        let from = Timestamp::from_millisecond(floor)
+            .ok()?
+            .to_zoned(tz.clone());
+        let found = find(cron, &from)?;
+        Some(StoreTime(found.timestamp().as_millisecond()))
     }
 
     /// Whether `t` is a plan time of the rule.
@@ -176,15 +184,9 @@ impl CompiledRule {
                 let k = t.0.div_euclid(*i).checked_add(1)?;
                 k.checked_mul(*i).map(StoreTime)
             }
-            CompiledRule::Cron(c) => {
-                let (cron, tz) = &**c;
-                // croner searches from the next whole second: start from
-                // the last whole second at or before `t`.
-                let floor = t.0.div_euclid(SECOND) * SECOND;
-                let z = Self::zoned(tz, floor)?;
-                let next = cron.find_next_occurrence(&z, false).ok()?;
-                Some(StoreTime(Self::millis(&next)))
-            }
+            CompiledRule::Cron(c) => Self::search_cron(c, t, |cron, from| {
+                cron.find_next_occurrence(from, false).ok()
+            }),
         }
     }
 
@@ -192,13 +194,9 @@ impl CompiledRule {
     pub fn previous(&self, t: StoreTime) -> Option<StoreTime> {
         match self {
             CompiledRule::Every(i) => t.0.div_euclid(*i).checked_mul(*i).map(StoreTime),
-            CompiledRule::Cron(c) => {
-                let (cron, tz) = &**c;
-                let floor = t.0.div_euclid(SECOND) * SECOND;
-                let z = Self::zoned(tz, floor)?;
-                let prev = cron.find_previous_occurrence(&z, true).ok()?;
-                Some(StoreTime(Self::millis(&prev)))
-            }
+            CompiledRule::Cron(c) => Self::search_cron(c, t, |cron, from| {
+                cron.find_previous_occurrence(from, true).ok()
+            }),
         }
     }
 

@@ -29,8 +29,10 @@ pub trait Finding {
     fn message(&self) -> String;
     /// What it concerns, as labelled lines in print order (job, tokens,
     /// hosts or workers); a tool adds the times or places it knows with
-    /// [`Printed::with`].
-    fn context(&self) -> Vec<(&'static str, String)>;
+    /// [`Printed::with`]. None by default: the message says it all.
+    fn context(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
 }
 
 /// A finding as every tool prints it: `{broken} violated: {message}`, then

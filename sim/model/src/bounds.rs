@@ -255,31 +255,9 @@ fn clocks(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
 /// NaN and infinity pass every `<` and `>` test, so each float is checked
 /// to be finite on its own.
 fn floats(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
-    let w = &cfg.workload;
     let f = &cfg.faults;
-    let mut all: Vec<(&str, f64)> = vec![
-        ("workload.fail_rate", w.fail_rate),
-        ("workload.permanent_share", w.permanent_share),
-        ("workload.poison_rate", w.poison_rate),
-        ("workload.hang_rate", w.hang_rate),
-        ("workload.cancel_rate", w.cancel_rate),
-        ("faults.oneway_share", f.oneway_share),
-    ];
-    for (path, r) in [
-        ("faults.worker_crash_rate", &f.worker_crash_rate),
-        ("faults.sweeper_crash_rate", &f.sweeper_crash_rate),
-        ("faults.scheduler_crash_rate", &f.scheduler_crash_rate),
-        ("faults.store_crash_rate", &f.store_crash_rate),
-        ("faults.partition_rate", &f.partition_rate),
-        ("faults.pause_rate", &f.pause_rate),
-        ("faults.hold_rate", &f.hold_rate),
-        ("faults.clock_step_rate", &f.clock_step_rate),
-        ("faults.message_loss", &f.message_loss),
-        ("faults.answer_loss", &f.answer_loss),
-        ("faults.store_conflict", &f.store_conflict),
-        ("faults.wake_loss", &f.wake_loss),
-        ("faults.store_cancel", &f.store_cancel),
-    ] {
+    let mut all: Vec<(&str, f64)> = cfg.plain_probabilities().to_vec();
+    for (path, r) in f.rates().into_iter().chain(f.probabilities()) {
         all.push((path, r.lo));
         all.push((path, r.hi));
     }

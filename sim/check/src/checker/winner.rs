@@ -132,26 +132,19 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
         let same_token = accepted.get(&(*job, *token));
         let stored = as_stored(outcome, facts.max_error_bytes);
         let ok = same_token.is_some_and(|v| v.contains(&&stored));
-        if !ok && same_token.is_some() {
+        if !ok {
+            // Another outcome accepted for that token is a lost result (I4);
+            // no release of it accepted at all, a second winner (I2).
+            let (invariant, why) = if same_token.is_some() {
+                (I4, "the store recorded a different outcome for that token")
+            } else {
+                (I2, "no such release was accepted")
+            };
             out.push(
                 Violation::new(
-                    I4,
+                    invariant,
                     format!(
-                        "release #{id} ({}) of token {token} answered Committed, but the store recorded a different outcome for that token",
-                        outcome.kind()
-                    ),
-                )
-                .job(*job)
-                .tokens([*token])
-                .hosts([q.host.as_str()])
-                .at(*t),
-            );
-        } else if !ok {
-            out.push(
-                Violation::new(
-                    I2,
-                    format!(
-                        "release #{id} ({}) of token {token} answered Committed, but no such release was accepted",
+                        "release #{id} ({}) of token {token} answered Committed, but {why}",
                         outcome.kind()
                     ),
                 )

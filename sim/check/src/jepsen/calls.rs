@@ -12,7 +12,7 @@
 //!   may or may not have taken effect, as Jepsen and Knossos treat it.
 
 use super::edn::ReadError;
-use super::{Op, OpType, Pos, Process};
+use super::{Op, OpType, Pos, Process, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -65,6 +65,23 @@ impl Call<'_> {
     pub fn pos(&self) -> Pos {
         self.end_pos.unwrap_or(self.inv_pos)
     }
+}
+
+/// The lease `{:job J, :token T}` that `v` names, both whole numbers
+/// at least 0; otherwise a message saying what was expected.
+pub fn lease_of(v: &Value) -> Result<(i64, i64), String> {
+    let field = |name: &str| v.get(name).and_then(Value::as_int).filter(|n| *n >= 0);
+    match (field("job"), field("token")) {
+        (Some(job), Some(token)) => Ok((job, token)),
+        _ => Err(format!(
+            "the value must be a map with :job and :token, whole numbers >= 0 (like {{:job 1, :token 2}}), not {v:?}"
+        )),
+    }
+}
+
+/// The `:outcome` a release's value names, if it names one.
+pub fn outcome_of(v: &Value) -> Option<&str> {
+    v.get("outcome").and_then(Value::as_name)
 }
 
 /// The calls of `ops` to the functions `fs`, in invocation order, and the

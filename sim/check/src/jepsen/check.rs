@@ -27,7 +27,7 @@
 //! token) are bad input, reported with their position; nothing here calls
 //! the lease core.
 
-use super::calls::{pair, Call};
+use super::calls::{lease_of, outcome_of, pair, Call};
 use super::edn::ReadError;
 use super::{Op, OpType, Pos, Value};
 use leasehold_model::config::InvariantId;
@@ -45,17 +45,14 @@ pub struct Violation {
     pub message: String,
 }
 
-/// The jobs and tokens are in the message, which names the operations;
-/// the file is the caller's, so it adds the place.
+/// No context lines: the jobs and tokens are in the message, which names
+/// the operations; the file is the caller's, so it adds the place.
 impl crate::finding::Finding for Violation {
     fn broken(&self) -> String {
         crate::finding::invariant(self.invariant)
     }
     fn message(&self) -> String {
         self.message.clone()
-    }
-    fn context(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
     }
 }
 
@@ -137,18 +134,6 @@ pub fn check(ops: &[(Pos, Op)], file: &Path) -> Result<Summary, Vec<ReadError>> 
 /// The functions the checks read.
 const READ: [&str; 4] = ["acquire", "renew", "release", "sweep"];
 
-fn lease_of(v: &Value) -> Result<Lease, String> {
-    let field = |name: &str| {
-        match v.get(name).and_then(Value::as_int) {
-        Some(n) if n >= 0 => Ok(n),
-        _ => Err(format!(
-            "the value must be a map with :job and :token, whole numbers >= 0 (like {{:job 1, :token 2}}), not {v:?}"
-        )),
-    }
-    };
-    Ok((field("job")?, field("token")?))
-}
-
 fn leases_of(v: &Value) -> Result<Vec<Lease>, String> {
     match v {
         Value::Vector(items) => items.iter().map(lease_of).collect(),
@@ -189,12 +174,7 @@ impl Facts {
             }
             "release" => {
                 let (job, token) = lease_of(&c.inv.value)?;
-                let outcome = c
-                    .inv
-                    .value
-                    .get("outcome")
-                    .and_then(Value::as_name)
-                    .map(str::to_string);
+                let outcome = outcome_of(&c.inv.value).map(str::to_string);
                 self.releases
                     .entry(job)
                     .or_default()
@@ -402,11 +382,10 @@ fn stale(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jepsen::edn::read_history;
+    use crate::jepsen::edn::test_history::{ops, FILE};
 
     fn run(text: &str) -> Result<Summary, Vec<ReadError>> {
-        let ops = read_history(text, Path::new("h.edn")).expect("EDN");
-        check(&ops, Path::new("h.edn"))
+        check(&ops(text), Path::new(FILE))
     }
 
     const CLEAN: &str = r#"
@@ -502,6 +481,17 @@ mod tests {
         assert_eq!(s.findings[0].pos.line, 9);
     }
 
+    /// Asserts the history's findings are exactly one per needle, in
+    /// order, each message containing its needle.
+    fn assert_findings(text: &str, needles: &[&str]) {
+        let s = run(text).unwrap();
+        let msgs: Vec<&str> = s.findings.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(msgs.len(), needles.len(), "{msgs:?}");
+        for (msg, needle) in msgs.iter().zip(needles) {
+            assert!(msg.contains(needle), "{needle:?} in {msgs:?}");
+        }
+    }
+
     #[test]
     fn duplicate_and_decreasing_tokens_break_i1() {
         let text = r#"
@@ -512,11 +502,7 @@ mod tests {
 {:type :invoke, :f :acquire, :process 2}
 {:type :ok, :f :acquire, :value {:job 1, :token 3}, :process 2}
 "#;
-        let s = run(text).unwrap();
-        let msgs: Vec<&str> = s.findings.iter().map(|f| f.message.as_str()).collect();
-        assert_eq!(s.findings.len(), 2, "{msgs:?}");
-        assert!(msgs[0].contains("tokens must increase"), "{msgs:?}");
-        assert!(msgs[1].contains("granted twice"), "{msgs:?}");
+        assert_findings(text, &["tokens must increase", "granted twice"]);
     }
 
     #[test]
@@ -535,11 +521,7 @@ mod tests {
 {:type :invoke, :f :acquire, :process 2}
 {:type :ok, :f :acquire, :value {:job 1, :token 3}, :process 2}
 "#;
-        let s = run(text).unwrap();
-        let msgs: Vec<&str> = s.findings.iter().map(|f| f.message.as_str()).collect();
-        assert_eq!(s.findings.len(), 2, "{msgs:?}");
-        assert!(msgs[0].contains("a sweep reclaimed"), "{msgs:?}");
-        assert!(msgs[1].contains("granted again with token 3"), "{msgs:?}");
+        assert_findings(text, &["a sweep reclaimed", "granted again with token 3"]);
     }
 
     #[test]

@@ -359,22 +359,22 @@ fn to_op(e: &Edn<'_>) -> Result<Op, String> {
         Some(other) => return Err(format!(":time must be an integer, not {other:?}")),
     };
     let value = take("value").cloned().unwrap_or(Value::Nil);
-    let known = ["type", "process", "f", "index", "time", "value"];
-    let extra = fields
-        .iter()
-        .filter(|(k, _)| !known.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    Ok(Op {
-        // Filled in from the position by the reader when absent.
-        index: index.unwrap_or(-1),
-        time_ns,
-        kind,
-        process,
-        f,
-        value,
-        extra,
-    })
+    Ok(Op::found(kind, process, f, index, time_ns, value, fields))
+}
+
+/// What the checks' unit tests read their histories with.
+#[cfg(test)]
+pub(crate) mod test_history {
+    use super::{read_history, Op, Pos};
+    use std::path::Path;
+
+    /// The file every test history is said to come from.
+    pub(crate) const FILE: &str = "h.edn";
+
+    /// The operations of EDN history `text`, which must read.
+    pub(crate) fn ops(text: &str) -> Vec<(Pos, Op)> {
+        read_history(text, Path::new(FILE)).expect("EDN")
+    }
 }
 
 #[cfg(test)]

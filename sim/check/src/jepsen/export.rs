@@ -115,6 +115,21 @@ impl Writer {
     /// A crashed host's open requests end `:info`: they may have taken
     /// effect, and that process never invokes again.
     fn crashed(&mut self, t: u64, host: &str) {
+        self.end_open(t, host, "crashed");
+        // Their processes are retired; the host's free ones stay free.
+    }
+
+    /// Requests still open when the run ended end `:info`.
+    fn end(&mut self, t: u64) {
+        let hosts: Vec<String> = self.pending.values().map(|p| p.3.clone()).collect();
+        for h in hosts {
+            self.end_open(t, &h, "run-ended");
+        }
+    }
+
+    /// Ends `host`'s open requests `:info`, in id order, with `:error`
+    /// saying why.
+    fn end_open(&mut self, t: u64, host: &str, why: &str) {
         let ids: Vec<u64> = self
             .pending
             .iter()
@@ -124,29 +139,8 @@ impl Writer {
         for id in ids {
             if let Some((p, f, value, host)) = self.pending.remove(&id) {
                 let mut extra = worker(&host);
-                extra.push(("error".into(), Value::Key("crashed".into())));
+                extra.push(("error".into(), Value::Key(why.into())));
                 self.push(t, OpType::Info, p, f, value, extra);
-            }
-        }
-        // Their processes are retired; the host's free ones stay free.
-    }
-
-    /// Requests still open when the run ended end `:info`.
-    fn end(&mut self, t: u64) {
-        let hosts: Vec<String> = self.pending.values().map(|p| p.3.clone()).collect();
-        for h in hosts {
-            let ids: Vec<u64> = self
-                .pending
-                .iter()
-                .filter(|(_, p)| p.3 == h)
-                .map(|(id, _)| *id)
-                .collect();
-            for id in ids {
-                if let Some((p, f, value, host)) = self.pending.remove(&id) {
-                    let mut extra = worker(&host);
-                    extra.push(("error".into(), Value::Key("run-ended".into())));
-                    self.push(t, OpType::Info, p, f, value, extra);
-                }
             }
         }
     }

@@ -185,17 +185,16 @@ fn to_op(v: &serde_json::Value) -> Result<Op, String> {
             .or_else(|| m.get(&format!(":{key}")))
             .filter(|v| !v.is_null())
     };
+    // A field missing, or of another kind than `want`.
+    let wrong = |key: &str, want: &str, v: Option<&J>| match v {
+        Some(other) => format!("\"{key}\" must be {want}, not {}", describe(other)),
+        None => format!("the operation has no \"{key}\""),
+    };
     let kind = match take("type") {
         Some(J::String(s)) => OpType::parse(&name(s)).ok_or_else(|| {
             format!("\"type\": {s:?} is not \"invoke\", \"ok\", \"fail\" or \"info\"")
         })?,
-        Some(other) => {
-            return Err(format!(
-                "\"type\" must be a string, not {}",
-                describe(other)
-            ))
-        }
-        None => return Err("the operation has no \"type\"".into()),
+        other => return Err(wrong("type", "a string", other)),
     };
     let process = match take("process") {
         Some(J::Number(n)) => Process::Client(
@@ -203,18 +202,11 @@ fn to_op(v: &serde_json::Value) -> Result<Op, String> {
                 .ok_or_else(|| format!("\"process\" must be a whole number, not {n}"))?,
         ),
         Some(J::String(s)) => Process::Named(name(s)),
-        Some(other) => {
-            return Err(format!(
-                "\"process\" must be an integer or a string, not {}",
-                describe(other)
-            ))
-        }
-        None => return Err("the operation has no \"process\"".into()),
+        other => return Err(wrong("process", "an integer or a string", other)),
     };
     let f = match take("f") {
         Some(J::String(s)) => name(s),
-        Some(other) => return Err(format!("\"f\" must be a string, not {}", describe(other))),
-        None => return Err("the operation has no \"f\"".into()),
+        other => return Err(wrong("f", "a string", other)),
     };
     let int = |key: &str| match take(key) {
         None => Ok(None),
@@ -222,29 +214,13 @@ fn to_op(v: &serde_json::Value) -> Result<Op, String> {
             .as_i64()
             .map(Some)
             .ok_or_else(|| format!("\"{key}\" must be a whole number, not {n}")),
-        Some(other) => Err(format!(
-            "\"{key}\" must be an integer, not {}",
-            describe(other)
-        )),
+        other => Err(wrong(key, "an integer", other)),
     };
     let index = int("index")?;
     let time_ns = int("time")?;
     let value = take("value").map_or(Value::Nil, to_value);
-    let known = ["type", "process", "f", "index", "time", "value"];
-    let extra = m
-        .iter()
-        .filter(|(k, _)| !known.contains(&name(k).as_str()))
-        .map(|(k, v)| (name(k), to_value(v)))
-        .collect();
-    Ok(Op {
-        index: index.unwrap_or(-1),
-        time_ns,
-        kind,
-        process,
-        f,
-        value,
-        extra,
-    })
+    let fields = m.iter().map(|(k, v)| (name(k), to_value(v)));
+    Ok(Op::found(kind, process, f, index, time_ns, value, fields))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@
 //! Each job's search is bounded ([`Limits`]); a bound hit is
 //! [`LeaseVerdict::Unknown`] for that job, never a pass.
 
-use super::calls::{pair, Call};
+use super::calls::{lease_of, outcome_of, pair, Call};
 use super::edn::ReadError;
 use super::linearize::{self, Effort, Limits, Model, Verdict};
 use super::{Op, OpType, Pos, Value};
@@ -283,15 +283,6 @@ fn int(v: &Value, key: &str) -> Option<i64> {
     v.get(key).and_then(Value::as_int)
 }
 
-fn lease_of(v: &Value) -> Result<(i64, i64), String> {
-    match (int(v, "job"), int(v, "token")) {
-        (Some(j), Some(t)) if j >= 0 && t >= 0 => Ok((j, t)),
-        _ => Err(format!(
-            "the value must be a map with :job and :token, whole numbers >= 0 (like {{:job 1, :token 2}}), not {v:?}"
-        )),
-    }
-}
-
 fn leases_of(v: &Value) -> Result<Vec<&Value>, String> {
     match v {
         Value::Vector(items) => Ok(items.iter().collect()),
@@ -343,13 +334,7 @@ fn parse(c: &Call<'_>) -> Result<Vec<Parsed>, String> {
         }
         ("release", _) => {
             let (job, token) = lease_of(&c.inv.value)?;
-            let outcome = c
-                .inv
-                .value
-                .get("outcome")
-                .and_then(Value::as_name)
-                .unwrap_or("")
-                .to_string();
+            let outcome = outcome_of(&c.inv.value).unwrap_or("").to_string();
             vec![Parsed {
                 job,
                 op: LeaseOp::Release { token, outcome },
@@ -488,11 +473,10 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jepsen::edn::read_history;
+    use crate::jepsen::edn::test_history::{ops, FILE};
 
     fn run(text: &str) -> LeaseReport {
-        let ops = read_history(text, Path::new("h.edn")).expect("EDN");
-        check(&ops, Path::new("h.edn"), &Limits::default()).expect("well formed")
+        check(&ops(text), Path::new(FILE), &Limits::default()).expect("well formed")
     }
 
     /// A grants job 1 (lease 100 ms, store clock 1000..1100); the lease

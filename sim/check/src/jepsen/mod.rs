@@ -157,6 +157,39 @@ pub struct Op {
     pub extra: Vec<(String, Value)>,
 }
 
+/// The keys of an operation's own fields; a reader keeps every other key
+/// in [`Op::extra`].
+pub const OWN_KEYS: [&str; 6] = ["type", "process", "f", "index", "time", "value"];
+
+impl Op {
+    /// An operation as a reader found it, with every field it had (those
+    /// not among [`OWN_KEYS`] are kept in [`Op::extra`], in order); without
+    /// `:index` it is -1 until the reader fills it in from the position.
+    fn found(
+        kind: OpType,
+        process: Process,
+        f: String,
+        index: Option<i64>,
+        time_ns: Option<i64>,
+        value: Value,
+        fields: impl IntoIterator<Item = (String, Value)>,
+    ) -> Op {
+        let extra = fields
+            .into_iter()
+            .filter(|(k, _)| !OWN_KEYS.contains(&k.as_str()))
+            .collect();
+        Op {
+            index: index.unwrap_or(-1),
+            time_ns,
+            kind,
+            process,
+            f,
+            value,
+            extra,
+        }
+    }
+}
+
 /// Where an operation sits in a file: 1-based line and column.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Pos {

@@ -200,11 +200,10 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jepsen::edn::read_history;
+    use crate::jepsen::edn::test_history::{ops, FILE};
 
     fn run(text: &str) -> MutexReport {
-        let ops = read_history(text, Path::new("h.edn")).expect("EDN");
-        check(&ops, Path::new("h.edn"), &Limits::default()).expect("well formed")
+        check(&ops(text), Path::new(FILE), &Limits::default()).expect("well formed")
     }
 
     #[test]

@@ -140,6 +140,21 @@ impl SimConfig {
     pub fn hosts(&self) -> Hosts {
         Hosts::of(&self.topology)
     }
+
+    /// The plain probabilities of the workload and the faults (single
+    /// numbers, not ranges), each with its path in the config file, in
+    /// the order they are checked and reported.
+    pub fn plain_probabilities(&self) -> [(&'static str, f64); 6] {
+        let w = &self.workload;
+        [
+            ("workload.fail_rate", w.fail_rate),
+            ("workload.permanent_share", w.permanent_share),
+            ("workload.poison_rate", w.poison_rate),
+            ("workload.hang_rate", w.hang_rate),
+            ("workload.cancel_rate", w.cancel_rate),
+            ("faults.oneway_share", self.faults.oneway_share),
+        ]
+    }
 }
 
 /// A [`SimConfig`] that [`SimConfig::validate`] accepted, made only by

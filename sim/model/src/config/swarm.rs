@@ -67,6 +67,35 @@ pub struct Faults {
     pub clock_step: Range<SignedDur>,
 }
 
+impl Faults {
+    /// The ranges of rates (events per host per minute), each with its
+    /// path in the config file, in the order they are checked.
+    pub fn rates(&self) -> [(&'static str, &Range<f64>); 8] {
+        [
+            ("faults.worker_crash_rate", &self.worker_crash_rate),
+            ("faults.sweeper_crash_rate", &self.sweeper_crash_rate),
+            ("faults.scheduler_crash_rate", &self.scheduler_crash_rate),
+            ("faults.store_crash_rate", &self.store_crash_rate),
+            ("faults.partition_rate", &self.partition_rate),
+            ("faults.pause_rate", &self.pause_rate),
+            ("faults.hold_rate", &self.hold_rate),
+            ("faults.clock_step_rate", &self.clock_step_rate),
+        ]
+    }
+
+    /// The ranges of probabilities, each with its path in the config file,
+    /// in the order they are checked.
+    pub fn probabilities(&self) -> [(&'static str, &Range<f64>); 5] {
+        [
+            ("faults.message_loss", &self.message_loss),
+            ("faults.answer_loss", &self.answer_loss),
+            ("faults.store_conflict", &self.store_conflict),
+            ("faults.wake_loss", &self.wake_loss),
+            ("faults.store_cancel", &self.store_cancel),
+        ]
+    }
+}
+
 impl Default for Faults {
     fn default() -> Self {
         let none = Range::exactly(0.0);

@@ -63,13 +63,18 @@ pub(crate) fn later(t: StoreTime, ms: u64) -> StoreTime {
 mod tests {
     use super::*;
 
+    /// The backoff of `base` and `cap` with `jitter_permille` instead of
+    /// the default jitter.
+    fn jittered(base: u64, cap: u64, jitter_permille: u64) -> Backoff {
+        Backoff {
+            jitter_permille,
+            ..Backoff::new(base, cap)
+        }
+    }
+
     #[test]
     fn window_doubles_per_attempt_with_jitter_and_stops_at_the_cap() {
-        let b = Backoff {
-            base: 1000,
-            cap: 10_000,
-            jitter_permille: 200,
-        };
+        let b = jittered(1000, 10_000, 200);
         assert_eq!(b.delays(1), (800, 1200));
         assert_eq!(b.delays(2), (1600, 2400));
         assert_eq!(b.delays(3), (3200, 4800));
@@ -93,11 +98,7 @@ mod tests {
 
     #[test]
     fn no_jitter_is_a_single_point() {
-        let b = Backoff {
-            base: 500,
-            cap: 500,
-            jitter_permille: 0,
-        };
+        let b = jittered(500, 500, 0);
         assert_eq!(b.delays(3), (500, 500));
     }
 }

@@ -846,6 +846,15 @@ mod tests {
         m.put(row);
     }
 
+    /// A model whose job 1 was claimed by `w` at 10 ms (token 1).
+    fn claimed() -> Model {
+        let mut m = model();
+        enqueue(&mut m, 1, None, 0, 0);
+        let p = m.plan(&claim(1), StoreTime(10));
+        apply(&mut m, &p);
+        m
+    }
+
     fn apply(m: &mut Model, plan: &Plan) {
         for r in &plan.changes {
             m.rows.insert(r.job, r.clone());
@@ -921,10 +930,7 @@ mod tests {
 
     #[test]
     fn release_effects_and_idempotent_repeats() {
-        let mut m = model();
-        enqueue(&mut m, 1, None, 0, 0);
-        let p = m.plan(&claim(1), StoreTime(10));
-        apply(&mut m, &p);
+        let mut m = claimed();
         // Unknown token, stale-free: token 2 was never granted.
         assert_eq!(
             m.plan(&release(1, 2, Outcome::Returned), StoreTime(20))
@@ -982,10 +988,7 @@ mod tests {
 
     #[test]
     fn a_repeat_of_an_overtaken_release_may_answer_either() {
-        let mut m = model();
-        enqueue(&mut m, 1, None, 0, 0);
-        let p = m.plan(&claim(1), StoreTime(10));
-        apply(&mut m, &p);
+        let mut m = claimed();
         let first = release(1, 1, failed("x", true));
         let p = m.plan(&first, StoreTime(20));
         apply(&mut m, &p);

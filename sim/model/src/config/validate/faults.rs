@@ -7,34 +7,17 @@ use crate::config::{HostKind, Range, ScriptedFault, SimConfig};
 /// The swarm's ranges: rates per minute, probabilities, lengths and clocks.
 pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
     let f = &cfg.faults;
-    let rates = [
-        ("faults.worker_crash_rate", &f.worker_crash_rate),
-        ("faults.sweeper_crash_rate", &f.sweeper_crash_rate),
-        ("faults.scheduler_crash_rate", &f.scheduler_crash_rate),
-        ("faults.store_crash_rate", &f.store_crash_rate),
-        ("faults.partition_rate", &f.partition_rate),
-        ("faults.pause_rate", &f.pause_rate),
-        ("faults.hold_rate", &f.hold_rate),
-        ("faults.clock_step_rate", &f.clock_step_rate),
-    ];
     let out_of_rate = |r: &Range<f64>| r.lo < 0.0 || !r.hi.is_finite() || r.hi > 60.0;
     each_within(
         bad,
-        &rates,
+        &f.rates(),
         out_of_rate,
         "rates are per minute, between 0 and 60",
     );
-    let probabilities = [
-        ("faults.message_loss", &f.message_loss),
-        ("faults.answer_loss", &f.answer_loss),
-        ("faults.store_conflict", &f.store_conflict),
-        ("faults.wake_loss", &f.wake_loss),
-        ("faults.store_cancel", &f.store_cancel),
-    ];
     let out_of_unit = |r: &Range<f64>| r.lo < 0.0 || r.hi > 1.0;
     each_within(
         bad,
-        &probabilities,
+        &f.probabilities(),
         out_of_unit,
         "probabilities must lie in [0, 1]",
     );

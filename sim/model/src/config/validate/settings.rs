@@ -142,14 +142,7 @@ pub(super) fn workload(cfg: &SimConfig, bad: &mut Bad) {
     }
     // `faults.oneway_share` is a plain probability too, and has always been
     // reported with these (the order of problems is part of the output).
-    for (path, v) in [
-        ("workload.fail_rate", w.fail_rate),
-        ("workload.permanent_share", w.permanent_share),
-        ("workload.poison_rate", w.poison_rate),
-        ("workload.hang_rate", w.hang_rate),
-        ("workload.cancel_rate", w.cancel_rate),
-        ("faults.oneway_share", cfg.faults.oneway_share),
-    ] {
+    for (path, v) in cfg.plain_probabilities() {
         if !(0.0..=1.0).contains(&v) {
             bad(path, format!("{v} is not a probability in [0, 1]"));
         }

@@ -12,7 +12,7 @@
 //! ## How to run it against an adapter
 //! Implement [`Harness`]: it makes a fresh, empty store for a [`Policy`] and
 //! says how store time can be moved ([`TimeControl`]). Then either call the
-//! case functions ([`cases`], [`limits`], [`race`], [`runtime`]) yourself,
+//! case functions ([`cases`], [`limits`], [`race`], [`retry`], [`runtime`]) yourself,
 //! or generate one `#[tokio::test]` per case with
 //! [`conformance_tests!`](crate::conformance_tests):
 //!
@@ -41,6 +41,7 @@ pub mod batch;
 pub mod cases;
 pub mod limits;
 pub mod race;
+pub mod retry;
 pub mod runtime;
 pub mod schedules;
 pub mod wake;
@@ -179,6 +180,8 @@ pub const CASES: &[&str] = &[
     "schedules_are_held_to_the_stores_own_limits",
     "concurrent_firers_of_one_plan_time_make_one_job",
     "two_schedulers_fire_each_plan_time_once",
+    "a_dead_job_is_retried_with_a_fresh_budget",
+    "retry_refuses_every_other_state_and_an_unknown_job",
 ];
 
 /// Generates one `#[tokio::test]` per conformance case.
@@ -229,6 +232,8 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, schedules::schedules_are_held_to_the_stores_own_limits);
         $crate::conformance_tests!(@case $harness, schedules::concurrent_firers_of_one_plan_time_make_one_job);
         $crate::conformance_tests!(@case $harness, schedules::two_schedulers_fire_each_plan_time_once);
+        $crate::conformance_tests!(@case $harness, retry::a_dead_job_is_retried_with_a_fresh_budget);
+        $crate::conformance_tests!(@case $harness, retry::retry_refuses_every_other_state_and_an_unknown_job);
     };
     (@case $harness:path, $module:ident :: $case:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod index;
+mod retry;
 #[cfg(feature = "buggy-variants")]
 mod variants;
 #[cfg(feature = "buggy-variants")]
@@ -476,6 +477,9 @@ impl Store for MemoryStore {
     }
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
         self.do_cancel(job)
+    }
+    async fn retry_dead(&self, job: JobId) -> Result<leasehold_core::RetryOutcome, StoreError> {
+        self.do_retry_dead(job)
     }
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
         Ok(self.lock().rows.get(&job).cloned())

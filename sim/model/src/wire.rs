@@ -11,7 +11,7 @@ use bincode::Options;
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, FireRequest, InputError, JobId, JobRecord, Lease,
     ListRequest, ListSchedulesRequest, NewJob, Release, ReleaseRequest, RenewRequest, Renewal,
-    Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
+    RetryOutcome, Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::io;
@@ -110,6 +110,9 @@ pub enum WireOp {
     Fire(FireRequest),
     /// `list_schedules`.
     ListSchedules(ListSchedulesRequest),
+    /// `retry_dead` (appended last: no existing frame changes; the
+    /// simulator never sends it).
+    RetryDead(JobId),
 }
 
 /// A store failure on the wire.
@@ -163,6 +166,8 @@ pub enum WireReply {
     Schedules(Vec<ScheduleRecord>),
     /// A failure.
     Error(WireError),
+    /// Retry answer (appended last, as [`WireOp::RetryDead`]).
+    Retry(RetryOutcome),
 }
 
 impl WireError {
@@ -285,6 +290,7 @@ impl WireOp {
                 after: l.after.clone(),
                 limit: l.limit,
             },
+            WireOp::RetryDead(j) => Op::RetryDead { job: *j },
         }
     }
 }
@@ -326,6 +332,7 @@ impl WireReply {
             WireReply::Schedules(ss) => Reply::Schedules(ss.iter().map(ScheduleView::of).collect()),
             WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
             WireReply::Error(e) => Reply::Rejected(e.text()),
+            WireReply::Retry(r) => Reply::Retry(*r),
         }
     }
 }
@@ -469,6 +476,7 @@ mod tests {
                 after: Some("a".into()),
                 limit: 5,
             }),
+            WireOp::RetryDead(JobId(3)),
         ];
         for op in &ops {
             round_trip(&WireRequest {
@@ -548,6 +556,8 @@ mod tests {
             )),
             WireReply::Error(WireError::UnknownToken(id, Token(2))),
             WireReply::Error(WireError::Unavailable("store down".into())),
+            WireReply::Retry(leasehold_core::RetryOutcome::Retried),
+            WireReply::Retry(leasehold_core::RetryOutcome::NotDead(JobState::Running)),
         ];
         for reply in &replies {
             round_trip(reply).await;

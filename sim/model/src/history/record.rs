@@ -3,8 +3,8 @@
 use super::blob::Blob;
 use crate::config::ScriptedFault;
 use leasehold_core::{
-    CancelOutcome, CatchUp, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome, Rule,
-    ScheduleRecord, StoreTime, Token, WorkerId,
+    CancelOutcome, CatchUp, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome,
+    RetryOutcome, Rule, ScheduleRecord, StoreTime, Token, WorkerId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -117,6 +117,12 @@ pub enum Op {
         after: Option<String>,
         /// At most.
         limit: u32,
+    },
+    /// An operator's retry of a dead job (appended last: no existing
+    /// history's encoding changes; the simulator never sends it).
+    RetryDead {
+        /// Job.
+        job: JobId,
     },
 }
 
@@ -287,6 +293,8 @@ pub enum Reply {
     Rejected(String),
     /// Unknown outcome: the network or the store failed.
     Unavailable(String),
+    /// An operator's retry answer (appended last, as [`Op::RetryDead`]).
+    Retry(RetryOutcome),
 }
 
 impl Reply {

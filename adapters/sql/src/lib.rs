@@ -9,7 +9,9 @@
 //! - the job reads and the schedule statements, in each driver's
 //!   placeholder style, run on either driver ([`dialect`], [`job_sql`],
 //!   [`schedule_sql`]);
-//! - closing a pool for good ([`pool_close`]).
+//! - closing a pool for good ([`pool_close`]);
+//! - judging a database's schema against a build's migrations
+//!   ([`schema_state`]), for the operator's commands.
 //!
 //! What differs between the stores (how a transaction is run, how a
 //! claim scans, how rows are written in batches) stays in each adapter.
@@ -30,3 +32,4 @@ pub mod job_sql;
 pub mod pool_close;
 pub mod schedule_columns;
 pub mod schedule_sql;
+pub mod schema_state;

@@ -127,6 +127,7 @@ impl Db {
     fn migrations_recorded(&self) -> Option<i64> {
         rt().block_on(async {
             match self {
+                Db::Sqlite(p) if !p.exists() => None,
                 Db::Sqlite(p) => {
                     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", p.display()))
                         .await

@@ -5,11 +5,12 @@
 
 use crate::{error, PgStore};
 use leasehold_core::{Event, JobId, StoreError};
+use leasehold_sql::job_trail::{decode_trail, job_param};
 
 impl PgStore {
     /// Up to `limit` audit events of `job`, in insertion order.
     pub async fn job_events(&self, job: JobId, limit: u32) -> Result<Vec<Event>, StoreError> {
-        let id = i64::try_from(job.0).map_err(|_| StoreError::Corrupt(format!("{job}: id")))?;
+        let id = job_param(job)?;
         let texts: Vec<String> = sqlx::query_scalar(
             "SELECT event::text FROM lease_events WHERE job_id = $1 ORDER BY seq, pos LIMIT $2",
         )
@@ -18,12 +19,6 @@ impl PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(error::map)?;
-        texts
-            .iter()
-            .map(|t| {
-                serde_json::from_str(t)
-                    .map_err(|e| StoreError::Corrupt(format!("event of {job}: {e}")))
-            })
-            .collect()
+        decode_trail(job, &texts)
     }
 }

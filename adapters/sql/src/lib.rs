@@ -10,14 +10,15 @@
 //!   placeholder style, run on either driver ([`dialect`], [`job_sql`],
 //!   [`schedule_sql`]);
 //! - closing a pool for good ([`pool_close`]);
-//! - judging a database's schema against a build's migrations
-//!   ([`schema_state`]), for the operator's commands.
+//! - for the operator's commands: judging a database's schema against a
+//!   build's migrations ([`schema_state`]) and reading one job's audit
+//!   trail ([`job_trail`]).
 //!
 //! What differs between the stores (how a transaction is run, how a
 //! claim scans, how rows are written in batches) stays in each adapter.
 //!
 //! ## Depends on
-//! `leasehold-core`, sqlx, tokio (a timer) and tracing. It must never
+//! `leasehold-core`, sqlx, tokio (a timer), tracing and serde_json. It must never
 //! depend on an adapter, the conformance suite or the simulator: the
 //! adapters build on it. The core must never depend on it: the core stays
 //! free of database drivers.
@@ -29,6 +30,7 @@ pub mod column;
 pub mod dialect;
 pub mod job_columns;
 pub mod job_sql;
+pub mod job_trail;
 pub mod pool_close;
 pub mod schedule_columns;
 pub mod schedule_sql;

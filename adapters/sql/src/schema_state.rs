@@ -5,6 +5,23 @@
 
 use std::fmt;
 
+/// The successful migration versions a database records, in order (run
+/// once the `_sqlx_migrations` table is known to exist).
+pub const APPLIED_VERSIONS_SQL: &str =
+    "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";
+
+/// The migrations an embedded `sqlx::migrate!` carries, in version order.
+pub fn migrations_of(migrator: &sqlx::migrate::Migrator) -> Vec<Migration> {
+    migrator
+        .iter()
+        .map(|m| Migration {
+            version: m.version,
+            description: m.description.to_string(),
+            sql: m.sql.to_string(),
+        })
+        .collect()
+}
+
 /// One migration this build carries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Migration {
@@ -44,6 +61,12 @@ pub enum SchemaState {
 }
 
 impl SchemaState {
+    /// Judges the `applied` versions against `known` migrations.
+    pub fn of(applied: &[i64], known: &[Migration]) -> SchemaState {
+        let versions: Vec<i64> = known.iter().map(|m| m.version).collect();
+        SchemaState::judge(applied, &versions)
+    }
+
     /// Judges the `applied` versions (successful ones, any order) against
     /// the `known` versions of this build.
     pub fn judge(applied: &[i64], known: &[i64]) -> SchemaState {

@@ -4,11 +4,12 @@
 
 use crate::{error, SqliteStore};
 use leasehold_core::{Event, JobId, StoreError};
+use leasehold_sql::job_trail::{decode_trail, job_param};
 
 impl SqliteStore {
     /// Up to `limit` audit events of `job`, in commit order.
     pub async fn job_events(&self, job: JobId, limit: u32) -> Result<Vec<Event>, StoreError> {
-        let id = i64::try_from(job.0).map_err(|_| StoreError::Corrupt(format!("{job}: id")))?;
+        let id = job_param(job)?;
         let texts: Vec<String> = sqlx::query_scalar(
             "SELECT event FROM lease_events WHERE job_id = ? ORDER BY seq LIMIT ?",
         )
@@ -17,12 +18,6 @@ impl SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(error::map)?;
-        texts
-            .iter()
-            .map(|t| {
-                serde_json::from_str(t)
-                    .map_err(|e| StoreError::Corrupt(format!("event of {job}: {e}")))
-            })
-            .collect()
+        decode_trail(job, &texts)
     }
 }

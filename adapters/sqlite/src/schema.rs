@@ -5,18 +5,11 @@
 
 use crate::{error, SqliteStore};
 use leasehold_core::StoreError;
-use leasehold_sql::schema_state::{Migration, SchemaState};
+use leasehold_sql::schema_state::{migrations_of, Migration, SchemaState, APPLIED_VERSIONS_SQL};
 
 /// The migrations this build carries, in version order.
 pub fn migrations() -> Vec<Migration> {
-    sqlx::migrate!("../../migrations/sqlite")
-        .iter()
-        .map(|m| Migration {
-            version: m.version,
-            description: m.description.to_string(),
-            sql: m.sql.to_string(),
-        })
-        .collect()
+    migrations_of(&sqlx::migrate!("../../migrations/sqlite"))
 }
 
 impl SqliteStore {
@@ -32,7 +25,7 @@ impl SqliteStore {
         if exists == 0 {
             return Ok(Vec::new());
         }
-        sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+        sqlx::query_scalar(APPLIED_VERSIONS_SQL)
             .fetch_all(&self.pool)
             .await
             .map_err(error::map)
@@ -40,10 +33,9 @@ impl SqliteStore {
 
     /// This file's schema against the migrations of this build.
     pub async fn schema_state(&self) -> Result<SchemaState, StoreError> {
-        let known: Vec<i64> = migrations().iter().map(|m| m.version).collect();
-        Ok(SchemaState::judge(
+        Ok(SchemaState::of(
             &self.applied_migrations().await?,
-            &known,
+            &migrations(),
         ))
     }
 }

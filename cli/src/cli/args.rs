@@ -88,10 +88,10 @@ pub enum Command {
     Show(super::ops::show::ShowArgs),
     /// Take a dead job back to pending with a fresh attempt budget.
     #[command(after_help = OPS_EXIT_CODES)]
-    Retry(super::ops::cancel::JobArgs),
+    Retry(super::ops::job_arg::JobArgs),
     /// Cancel a job: pending is cancelled, running is asked to stop.
     #[command(after_help = OPS_EXIT_CODES)]
-    Cancel(super::ops::cancel::JobArgs),
+    Cancel(super::ops::job_arg::JobArgs),
     /// Real worker processes on a real SQLite or PostgreSQL store under real
     /// faults (kills, pauses, restarts), checked offline; `leasehold chaos
     /// --help` lists its options.

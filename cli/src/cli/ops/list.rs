@@ -3,8 +3,8 @@
 //! [`MAX_LIST_LIMIT`]), from `--after ID` on; a table, or `--json`. Reads
 //! at most [`LIST_SCAN_CAP`] rows per call and prints where to go on.
 
-use super::cancel::parse_job;
 use super::format::{row_line, JobView};
+use super::job_arg::parse_job;
 use super::target::{Open, TargetArgs};
 use super::{on_store, with_store};
 use crate::cli::ExitCode;

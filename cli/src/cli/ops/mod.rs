@@ -11,6 +11,7 @@
 
 pub mod cancel;
 pub mod format;
+pub mod job_arg;
 pub mod list;
 pub mod migrate;
 pub mod retry;

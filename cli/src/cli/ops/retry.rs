@@ -2,7 +2,7 @@
 //! budget, through `Store::retry_dead` (the core's `retry` transition,
 //! audited). A job that is not dead is refused (exit 2), nothing changed.
 
-use super::cancel::JobArgs;
+use super::job_arg::JobArgs;
 use super::target::Open;
 use super::{on_store, with_store};
 use crate::cli::ExitCode;

@@ -1,8 +1,8 @@
 //! `leasehold show JOB`: one job's row, its result or error, and its audit
 //! trail (at most `--events`, default [`DEFAULT_SHOW_EVENTS`]); or `--json`.
 
-use super::cancel::parse_job;
 use super::format::{bytes, event_line, JobView};
+use super::job_arg::parse_job;
 use super::target::{Open, OpsStore, TargetArgs};
 use super::{on_store, with_store};
 use crate::cli::ExitCode;

@@ -98,6 +98,13 @@ pub enum InputError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The store does not implement this operation (a store written
+    /// before it existed keeps the trait's default).
+    #[error("this store does not support {operation}")]
+    Unsupported {
+        /// The operation.
+        operation: &'static str,
+    },
     /// No schedule has this name.
     #[error("unknown schedule {0:?}")]
     UnknownSchedule(String),

@@ -121,6 +121,13 @@ macro_rules! forward_store {
                     $target.cancel(job)
                 }
             }
+            $crate::__forward_unless! { [$($except),*] retry_dead
+                fn retry_dead(&$this, job: $crate::JobId) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<$crate::RetryOutcome, $crate::StoreError>,
+                > + ::core::marker::Send {
+                    $target.retry_dead(job)
+                }
+            }
             $crate::__forward_unless! { [$($except),*] get
                 fn get(&$this, job: $crate::JobId) -> impl ::core::future::Future<
                     Output = ::core::result::Result<
@@ -225,6 +232,7 @@ macro_rules! __forward_unless {
     ([batch_within $(, $rest:ident)*] batch_within $($item:tt)*) => {};
     ([sweep $(, $rest:ident)*] sweep $($item:tt)*) => {};
     ([cancel $(, $rest:ident)*] cancel $($item:tt)*) => {};
+    ([retry_dead $(, $rest:ident)*] retry_dead $($item:tt)*) => {};
     ([get $(, $rest:ident)*] get $($item:tt)*) => {};
     ([list $(, $rest:ident)*] list $($item:tt)*) => {};
     ([put_schedule $(, $rest:ident)*] put_schedule $($item:tt)*) => {};

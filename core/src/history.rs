@@ -74,6 +74,14 @@ pub enum EventKind {
     CancelRequested,
     /// A pending job was cancelled.
     Cancelled,
+    /// An operator took a `dead` job back to `pending` with a fresh
+    /// attempt budget ([`crate::transition::retry`]).
+    Retried {
+        /// The attempts the job had spent when it died.
+        attempts_spent: u32,
+        /// When it may be claimed again (the store's now).
+        run_at: StoreTime,
+    },
 }
 
 /// A sweep reclaim of an expired lease: the holder is presumed crashed.

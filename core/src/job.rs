@@ -352,6 +352,15 @@ pub enum CancelOutcome {
     AlreadyTerminal(JobState),
 }
 
+/// Answer to an operator's retry of a job ([`crate::Store::retry_dead`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RetryOutcome {
+    /// The `dead` job is `pending` again with a fresh attempt budget.
+    Retried,
+    /// The job is not `dead` (it is in this state); nothing changed.
+    NotDead(JobState),
+}
+
 #[cfg(test)]
 mod display_tests {
     use super::*;

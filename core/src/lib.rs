@@ -69,6 +69,7 @@ pub use history::{CrashReport, Event, EventKind};
 pub use ids::{JobId, Token, WorkerId};
 pub use job::{
     CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Release, ReleaseMark, Renewal,
+    RetryOutcome,
 };
 pub use patience::Patience;
 pub use policy::{

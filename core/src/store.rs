@@ -8,10 +8,12 @@
 //! request may have committed); all other errors are definite rejections
 //! that changed nothing.
 
-use crate::error::StoreError;
+use crate::error::{InputError, StoreError};
 use crate::history::CrashReport;
 use crate::ids::{JobId, Token, WorkerId};
-use crate::job::{CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal};
+use crate::job::{
+    CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal, RetryOutcome,
+};
 use crate::patience::Patience;
 use crate::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use crate::time::{Millis, StoreTime};
@@ -172,6 +174,24 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send;
     /// Cancels a job.
     fn cancel(&self, job: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send;
+    /// An operator's retry: takes a `dead` job back to `pending` with a
+    /// fresh attempt budget through [`crate::transition::retry`], with its
+    /// audit event; answers `NotDead(state)` (nothing changed) for any
+    /// other state, and [`InputError::UnknownJob`] for an unknown job.
+    /// Never called by a worker, a sweeper or the simulator.
+    ///
+    /// The default refuses with [`InputError::Unsupported`], so a store
+    /// written before this method existed still builds; the memory,
+    /// SQLite and PostgreSQL adapters implement it.
+    fn retry_dead(
+        &self,
+        job: JobId,
+    ) -> impl Future<Output = Result<RetryOutcome, StoreError>> + Send {
+        let _ = job;
+        std::future::ready(Err(StoreError::Input(InputError::Unsupported {
+            operation: "retry_dead",
+        })))
+    }
     /// Reads one job.
     fn get(&self, job: JobId)
         -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send;

@@ -991,6 +991,7 @@ pub async fn audit_events_follow_every_accepted_transition<H: Harness>(h: &H) {
             EventKind::Released { .. } => "released",
             EventKind::Swept { .. } => "swept",
             EventKind::Cancelled => "cancelled",
+            EventKind::Retried { .. } => "retried",
         })
         .collect();
     assert_eq!(

@@ -12,7 +12,7 @@
 //! ## How to run it against an adapter
 //! Implement [`Harness`]: it makes a fresh, empty store for a [`Policy`] and
 //! says how store time can be moved ([`TimeControl`]). Then either call the
-//! case functions ([`cases`], [`limits`], [`race`], [`runtime`], [`prune`]) yourself,
+//! case functions ([`cases`], [`limits`], [`race`], [`retry`], [`runtime`], [`prune`]) yourself,
 //! or generate one `#[tokio::test]` per case with
 //! [`conformance_tests!`](crate::conformance_tests):
 //!
@@ -42,6 +42,7 @@ pub mod cases;
 pub mod limits;
 pub mod prune;
 pub mod race;
+pub mod retry;
 pub mod runtime;
 pub mod schedules;
 pub mod wake;
@@ -187,6 +188,8 @@ pub const CASES: &[&str] = &[
     "operations_on_a_pruned_job_answer_as_for_an_unknown_job",
     "audit_events_are_kept_for_their_own_retention",
     "bad_prune_requests_are_refused_and_change_nothing",
+    "a_dead_job_is_retried_with_a_fresh_budget",
+    "retry_refuses_every_other_state_and_an_unknown_job",
 ];
 
 /// Generates one `#[tokio::test]` per conformance case.
@@ -244,6 +247,8 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, prune::operations_on_a_pruned_job_answer_as_for_an_unknown_job);
         $crate::conformance_tests!(@case $harness, prune::audit_events_are_kept_for_their_own_retention);
         $crate::conformance_tests!(@case $harness, prune::bad_prune_requests_are_refused_and_change_nothing);
+        $crate::conformance_tests!(@case $harness, retry::a_dead_job_is_retried_with_a_fresh_budget);
+        $crate::conformance_tests!(@case $harness, retry::retry_refuses_every_other_state_and_an_unknown_job);
     };
     (@case $harness:path, $module:ident :: $case:ident) => {
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

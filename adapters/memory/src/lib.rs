@@ -19,6 +19,7 @@
 
 mod index;
 mod prune;
+mod retry;
 #[cfg(feature = "buggy-variants")]
 mod variants;
 #[cfg(feature = "buggy-variants")]
@@ -475,6 +476,9 @@ impl Store for MemoryStore {
     }
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
         self.do_cancel(job)
+    }
+    async fn retry_dead(&self, job: JobId) -> Result<leasehold_core::RetryOutcome, StoreError> {
+        self.do_retry_dead(job)
     }
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
         Ok(self.lock().rows.get(&job).cloned())

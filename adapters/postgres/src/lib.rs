@@ -81,7 +81,7 @@
 //! ## Files
 //! One file per operation family, its batched and single paths together
 //! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `cancel.rs`,
-//! `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
+//! `retry.rs`, `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
 //! `tx.rs` (the transaction and its retries), `clock.rs` (the store clock
 //! in SQL), `load.rs` (reading rows) and `write_batch.rs` (writing them);
 //! this file holds the store type, its builder and the `Store` wiring.
@@ -107,14 +107,17 @@ mod coalesce;
 mod enqueue;
 mod error;
 mod events;
+mod job_events;
 mod listener;
 mod load;
 mod prune;
 mod read;
 mod release;
 mod renew;
+mod retry;
 mod rollback;
 mod schedules;
+pub mod schema;
 mod sweep;
 mod vacuum;
 mod write_batch;
@@ -449,6 +452,10 @@ impl Store for PgStore {
 
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
         in_tx!(self, |conn| self.cancel_in(conn, job).await)
+    }
+
+    async fn retry_dead(&self, job: JobId) -> Result<leasehold_core::RetryOutcome, StoreError> {
+        in_tx!(self, |conn| self.retry_dead_in(conn, job).await)
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {

@@ -13,14 +13,17 @@
 //! - closing a pool for good ([`pool_close`]);
 //! - the bounded retry of a transaction after a version conflict
 //!   ([`conflict_retry`]);
-//! - a release applied to a job's current row ([`release_row`]).
+//! - a release applied to a job's current row ([`release_row`]);
+//! - for the operator's commands: judging a database's schema against a
+//!   build's migrations ([`schema_state`]) and reading one job's audit
+//!   trail ([`job_trail`]).
 //!
 //! What differs between the stores (how a transaction begins, commits and
 //! rolls back, how a claim scans, how rows are written in batches) stays
 //! in each adapter.
 //!
 //! ## Depends on
-//! `leasehold-core`, sqlx, tokio (a timer) and tracing. It must never
+//! `leasehold-core`, sqlx, tokio (a timer), tracing and serde_json. It must never
 //! depend on an adapter, the conformance suite or the simulator: the
 //! adapters build on it. The core must never depend on it: the core stays
 //! free of database drivers.
@@ -33,8 +36,10 @@ pub mod conflict_retry;
 pub mod dialect;
 pub mod job_columns;
 pub mod job_sql;
+pub mod job_trail;
 pub mod pool_close;
 pub mod prune_sql;
 pub mod release_row;
 pub mod schedule_columns;
 pub mod schedule_sql;
+pub mod schema_state;

@@ -69,7 +69,7 @@
 //! ## Files
 //! One file per operation family, its batched and single paths together
 //! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `cancel.rs`,
-//! `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
+//! `retry.rs`, `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
 //! `tx.rs` (the write transaction), `one_row.rs` and `set_sql.rs` (row
 //! writes); this file holds the store type, its builder and the `Store`
 //! wiring.
@@ -96,13 +96,16 @@ mod close_tests;
 mod enqueue;
 mod error;
 mod events;
+mod job_events;
 mod one_row;
 mod prune;
 mod read;
 mod release;
 mod renew;
+mod retry;
 mod row_set;
 mod schedules;
+pub mod schema;
 mod set_sql;
 mod sweep;
 mod wake;
@@ -385,6 +388,14 @@ impl Store for SqliteStore {
 
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
         in_write_tx!(self, |conn, now| self.cancel_in(conn, job, now).await)
+    }
+
+    async fn retry_dead(&self, job: JobId) -> Result<leasehold_core::RetryOutcome, StoreError> {
+        let answer = in_write_tx!(self, |conn, now| self.retry_dead_in(conn, job, now).await)?;
+        if answer == leasehold_core::RetryOutcome::Retried {
+            self.announce_retried(job).await;
+        }
+        Ok(answer)
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {

@@ -68,6 +68,11 @@ impl SqliteStore {
         self.announce_job(job, true).await;
     }
 
+    /// After an operator's retry made the dead `job` pending again.
+    pub(crate) async fn announce_retried(&self, job: JobId) {
+        self.announce_job(job, true).await;
+    }
+
     /// Announces the queue of `job` when `always`, or when the queue has a
     /// parallelism limit. A failed read only loses the wake (the poll
     /// remains), so it is logged, not returned.

@@ -23,6 +23,12 @@ expected violation was not found; 2 bad input (arguments, scenario files, an unu
 or a harness error; 3 no verdict (`check --format jepsen`: the linearizability search hit its \
 bound).";
 
+/// The exit codes of the operator's commands (`migrate`, `status`, `list`,
+/// `show`, `retry`, `cancel`).
+pub const OPS_EXIT_CODES: &str = "Exit status: 0 done; 2 bad input (an unknown job, a wrong or \
+unreachable store URL, a database without leasehold's schema or with a schema newer than this \
+binary, a retry of a job that is not dead), with nothing changed.";
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -66,6 +72,26 @@ pub enum Command {
     /// and, with `--write-counterexample`, written as a scenario file.
     #[command(after_help = EXIT_CODES)]
     Exhaust(super::exhaustive::ExhaustArgs),
+    /// Apply leasehold's migrations to a store (`--store-url`) and print
+    /// the schema version; `--dry-run` prints the SQL instead.
+    #[command(after_help = OPS_EXIT_CODES)]
+    Migrate(super::ops::migrate::MigrateArgs),
+    /// Per queue: jobs in each state, the oldest pending job's age, running
+    /// leases and the nearest expiry, on a store (`--store-url`).
+    #[command(after_help = OPS_EXIT_CODES)]
+    Status(super::ops::status::StatusArgs),
+    /// List a store's jobs, filtered by queue and state, bounded.
+    #[command(after_help = OPS_EXIT_CODES)]
+    List(super::ops::list::ListArgs),
+    /// One job: its row, its result or error, and its audit trail.
+    #[command(after_help = OPS_EXIT_CODES)]
+    Show(super::ops::show::ShowArgs),
+    /// Take a dead job back to pending with a fresh attempt budget.
+    #[command(after_help = OPS_EXIT_CODES)]
+    Retry(super::ops::job_arg::JobArgs),
+    /// Cancel a job: pending is cancelled, running is asked to stop.
+    #[command(after_help = OPS_EXIT_CODES)]
+    Cancel(super::ops::job_arg::JobArgs),
     /// Real worker processes on a real SQLite or PostgreSQL store under real
     /// faults (kills, pauses, restarts), checked offline; `leasehold chaos
     /// --help` lists its options.

@@ -1,5 +1,7 @@
 //! The `leasehold` command line: `run`, `merge` (shards), `explore`,
-//! `replay`, `shrink`, `check`, `export`, and `chaos` (handed whole to `leasehold-chaos`).
+//! `replay`, `shrink`, `check`, `export`, and `chaos` (handed whole to `leasehold-chaos`);
+//! and the operator's commands on a real store ([`ops`]: `migrate`,
+//! `status`, `list`, `show`, `retry`, `cancel`).
 //!
 //! Exit codes: 0 when every expectation held, 1 when an invariant broke or
 //! an expected violation was not found, 2 on bad input or a harness error.
@@ -14,6 +16,7 @@ pub mod explore;
 pub mod export;
 pub mod jsonl;
 pub mod merge;
+pub mod ops;
 pub mod parallel;
 pub mod plan;
 pub mod progress;
@@ -69,6 +72,12 @@ pub fn main() -> i32 {
         args::Command::Explore(a) => explore::run(a),
         args::Command::Export(a) => export::run(a),
         args::Command::Exhaust(a) => exhaustive::run(a),
+        args::Command::Migrate(a) => ops::migrate::run(a),
+        args::Command::Status(a) => ops::status::run(a),
+        args::Command::List(a) => ops::list::run(a),
+        args::Command::Show(a) => ops::show::run(a),
+        args::Command::Retry(a) => ops::retry::run(a),
+        args::Command::Cancel(a) => ops::cancel::run(a),
         args::Command::Chaos(a) => {
             let argv = std::iter::once("leasehold chaos".into()).chain(a.args.iter().cloned());
             return leasehold_chaos::cli::main_from(argv, "leasehold chaos");

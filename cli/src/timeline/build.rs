@@ -141,6 +141,9 @@ pub fn from_history(
                     }
                     EventKind::CancelRequested => l.ticks.push((*t, "cancel requested".into())),
                     EventKind::Cancelled => l.ticks.push((*t, "cancelled while pending".into())),
+                    EventKind::Retried { .. } => {
+                        l.ticks.push((*t, "retried by an operator".into()))
+                    }
                 }
             }
             Record::Belief {

@@ -10,7 +10,8 @@
 //! - the new row passes [`JobRecord::check_invariants`];
 //! - `version` increases by exactly one;
 //! - the token never decreases, and increases by one exactly on claim;
-//! - a terminal row is never changed;
+//! - a terminal row is never changed, except that an operator's
+//!   [`retry`] takes a `dead` one back to `pending`;
 //! - the event names the row's new state, token and version.
 //!
 //! Adapters load rows, call these functions, and persist the returned row
@@ -23,6 +24,7 @@ mod fire;
 mod prune;
 mod release;
 mod renew;
+mod retry;
 mod sweep;
 
 pub use cancel::cancel;
@@ -35,11 +37,12 @@ pub use prune::{
 };
 pub use release::{release, validate_outcome, ReleasePlan};
 pub use renew::{renew, RenewPlan};
+pub use retry::retry;
 pub use sweep::sweep;
 
 use crate::history::{Event, EventKind};
 use crate::ids::WorkerId;
-use crate::job::JobRecord;
+use crate::job::{JobRecord, JobState};
 use crate::time::StoreTime;
 
 /// A transition that changes a row: the row to persist and its event.
@@ -70,7 +73,13 @@ fn finish(
     if let Some(old) = old {
         debug_assert_eq!(record.version, old.version + 1, "version bumps by one");
         debug_assert!(record.token >= old.token, "tokens never decrease");
-        debug_assert!(!old.state.is_terminal(), "terminal rows never change");
+        // An operator's retry is the one transition out of a terminal
+        // state (`dead` only, see `retry.rs`).
+        let retried = matches!(kind, EventKind::Retried { .. }) && old.state == JobState::Dead;
+        debug_assert!(
+            !old.state.is_terminal() || retried,
+            "terminal rows never change"
+        );
         debug_assert_eq!(record.id, old.id);
     }
     if let Err(e) = record.check_invariants() {

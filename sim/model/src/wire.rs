@@ -11,7 +11,7 @@ use bincode::Options;
 use leasehold_core::{
     CancelOutcome, ClaimRequest, CrashReport, FireRequest, InputError, JobId, JobRecord, Lease,
     ListRequest, ListSchedulesRequest, NewJob, PruneRequest, Release, ReleaseRequest, RenewRequest,
-    Renewal, Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
+    Renewal, RetryOutcome, Schedule, ScheduleRecord, StoreError, StoreTime, SweepRequest, Token,
 };
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use std::io;
@@ -112,6 +112,9 @@ pub enum WireOp {
     ListSchedules(ListSchedulesRequest),
     /// `prune` (appended last, so no earlier request's encoding changes).
     Prune(PruneRequest),
+    /// `retry_dead` (appended last: no existing frame changes; the
+    /// simulator never sends it).
+    RetryDead(JobId),
 }
 
 /// A store failure on the wire.
@@ -170,6 +173,8 @@ pub enum WireReply {
     Error(WireError),
     /// The jobs a prune deleted.
     Pruned(Vec<JobId>),
+    /// Retry answer (appended last, as [`WireOp::RetryDead`]).
+    Retry(RetryOutcome),
 }
 
 impl WireError {
@@ -309,6 +314,7 @@ impl WireOp {
                 limit: p.limit,
                 audit_retention: p.audit_retention,
             },
+            WireOp::RetryDead(j) => Op::RetryDead { job: *j },
         }
     }
 }
@@ -351,6 +357,7 @@ impl WireReply {
             WireReply::Error(WireError::Unavailable(s)) => Reply::Unavailable(s.clone()),
             WireReply::Error(e) => Reply::Rejected(e.text()),
             WireReply::Pruned(ids) => Reply::Pruned(ids.clone()),
+            WireReply::Retry(r) => Reply::Retry(*r),
         }
     }
 }
@@ -499,6 +506,7 @@ mod tests {
                     .and_then(|r| r.with_audit_retention(leasehold_core::Millis(u64::MAX)))
                     .expect("a valid prune"),
             ),
+            WireOp::RetryDead(JobId(3)),
         ];
         for op in &ops {
             round_trip(&WireRequest {
@@ -585,6 +593,8 @@ mod tests {
             )),
             WireReply::Pruned(vec![id, JobId(u64::MAX)]),
             WireReply::Pruned(Vec::new()),
+            WireReply::Retry(leasehold_core::RetryOutcome::Retried),
+            WireReply::Retry(leasehold_core::RetryOutcome::NotDead(JobState::Running)),
         ];
         for reply in &replies {
             round_trip(reply).await;

@@ -11,8 +11,8 @@ use crate::wire::{WireBatch, WireError, WireOp, WireReply};
 use leasehold_core::{
     BatchAnswer, BatchRequest, CancelOutcome, ClaimRequest, CrashReport, FireRequest, JobId,
     JobRecord, Lease, ListRequest, ListSchedulesRequest, NewJob, Patience, PruneRequest, Release,
-    ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord, Store, StoreError, StoreTime,
-    SweepRequest, Token,
+    ReleaseRequest, RenewRequest, Renewal, RetryOutcome, Schedule, ScheduleRecord, Store,
+    StoreError, StoreTime, SweepRequest, Token,
 };
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -152,6 +152,12 @@ impl<C: WireCall> Store for WireStore<C> {
             r => Err(unexpected(r)),
         }
     }
+    async fn retry_dead(&self, job: JobId) -> Result<RetryOutcome, StoreError> {
+        match self.0.call(WireOp::RetryDead(job)).await? {
+            WireReply::Retry(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
         match self.0.call(WireOp::Get(job)).await? {
             WireReply::Row(r) => Ok(r),
@@ -229,6 +235,7 @@ pub async fn apply<S: Store>(store: &S, op: WireOp) -> WireReply {
         WireOp::Fire(f) => wire(store.fire(f).await, WireReply::Job),
         WireOp::ListSchedules(l) => wire(store.list_schedules(l).await, WireReply::Schedules),
         WireOp::Prune(p) => wire(store.prune(p).await, WireReply::Pruned),
+        WireOp::RetryDead(j) => wire(store.retry_dead(j).await, WireReply::Retry),
     }
 }
 
@@ -339,6 +346,7 @@ fn touched_jobs(op: &WireOp, reply: &WireReply) -> Vec<JobId> {
         (WireOp::Renew(r), _) => vec![r.job],
         (WireOp::Release(r), _) => vec![r.job],
         (WireOp::Cancel(j), _) => vec![*j],
+        (WireOp::RetryDead(j), _) => vec![*j],
         (_, WireReply::Job(j)) => vec![*j],
         (_, WireReply::Leases(ls)) => ls.iter().map(|l| l.job).collect(),
         (_, WireReply::Swept(rs)) => rs.iter().map(|r| r.job).collect(),

@@ -92,6 +92,11 @@ fn apply(v: &mut JobView, e: &Event) {
                 v.run_at = e.at;
             }
         }
+        // An operator's retry of a dead job: a fresh budget from `run_at`.
+        EventKind::Retried { run_at, .. } => {
+            v.attempt = 0;
+            v.run_at = *run_at;
+        }
     }
     v.state = Some(e.to);
 }

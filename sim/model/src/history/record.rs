@@ -3,8 +3,8 @@
 use super::blob::Blob;
 use crate::config::ScriptedFault;
 use leasehold_core::{
-    CancelOutcome, CatchUp, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome, Rule,
-    ScheduleRecord, StoreTime, Token, WorkerId,
+    CancelOutcome, CatchUp, CrashReport, Event, JobId, JobRecord, JobState, Millis, Outcome,
+    RetryOutcome, Rule, ScheduleRecord, StoreTime, Token, WorkerId,
 };
 use serde::{Deserialize, Serialize};
 
@@ -126,6 +126,12 @@ pub enum Op {
         limit: u32,
         /// Audit retention.
         audit_retention: Millis,
+    },
+    /// An operator's retry of a dead job (appended last: no existing
+    /// history's encoding changes; the simulator never sends it).
+    RetryDead {
+        /// Job.
+        job: JobId,
     },
 }
 
@@ -299,6 +305,8 @@ pub enum Reply {
     /// The jobs a prune deleted (appended last: no earlier history
     /// changes).
     Pruned(Vec<JobId>),
+    /// An operator's retry answer (appended last, as [`Op::RetryDead`]).
+    Retry(RetryOutcome),
 }
 
 impl Reply {

@@ -186,6 +186,7 @@ pub(crate) fn op_text(op: &Op, host: &str) -> String {
             wall: Some(w),
         } => format!("sweep(limit={limit}, wall={w})"),
         Op::Cancel { job } => format!("cancel({job})"),
+        Op::RetryDead { job } => format!("retry_dead({job})"),
         Op::Get { job } => format!("get({job})"),
         Op::List { after, limit } => format!("list(after={}, limit={limit})", opt(after)),
         Op::PutSchedule {
@@ -289,6 +290,8 @@ pub(crate) fn reply_text(r: &Reply) -> String {
         ),
         Reply::Rejected(s) => format!("rejected {}", quote(s)),
         Reply::Unavailable(s) => format!("unavailable {}", quote(s)),
+        Reply::Retry(leasehold_core::RetryOutcome::Retried) => "retried".into(),
+        Reply::Retry(leasehold_core::RetryOutcome::NotDead(s)) => format!("not dead: {s}"),
     }
 }
 

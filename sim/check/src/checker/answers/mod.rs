@@ -344,7 +344,10 @@ impl Replay {
     /// An answer of unknown outcome (see the module docs).
     fn lose_track(&mut self, s: &Served<'_>) {
         match s.op {
-            Op::Renew { job, .. } | Op::Release { job, .. } | Op::Cancel { job } => {
+            Op::Renew { job, .. }
+            | Op::Release { job, .. }
+            | Op::Cancel { job }
+            | Op::RetryDead { job } => {
                 if let Some(r) = self.model.rows.get_mut(job) {
                     r.known = false;
                 }

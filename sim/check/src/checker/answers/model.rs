@@ -457,6 +457,8 @@ impl Model {
             // `wall` is the sweeper's own clock: a correct store ignores it.
             Op::Sweep { limit, wall: _ } => self.sweep(*limit, now),
             Op::Cancel { job } => self.cancel(*job),
+            // An operator's command the simulator never sends: not modelled.
+            Op::RetryDead { .. } => Plan::want(Want::Unjudged),
             Op::Get { job } => Plan::want(Want::Read(self.rows.contains_key(job).then_some(*job))),
             Op::List { after, limit } => {
                 let from = after.map_or(0, |a| a.0.saturating_add(1));

@@ -1,11 +1,12 @@
 //! The operator's commands (`migrate`, `status`, `list`, `show`, `retry`,
-//! `cancel`) run as the real binary against real SQLite files and, when
+//! `cancel`, `prune`) run as the real binary against real SQLite files and, when
 //! `DATABASE_URL` is set (as `scripts/test.sh` and `scripts/with-postgres.sh`
 //! do), a real PostgreSQL in a schema of its own. Every bad input exits 2
 //! with a message naming the problem, and changes nothing.
 
 use leasehold_core::{
-    ClaimRequest, JobId, JobState, Millis, NewJob, Outcome, ReleaseRequest, Store, WorkerId,
+    ClaimRequest, JobId, JobState, ManualStoreClock, Millis, NewJob, Outcome, ReleaseRequest,
+    Store, StoreClock, StoreTime, SystemStoreClock, WorkerId,
 };
 use leasehold_postgres::PgStore;
 use leasehold_sqlite::SqliteStore;
@@ -170,10 +171,17 @@ impl Db {
 
     /// Runs `f` on the test's own store connection (already migrated).
     fn with_store<T>(&self, f: impl AsyncStoreFn<T>) -> T {
+        self.with_store_at(Millis(0), f)
+    }
+
+    /// `f` on the store, its clock reading `ago` before the wall clock
+    /// (jobs that finished long ago, for `prune`).
+    fn with_store_at<T>(&self, ago: Millis, f: impl AsyncStoreFn<T>) -> T {
+        let clock = ManualStoreClock::new(StoreTime(SystemStoreClock.now().0 - ago.0 as i64));
         rt().block_on(async {
             match self {
                 Db::Sqlite(p) => {
-                    let s = SqliteStore::builder(p).open().await.unwrap();
+                    let s = SqliteStore::builder(p).clock(clock).open().await.unwrap();
                     let v = f.call(&s).await;
                     s.close().await;
                     v
@@ -181,6 +189,7 @@ impl Db {
                 Db::Postgres { url, schema } => {
                     let s = PgStore::builder(url.clone())
                         .schema(schema.clone())
+                        .clock_override(clock)
                         .connect()
                         .await
                         .unwrap();
@@ -192,12 +201,16 @@ impl Db {
         })
     }
 
+    fn exists(&self, job: JobId) -> bool {
+        self.with_store(Exists(job))
+    }
+
     fn state(&self, job: JobId) -> JobState {
         self.with_store(Get(job)).state
     }
 
     fn seed(&self) -> Seeded {
-        self.with_store(Seed)
+        self.with_store(Seed(""))
     }
 }
 
@@ -213,16 +226,26 @@ impl AsyncStoreFn<leasehold_core::JobRecord> for Get {
     }
 }
 
-struct Seed;
+struct Exists(JobId);
+impl AsyncStoreFn<bool> for Exists {
+    async fn call<S: Store>(self, s: &S) -> bool {
+        s.get(self.0).await.unwrap().is_some()
+    }
+}
+
+/// Seeds a dead, a succeeded, a running and a pending job, on the queues
+/// `mail` and `report` followed by its suffix.
+struct Seed(&'static str);
 impl AsyncStoreFn<Seeded> for Seed {
     async fn call<S: Store>(self, s: &S) -> Seeded {
+        let q = |queue: &str| format!("{queue}{}", self.0);
         let claim = |queue: &str| ClaimRequest {
             worker: WorkerId::new("w1"),
-            queue: queue.into(),
+            queue: q(queue),
             lease: Millis(600_000),
             max: 1,
         };
-        let dead = s.enqueue(NewJob::new("mail", "to-bob")).await.unwrap();
+        let dead = s.enqueue(NewJob::new(q("mail"), "to-bob")).await.unwrap();
         let l = s.claim(claim("mail")).await.unwrap().remove(0);
         s.release(ReleaseRequest {
             job: dead,
@@ -234,7 +257,7 @@ impl AsyncStoreFn<Seeded> for Seed {
         })
         .await
         .unwrap();
-        let succeeded = s.enqueue(NewJob::new("mail", "to-ann")).await.unwrap();
+        let succeeded = s.enqueue(NewJob::new(q("mail"), "to-ann")).await.unwrap();
         let l = s.claim(claim("mail")).await.unwrap().remove(0);
         s.release(ReleaseRequest {
             job: succeeded,
@@ -243,9 +266,9 @@ impl AsyncStoreFn<Seeded> for Seed {
         })
         .await
         .unwrap();
-        let running = s.enqueue(NewJob::new("report", "q3")).await.unwrap();
+        let running = s.enqueue(NewJob::new(q("report"), "q3")).await.unwrap();
         s.claim(claim("report")).await.unwrap();
-        let pending = s.enqueue(NewJob::new("mail", "to-cy")).await.unwrap();
+        let pending = s.enqueue(NewJob::new(q("mail"), "to-cy")).await.unwrap();
         Seeded {
             pending,
             running,
@@ -423,6 +446,66 @@ fn an_unknown_job_exits_2(db: &Db) {
     exits_2_with(&db.run(&["show", "nope"]), "not a job id");
 }
 
+fn prune_deletes_only_jobs_finished_before_the_retention(db: &Db) {
+    assert_eq!(db.run(&["migrate"]).status.code(), Some(0));
+    // Four jobs settled 10 minutes ago on the store's clock, four now.
+    let old = db.with_store_at(Millis(600_000), Seed(""));
+    let new = db.with_store(Seed("-new"));
+    exits_2_with(&db.run(&["prune", "--older-than", "1s"]), "retention");
+    exits_2_with(
+        &db.run(&["prune", "--older-than", "5m", "--batch", "0"]),
+        "--batch",
+    );
+    exits_2_with(
+        &db.run(&["prune", "--older-than", "5m", "--audit-older-than", "1m"]),
+        "prune",
+    );
+    exits_2_with(&db.run(&["prune", "--older-than", "soon"]), "soon");
+    assert!(
+        db.exists(old.dead) && db.exists(old.succeeded),
+        "bad input pruned"
+    );
+
+    // One job a round: the two old finished jobs take two full rounds and
+    // an empty third.
+    let o = db.run(&["prune", "--older-than", "5m", "--batch", "1"]);
+    assert_eq!(o.status.code(), Some(0), "{}", all(&o));
+    assert!(out(&o).contains("pruned 2 jobs"), "{}", all(&o));
+    assert!(!db.exists(old.dead) && !db.exists(old.succeeded));
+    for kept in [
+        old.pending,
+        old.running,
+        new.dead,
+        new.succeeded,
+        new.pending,
+    ] {
+        assert!(db.exists(kept), "{kept} was pruned");
+    }
+    assert_eq!(db.state(old.running), JobState::Running);
+    exits_2_with(&db.run(&["show", &old.dead.0.to_string()]), "unknown job");
+
+    // Bounded: one round of one job stops and says more may be left.
+    let again = db.with_store_at(Millis(600_000), Seed("-again"));
+    let o = db.run(&[
+        "prune",
+        "--older-than",
+        "5m",
+        "--batch",
+        "1",
+        "--max-rounds",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", all(&o));
+    assert!(out(&o).contains("more may be left"), "{}", all(&o));
+    assert_eq!(
+        [again.dead, again.succeeded]
+            .iter()
+            .filter(|j| db.exists(**j))
+            .count(),
+        1
+    );
+}
+
 fn a_database_without_the_schema_exits_2(db: &Db) {
     // The database exists, leasehold's schema does not.
     if let Db::Sqlite(p) = db {
@@ -437,6 +520,7 @@ fn a_database_without_the_schema_exits_2(db: &Db) {
         &["show", "1"],
         &["retry", "1"],
         &["cancel", "1"],
+        &["prune", "--older-than", "5m"],
     ] {
         exits_2_with(
             &db.run(cmd),
@@ -457,6 +541,7 @@ fn a_schema_newer_than_the_binary_exits_2(db: &Db) {
         &["show", "1"],
         &["cancel", &j.pending.0.to_string()],
         &["retry", &j.dead.0.to_string()],
+        &["prune", "--older-than", "1m"],
         &["migrate"],
         &["migrate", "--dry-run"],
     ] {
@@ -481,6 +566,11 @@ fn sqlite_migrate_prints_its_sql_on_a_dry_run_then_applies_it() {
 #[test]
 fn sqlite_status_list_show_retry_and_cancel() {
     status_list_show_retry_cancel(&Db::sqlite("flow"));
+}
+
+#[test]
+fn sqlite_prune_deletes_only_jobs_finished_before_the_retention() {
+    prune_deletes_only_jobs_finished_before_the_retention(&Db::sqlite("prune"));
 }
 
 #[test]
@@ -605,6 +695,14 @@ fn postgres_migrate_prints_its_sql_on_a_dry_run_then_applies_it() {
 fn postgres_status_list_show_retry_and_cancel() {
     if let Some(db) = Db::postgres("flow") {
         status_list_show_retry_cancel(&db);
+        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
+    }
+}
+
+#[test]
+fn postgres_prune_deletes_only_jobs_finished_before_the_retention() {
+    if let Some(db) = Db::postgres("prune") {
+        prune_deletes_only_jobs_finished_before_the_retention(&db);
         db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
     }
 }

@@ -24,10 +24,10 @@ or a harness error; 3 no verdict (`check --format jepsen`: the linearizability s
 bound).";
 
 /// The exit codes of the operator's commands (`migrate`, `status`, `list`,
-/// `show`, `retry`, `cancel`).
+/// `show`, `retry`, `cancel`, `prune`).
 pub const OPS_EXIT_CODES: &str = "Exit status: 0 done; 2 bad input (an unknown job, a wrong or \
 unreachable store URL, a database without leasehold's schema or with a schema newer than this \
-binary, a retry of a job that is not dead), with nothing changed.";
+binary, a retry of a job that is not dead, a retention below the minimum), with nothing changed.";
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -92,6 +92,10 @@ pub enum Command {
     /// Cancel a job: pending is cancelled, running is asked to stop.
     #[command(after_help = OPS_EXIT_CODES)]
     Cancel(super::ops::job_arg::JobArgs),
+    /// Delete finished jobs older than a retention period, with their
+    /// audit events, in bounded rounds (docs/RETENTION.md).
+    #[command(after_help = OPS_EXIT_CODES)]
+    Prune(super::ops::prune::PruneArgs),
     /// Real worker processes on a real SQLite or PostgreSQL store under real
     /// faults (kills, pauses, restarts), checked offline; `leasehold chaos
     /// --help` lists its options.

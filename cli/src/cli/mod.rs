@@ -1,7 +1,7 @@
 //! The `leasehold` command line: `run`, `merge` (shards), `explore`,
 //! `replay`, `shrink`, `check`, `export`, and `chaos` (handed whole to `leasehold-chaos`);
 //! and the operator's commands on a real store ([`ops`]: `migrate`,
-//! `status`, `list`, `show`, `retry`, `cancel`).
+//! `status`, `list`, `show`, `retry`, `cancel`, `prune`).
 //!
 //! Exit codes: 0 when every expectation held, 1 when an invariant broke or
 //! an expected violation was not found, 2 on bad input or a harness error.
@@ -78,6 +78,7 @@ pub fn main() -> i32 {
         args::Command::Show(a) => ops::show::run(a),
         args::Command::Retry(a) => ops::retry::run(a),
         args::Command::Cancel(a) => ops::cancel::run(a),
+        args::Command::Prune(a) => ops::prune::run(a),
         args::Command::Chaos(a) => {
             let argv = std::iter::once("leasehold chaos".into()).chain(a.args.iter().cloned());
             return leasehold_chaos::cli::main_from(argv, "leasehold chaos");

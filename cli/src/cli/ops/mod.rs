@@ -1,5 +1,5 @@
 //! The operator's commands on a real store (`--store-url`): `migrate`,
-//! `status`, `list`, `show`, `retry`, `cancel`. Each opens the store,
+//! `status`, `list`, `show`, `retry`, `cancel`, `prune`. Each opens the store,
 //! checks its schema (every command but `migrate` refuses a database
 //! without leasehold's schema, behind this binary's migrations or newer
 //! than them), and changes rows only through the store's operations, which
@@ -14,6 +14,7 @@ pub mod format;
 pub mod job_arg;
 pub mod list;
 pub mod migrate;
+pub mod prune;
 pub mod retry;
 pub mod show;
 pub mod status;

@@ -16,7 +16,7 @@ use leasehold_core::forward_store;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{BatchAnswer, BatchRequest, Outcome, Release, ReleaseRequest, StoreError};
 use leasehold_memory::{MemoryState, MemoryStore};
-use leasehold_sim::harness::check_store;
+use leasehold_sim::harness::{check_store, Report};
 use leasehold_sim::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use std::future::Future;
 use std::path::PathBuf;
@@ -208,18 +208,21 @@ fn a_store_whose_batch_misanswers_a_release_is_caught() {
     );
 }
 
-fn cancelling() -> Vec<PathBuf> {
+/// Three seeds of the scenario whose worker batches the simulator cancels,
+/// on the store with its commit point `at`.
+fn cancelling_at(at: CommitPoint) -> Report {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    vec![root.join("cancelled_batches_commit_nothing_and_later_writers_get_through.toml")]
+    let scenario = root.join("cancelled_batches_commit_nothing_and_later_writers_get_through.toml");
+    let f = Factory {
+        commit_point: at,
+        ..Factory::default()
+    };
+    check_store(f, &[scenario], Some(3)).unwrap()
 }
 
 #[test]
 fn a_store_whose_cancelled_batch_commits_anyway_is_caught() {
-    let f = Factory {
-        commit_point: CommitPoint::AfterWriting,
-        ..Factory::default()
-    };
-    let report = check_store(f, &cancelling(), Some(3)).unwrap();
+    let report = cancelling_at(CommitPoint::AfterWriting);
     let failures: Vec<_> = report.failures().collect();
     assert!(
         !failures.is_empty(),
@@ -243,11 +246,7 @@ fn a_store_whose_cancelled_batch_commits_anyway_is_caught() {
 
 #[test]
 fn a_store_cancelled_before_it_writes_passes() {
-    let f = Factory {
-        commit_point: CommitPoint::BeforeWriting,
-        ..Factory::default()
-    };
-    let report = check_store(f, &cancelling(), Some(3)).unwrap();
+    let report = cancelling_at(CommitPoint::BeforeWriting);
     let failures: Vec<String> = report.failures().map(|f| f.summary()).collect();
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(report.runs.len(), 3);

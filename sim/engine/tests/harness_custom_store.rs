@@ -7,7 +7,7 @@
 //! a batch its caller cancelled commit anyway: the simulator cancels worker
 //! batches at the store's commit point, and must see the rows change.
 
-// The factory's methods return `impl Future + Send` as the trait declares,
+// The store's methods return `impl Future + Send` as the trait declares,
 // building owned futures (what a user's code looks like); `async fn` would
 // hide that shape from the example.
 #![allow(clippy::manual_async_fn)]
@@ -15,12 +15,11 @@
 use leasehold_core::forward_store;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{BatchAnswer, BatchRequest, Outcome, Release, ReleaseRequest, StoreError};
-use leasehold_memory::{MemoryState, MemoryStore};
+use leasehold_memory::MemoryStore;
 use leasehold_sim::harness::{check_store, Report};
-use leasehold_sim::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_sim::stores::{MemoryRows, OnMemoryRows, SeedContext, SimStore};
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 /// A user's store: the memory adapter behind a "result column" that keeps
 /// at most `keep` bytes (`None`: the column is fine), and whose `batch`
@@ -105,42 +104,19 @@ struct Factory {
     commit_point: CommitPoint,
 }
 
-impl StoreFactory for Factory {
+/// The store lives on the memory adapter's rows, so the engine makes its
+/// factory: fresh rows per seed, kept across the store host's crashes.
+impl OnMemoryRows for Factory {
     type Store = ShortColumn;
-    type Database = Arc<Mutex<MemoryState>>;
+    const NAME: &'static str = "short-column";
 
-    fn name(&self) -> String {
-        "short-column".into()
-    }
-
-    fn uses_driver(&self) -> bool {
-        false
-    }
-
-    fn create(
-        &self,
-        _: &SeedContext,
-    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
-        async { Ok(Arc::default()) }
-    }
-
-    fn open(
-        &self,
-        db: &Self::Database,
-        ctx: &SeedContext,
-        clock: SimStoreClock,
-    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
-        let inner = MemoryStore::with_state(ctx.policy.clone(), clock, db.clone());
-        let (keep, batch_says_lost, commit_point) =
-            (self.keep, self.batch_says_lost, self.commit_point);
-        async move {
-            Ok(ShortColumn {
-                inner,
-                keep,
-                batch_says_lost,
-                commit_point,
-                faults: TxFaults::default(),
-            })
+    fn open_on(&self, rows: MemoryRows, _: &SeedContext) -> ShortColumn {
+        ShortColumn {
+            inner: rows.store(),
+            keep: self.keep,
+            batch_says_lost: self.batch_says_lost,
+            commit_point: self.commit_point,
+            faults: TxFaults::default(),
         }
     }
 }

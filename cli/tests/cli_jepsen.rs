@@ -196,7 +196,10 @@ fn a_lock_history_read_as_leases_gets_a_few_errors_a_count_and_a_hint() {
     // By its shape (no values) it is a lock history: eight holders at
     // once is not a mutex.
     let text = exits(&check_jepsen(&[f_name]), 1);
-    assert!(text.contains("not linearizable as a mutex"), "{text}");
+    assert!(
+        text.contains("linearizability (mutex model) violated: "),
+        "{text}"
+    );
 }
 
 /// A history of Knossos's test data, under `sim/check/tests/data/knossos/`.
@@ -212,13 +215,14 @@ fn knossos(name: &str) -> String {
 fn knossos_etcd_lock_history_is_invalid_with_a_small_window() {
     let etcd = knossos("mutex/bad/etcd.edn");
     let text = exits(&check_jepsen(&[&etcd]), 1);
-    assert!(text.contains("etcd.edn:"), "{text}");
+    // The mutex verdict prints as every finding does, its place after.
     assert!(
         text.contains(
-            ": not linearizable as a mutex: no order of the calls reaches the completion of :"
+            "linearizability (mutex model) violated: no order of the calls reaches the completion of :"
         ),
         "{text}"
     );
+    assert!(text.contains(&format!("  at:     {etcd}:")), "{text}");
     assert_says(
         &text,
         &[
@@ -279,14 +283,14 @@ fn elle_cli_json_lock_histories_are_read_and_the_nemesis_ignored() {
         r#""type": "info", "f": "release""#,
         r#""type": "fail", "f": "release""#,
     );
+    let at = format!("  at:     {}:7:2", f.display());
     check_written(
         &f,
         &failed,
         1,
         &[
-            "lock.json:7:2: not linearizable as a mutex",
-            ":acquire by process 5 (:index 5 -> 6 :ok)",
-            "the lock was already held",
+            "linearizability (mutex model) violated: no order of the calls reaches the completion of :acquire by process 5 (:index 5 -> 6 :ok) (the lock was already held in every order that gets there)",
+            &at,
         ],
     );
     // Bad JSON: located.

@@ -6,7 +6,6 @@
 //! runs take turns: each one's faults must be the only ones its store
 //! sees, or a crash report could not be matched to its fault.
 
-use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
@@ -16,14 +15,25 @@ const WORKER: &str = env!("CARGO_BIN_EXE_leasehold-chaos-worker");
 /// One run at a time (see the module docs).
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn chaos(dir: &Path, args: &[&str]) -> (i32, String) {
+/// One finished run: its work dir (kept until the test ends), its exit
+/// code, and its stdout and stderr together.
+struct Ran {
+    dir: tempfile::TempDir,
+    code: i32,
+    text: String,
+}
+
+/// Runs leasehold-chaos with `args`, a command line of words split at
+/// spaces, on the test's worker binary and a work dir of its own.
+fn chaos(args: &str) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let out: Output = Command::new(CHAOS)
-        .args(args)
+        .args(args.split_whitespace())
         .arg("--worker-bin")
         .arg(WORKER)
         .arg("--work-dir")
-        .arg(dir)
+        .arg(dir.path())
         // The restart fault is covered by scripts/test.sh's run; here the
         // fault kinds are named by each test.
         .env_remove("LEASEHOLD_PG_CTL")
@@ -36,11 +46,17 @@ fn chaos(dir: &Path, args: &[&str]) -> (i32, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     eprintln!("{text}");
-    (out.status.code().unwrap_or(-1), text)
+    let code = out.status.code().unwrap_or(-1);
+    Ran { dir, code, text }
 }
 
+/// `DATABASE_URL`, or `None` with a note that the calling test is skipped.
 fn database_url() -> Option<String> {
-    std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty())
+    let url = std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!("DATABASE_URL not set: skipped");
+    }
+    url
 }
 
 /// The report line starting with `label`.
@@ -52,7 +68,8 @@ fn line<'a>(text: &'a str, label: &str) -> &'a str {
 
 /// A clean run of `jobs` jobs: exit 0, every job exact, every crash report
 /// matched.
-fn assert_clean_with(code: i32, text: &str, jobs: u32) {
+fn assert_clean_with(ran: &Ran, jobs: u32) {
+    let (code, text) = (ran.code, ran.text.as_str());
     assert_eq!(code, 0, "a clean run must pass:\n{text}");
     assert!(text.contains("PASS: no violations"), "{text}");
     let done = line(text, "jobs:");
@@ -75,8 +92,8 @@ fn assert_clean_with(code: i32, text: &str, jobs: u32) {
     assert_eq!(n[0], n[1], "every crash report matched: {crashes}");
 }
 
-fn assert_clean(code: i32, text: &str) {
-    assert_clean_with(code, text, 1000);
+fn assert_clean(ran: &Ran) {
+    assert_clean_with(ran, 1000);
 }
 
 /// How many faults of aimed `kind` landed, of how many: from the report's
@@ -118,7 +135,8 @@ fn assert_production_shape(text: &str, kinds: &[&str]) {
 
 /// The planted bug: exit 1, an overlap naming two tokens, and the rerun
 /// command with the seed and the bug.
-fn assert_caught(code: i32, text: &str, seed: &str) {
+fn assert_caught(ran: &Ran, seed: &str) {
+    let (code, text) = (ran.code, ran.text.as_str());
     assert_eq!(code, 1, "the planted bug must be caught:\n{text}");
     assert!(
         text.contains("overlap violated: side effects of two leases overlap"),
@@ -126,36 +144,21 @@ fn assert_caught(code: i32, text: &str, seed: &str) {
     );
     assert!(text.contains("  tokens: t"), "both tokens named: {text}");
     assert!(
-        text.contains(&format!("--seed {seed}")) && text.contains("--planted-bug detached-handler"),
-        "the rerun command: {text}"
+        text.contains(&format!("--seed {seed}")),
+        "the rerun command's seed: {text}"
+    );
+    assert!(
+        text.contains("--planted-bug detached-handler"),
+        "the rerun command's bug: {text}"
     );
 }
 
 #[test]
 fn a_clean_run_on_sqlite_passes() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "sqlite",
-            "--shape",
-            "single",
-            "--seed",
-            "11",
-            "--jobs",
-            "1000",
-            "--duration",
-            "10s",
-            "--fault-every",
-            "1s",
-            "--faults",
-            "kill,kill-writer,pause",
-        ],
-    );
-    assert_clean(code, &text);
+    let ran = chaos("--store sqlite --shape single --seed 11 --jobs 1000 --duration 10s --fault-every 1s --faults kill,kill-writer,pause");
+    assert_clean(&ran);
     assert!(
-        dir.path().join("audit.jsonl").is_file(),
+        ran.dir.path().join("audit.jsonl").is_file(),
         "the audit log is exported"
     );
 }
@@ -174,60 +177,15 @@ fn a_clean_run_on_sqlite_passes() {
 /// window is 30 s, with more pauses.
 #[test]
 fn the_planted_bug_is_caught_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "sqlite",
-            "--shape",
-            "single",
-            "--seed",
-            "12",
-            "--jobs",
-            "8000",
-            "--duration",
-            "30s",
-            "--faults",
-            "pause",
-            "--fault-every",
-            "1s",
-            "--planted-bug",
-            "detached-handler",
-        ],
-    );
-    assert_caught(code, &text, "12");
+    let ran = chaos("--store sqlite --shape single --seed 12 --jobs 8000 --duration 30s --faults pause --fault-every 1s --planted-bug detached-handler");
+    assert_caught(&ran, "12");
 }
 
 #[test]
 fn a_clean_run_on_postgres_passes() {
-    let Some(url) = database_url() else {
-        eprintln!("DATABASE_URL not set: skipped");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "postgres",
-            "--database-url",
-            &url,
-            "--shape",
-            "single",
-            "--seed",
-            "21",
-            "--jobs",
-            "1000",
-            "--duration",
-            "10s",
-            "--fault-every",
-            "1s",
-            "--faults",
-            "kill,pause,terminate-backend",
-        ],
-    );
-    assert_clean(code, &text);
+    let Some(url) = database_url() else { return };
+    let ran = chaos(&format!("--store postgres --database-url {url} --shape single --seed 21 --jobs 1000 --duration 10s --fault-every 1s --faults kill,pause,terminate-backend"));
+    assert_clean(&ran);
 }
 
 /// Seed 22 on PostgreSQL, 12,000 jobs over 30 s: 8 pauses, 400 jobs/s.
@@ -237,35 +195,9 @@ fn a_clean_run_on_postgres_passes() {
 /// in CI), nothing to catch. At this rate 4 local runs gave 31-41 reclaims.
 #[test]
 fn the_planted_bug_is_caught_on_postgres() {
-    let Some(url) = database_url() else {
-        eprintln!("DATABASE_URL not set: skipped");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "postgres",
-            "--database-url",
-            &url,
-            "--shape",
-            "single",
-            "--seed",
-            "22",
-            "--jobs",
-            "12000",
-            "--duration",
-            "30s",
-            "--faults",
-            "pause",
-            "--fault-every",
-            "1s",
-            "--planted-bug",
-            "detached-handler",
-        ],
-    );
-    assert_caught(code, &text, "22");
+    let Some(url) = database_url() else { return };
+    let ran = chaos(&format!("--store postgres --database-url {url} --shape single --seed 22 --jobs 12000 --duration 30s --faults pause --fault-every 1s --planted-bug detached-handler"));
+    assert_caught(&ran, "22");
 }
 
 /// Faults of the production-shape test on SQLite: the aimed kills, each
@@ -291,25 +223,9 @@ const PRODUCTION_FAULTS_POSTGRES: &str = "kill,terminate-backend,kill-listener,k
 /// cause. Over 40 s it plans 6 or 7, and 4 or 5 landed in each of 3 runs.
 #[test]
 fn the_production_shape_on_sqlite_passes_and_its_faults_land() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "sqlite",
-            "--seed",
-            "31",
-            "--jobs",
-            "4000",
-            "--duration",
-            "40s",
-            "--fault-every",
-            "600ms",
-            "--faults",
-            PRODUCTION_FAULTS_SQLITE,
-        ],
-    );
-    assert_clean_with(code, &text, 4000);
+    let ran = chaos(&format!("--store sqlite --seed 31 --jobs 4000 --duration 40s --fault-every 600ms --faults {PRODUCTION_FAULTS_SQLITE}"));
+    assert_clean_with(&ran, 4000);
+    let text = ran.text;
     assert_production_shape(&text, &["kill-writer", "kill-merged"]);
     // `kill-writer-queued` must be tried; whether its moment (the write
     // lock held while two Workers' writes are out) comes within the aim's
@@ -327,31 +243,10 @@ fn the_production_shape_on_sqlite_passes_and_its_faults_land() {
 /// 8, and 8 of 8 landed in each of 3 runs.
 #[test]
 fn the_production_shape_on_postgres_passes_and_its_faults_land() {
-    let Some(url) = database_url() else {
-        eprintln!("DATABASE_URL not set: skipped");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "postgres",
-            "--database-url",
-            &url,
-            "--seed",
-            "32",
-            "--jobs",
-            "3000",
-            "--duration",
-            "30s",
-            "--fault-every",
-            "600ms",
-            "--faults",
-            PRODUCTION_FAULTS_POSTGRES,
-        ],
-    );
-    assert_clean_with(code, &text, 3000);
+    let Some(url) = database_url() else { return };
+    let ran = chaos(&format!("--store postgres --database-url {url} --seed 32 --jobs 3000 --duration 30s --fault-every 600ms --faults {PRODUCTION_FAULTS_POSTGRES}"));
+    assert_clean_with(&ran, 3000);
+    let text = ran.text;
     assert_production_shape(&text, &["kill-listener", "kill-merged"]);
     assert!(
         line(&text, "shape:").contains("Coalescing, LISTEN/NOTIFY, its own vacuums every 500 ms"),
@@ -372,27 +267,9 @@ fn the_production_shape_on_postgres_passes_and_its_faults_land() {
 /// check see nothing wrong.
 #[test]
 fn a_worker_running_its_neighbours_leases_is_caught() {
-    let dir = tempfile::tempdir().unwrap();
-    let (code, text) = chaos(
-        dir.path(),
-        &[
-            "--store",
-            "sqlite",
-            "--seed",
-            "33",
-            "--jobs",
-            "300",
-            "--duration",
-            "5s",
-            "--faults",
-            "kill",
-            "--fault-every",
-            "2s",
-            "--planted-bug",
-            "wrong-worker",
-        ],
-    );
-    assert_eq!(code, 1, "the planted bug must be caught:\n{text}");
+    let ran = chaos("--store sqlite --seed 33 --jobs 300 --duration 5s --faults kill --fault-every 2s --planted-bug wrong-worker");
+    let text = ran.text;
+    assert_eq!(ran.code, 1, "the planted bug must be caught:\n{text}");
     let grant = text
         .lines()
         .find(|l| l.starts_with("grants violated:"))
@@ -419,9 +296,9 @@ fn a_worker_running_its_neighbours_leases_is_caught() {
 #[test]
 fn bad_arguments_exit_2_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
+    let run = |args: &str| {
         let out = Command::new(CHAOS)
-            .args(args)
+            .args(args.split_whitespace())
             .arg("--work-dir")
             .arg(dir.path())
             .env_remove("DATABASE_URL")
@@ -432,41 +309,31 @@ fn bad_arguments_exit_2_naming_the_flag() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, err) = run(&["--store", "postgres"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--database-url"), "{err}");
-    let (code, err) = run(&["--store", "sqlite", "--jobs", "0"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--jobs"), "{err}");
-    let (code, err) = run(&["--store", "sqlite", "--faults", "restart"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("restart does not apply to sqlite"), "{err}");
-    let (code, err) = run(&["--store", "sqlite", "--worker-bin", "/nonexistent/worker"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("worker binary /nonexistent/worker not found"),
-        "{err}"
-    );
-    let (code, err) = run(&[
-        "--store",
-        "sqlite",
-        "--shape",
-        "single",
-        "--faults",
-        "kill-merged",
-    ]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("kill-merged needs at least 2 Workers per process"),
-        "{err}"
-    );
-    let (code, err) = run(&["--store", "sqlite", "--faults", "kill-listener"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(
-        err.contains("kill-listener does not apply to sqlite"),
-        "{err}"
-    );
-    let (code, err) = run(&["--store", "sqlite", "--duration", "ten"]);
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("--duration"), "{err}");
+    // Each case: the arguments, and what the error must say.
+    let cases = [
+        ("--store postgres", "--database-url"),
+        ("--store sqlite --jobs 0", "--jobs"),
+        (
+            "--store sqlite --faults restart",
+            "restart does not apply to sqlite",
+        ),
+        (
+            "--store sqlite --worker-bin /nonexistent/worker",
+            "worker binary /nonexistent/worker not found",
+        ),
+        (
+            "--store sqlite --shape single --faults kill-merged",
+            "kill-merged needs at least 2 Workers per process",
+        ),
+        (
+            "--store sqlite --faults kill-listener",
+            "kill-listener does not apply to sqlite",
+        ),
+        ("--store sqlite --duration ten", "--duration"),
+    ];
+    for (args, says) in cases {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(2), "{args}: {err}");
+        assert!(err.contains(says), "{args}: {err}");
+    }
 }

@@ -3,84 +3,36 @@
 //! wall-clock limit is an error, seed counts are bounded, and `check`
 //! refuses an empty history and reads replay traces.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod cli_support;
 
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .args(args)
-        .env_remove("LEASEHOLD_SEED")
-        .env_remove("LEASEHOLD_SEEDS")
-        .output()
-        .expect("the binary runs")
-}
-
-fn all(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("leasehold-bad-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let f = dir.join(name);
-    std::fs::write(&f, text).unwrap();
-    f.to_string_lossy().into_owned()
-}
+use cli_support::{all, exits, leasehold, scratch, write};
 
 #[test]
 fn four_billion_jobs_exit_2_with_the_location_not_an_abort() {
-    let d = scratch("jobs");
-    let f = write(
-        &d,
-        "huge.toml",
-        "seeds = 1\n[workload]\njobs = 4000000000\n",
-    );
-    let o = leasehold(&["run", &f]);
-    assert_eq!(o.status.code(), Some(2), "{}", all(&o));
-    assert!(
-        all(&o).contains("huge.toml:3:1: workload.jobs"),
-        "{}",
-        all(&o)
-    );
+    let huge = "seeds = 1\n[workload]\njobs = 4000000000\n";
+    let f = write(&scratch("bad-jobs"), "huge.toml", huge);
+    let out = exits(&leasehold(&["run", &f]), 2);
+    assert!(out.contains("huge.toml:3:1: workload.jobs"), "{out}");
 }
 
 #[test]
 fn a_run_that_hits_the_run_timeout_is_an_error_not_a_pass() {
-    let d = scratch("timeout");
-    let f = write(
-        &d,
-        "a_week.toml",
-        "seeds = 1\nduration = \"168h\"\n[workload]\njobs = 5\nenqueue_over = \"100h\"\n",
-    );
+    let a_week = "seeds = 1\nduration = \"168h\"\n[workload]\njobs = 5\nenqueue_over = \"100h\"\n";
+    let f = write(&scratch("bad-timeout"), "a_week.toml", a_week);
     let started = std::time::Instant::now();
-    let o = leasehold(&["run", &f, "--run-timeout", "1s"]);
-    let out = all(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}");
+    let out = exits(&leasehold(&["run", &f, "--run-timeout", "1s"]), 2);
     assert!(out.contains("ERROR a_week seed 0"), "{out}");
     assert!(out.contains("run timeout of 1s"), "{out}");
     assert!(out.contains("0 passed, 1 failed"), "{out}");
     // The first run and its I10 rerun stop at 1 s each.
     assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
-    let o = leasehold(&["run", &f, "--run-timeout", "0s"]);
-    assert_eq!(o.status.code(), Some(2), "{}", all(&o));
+    exits(&leasehold(&["run", &f, "--run-timeout", "0s"]), 2);
 }
 
 #[test]
 fn the_run_timeout_has_a_default_shown_in_help() {
     for cmd in ["run", "replay", "shrink"] {
-        let o = leasehold(&[cmd, "--help"]);
-        let out = all(&o);
+        let out = all(&leasehold(&[cmd, "--help"]));
         assert!(out.contains("--run-timeout <DURATION>"), "{cmd}: {out}");
         assert!(out.contains("[default: 10m]"), "{cmd}: {out}");
     }
@@ -88,48 +40,37 @@ fn the_run_timeout_has_a_default_shown_in_help() {
 
 #[test]
 fn seed_counts_beyond_the_bound_are_refused() {
-    let o = leasehold(&[
-        "run",
-        "scenarios/worker_crash_mid_job_is_reclaimed_once.toml",
-        "--seeds",
-        "18446744073709551615",
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", all(&o));
-    assert!(all(&o).contains("above the bound"), "{}", all(&o));
+    let scenario = "scenarios/worker_crash_mid_job_is_reclaimed_once.toml";
+    let o = leasehold(&["run", scenario, "--seeds", "18446744073709551615"]);
+    let out = exits(&o, 2);
+    assert!(out.contains("above the bound"), "{out}");
 }
 
 #[test]
 fn check_refuses_an_empty_history() {
-    let d = scratch("empty");
+    let d = scratch("bad-empty");
     for text in ["", "\n\n"] {
         let f = write(&d, "empty.jsonl", text);
-        let o = leasehold(&["check", &f]);
-        assert_eq!(o.status.code(), Some(2), "{}", all(&o));
-        assert!(all(&o).contains("no store events"), "{}", all(&o));
+        let out = exits(&leasehold(&["check", &f]), 2);
+        assert!(out.contains("no store events"), "{text:?}: {out}");
     }
 }
 
 #[test]
 fn check_reads_a_replay_trace_and_its_help_says_what_it_cannot_check() {
-    let d = scratch("trace");
+    let d = scratch("bad-trace");
     let trace = d.join("t.jsonl");
-    let o = leasehold(&[
-        "replay",
-        "scenarios/worker_crash_mid_job_is_reclaimed_once.toml",
-        "--seed",
-        "1",
-        "--trace",
-        trace.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", all(&o));
-    let o = leasehold(&["check", trace.to_str().unwrap()]);
-    let out = all(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    let trace = trace.to_str().unwrap();
+    let scenario = "scenarios/worker_crash_mid_job_is_reclaimed_once.toml";
+    exits(
+        &leasehold(&["replay", scenario, "--seed", "1", "--trace", trace]),
+        0,
+    );
+    let out = exits(&leasehold(&["check", trace]), 0);
     assert!(out.contains("(a replay trace)"), "{out}");
     assert!(out.contains(": 0 violations"), "{out}");
     assert!(out.contains("I3, I5, I6, I10 and I11"), "{out}");
-    let o = leasehold(&["check", "--help"]);
-    let help = all(&o);
+    let help = all(&leasehold(&["check", "--help"]));
     for needle in [
         "replay --trace",
         "empty history is refused",

@@ -2,30 +2,15 @@
 //! JUnit, shards), replay (hash, trace, timeline), shrink (the written
 //! file reloads and still fails on replay), check (line-numbered errors).
 
+mod cli_support;
+
+use cli_support::{assert_says, command, exits, repo, scratch, stderr, stdout};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("leasehold-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+/// Runs `leasehold args… path` to the end.
+fn on(args: &[&str], path: &Path) -> Output {
+    command(args).arg(path).output().unwrap()
 }
 
 /// A small, quick scenario the correct core passes.
@@ -55,14 +40,13 @@ fn run_passes_prints_the_summary_last_and_writes_valid_junit() {
     let d = scratch("run");
     std::fs::write(d.join("small_world_passes.toml"), SMALL).unwrap();
     let junit = d.join("junit.xml");
-    let o = bin()
-        .args(["run", "--seeds", "2", "--jobs", "2", "--junit"])
+    let run = command(&["run", "--seeds", "2", "--jobs", "2", "--junit"])
         .arg(&junit)
         .arg(&d)
         .output()
         .unwrap();
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    exits(&run, 0);
+    let out = stdout(&run);
     let last = out.lines().last().unwrap();
     assert_eq!(last, "2 passed, 0 failed");
     assert!(out.contains("seeds/s"), "{out}");
@@ -86,13 +70,9 @@ fn run_json_streams_one_object_per_line() {
             .unwrap(),
     )
     .unwrap();
-    let o = bin()
-        .args(["run", "--seeds", "2", "--jobs", "1", "--json"])
-        .arg(&d)
-        .output()
-        .unwrap();
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let o = on(&["run", "--seeds", "2", "--jobs", "1", "--json"], &d);
+    exits(&o, 0);
+    let (out, err) = (stdout(&o), stderr(&o));
     let values: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -137,13 +117,9 @@ fn run_rejects_a_malformed_scenario_with_its_location() {
         "[protocol]\nlease = \"5s\"\nrenew_interval = \"9s\"\n",
     )
     .unwrap();
-    let o = bin().arg("run").arg(&d).output().unwrap();
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("bad.toml:3:1: protocol.renew_interval:"),
-        "{err}"
-    );
+    let o = on(&["run"], &d);
+    exits(&o, 2);
+    assert_says(&stderr(&o), &["bad.toml:3:1: protocol.renew_interval:"]);
 }
 
 #[test]
@@ -152,20 +128,10 @@ fn shards_split_a_run_into_disjoint_parts() {
     std::fs::write(d.join("small_world_passes.toml"), SMALL).unwrap();
     let mut seen = Vec::new();
     for i in 1..=3 {
-        let o = bin()
-            .args([
-                "run",
-                "--json",
-                "--seeds",
-                "5",
-                "--shard",
-                &format!("{i}/3"),
-            ])
-            .arg(&d)
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(0));
-        for l in String::from_utf8_lossy(&o.stdout).lines() {
+        let shard = format!("{i}/3");
+        let o = on(&["run", "--json", "--seeds", "5", "--shard", &shard], &d);
+        exits(&o, 0);
+        for l in stdout(&o).lines() {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
             if v["type"] == "run" {
                 seen.push(v["seed"].as_u64().unwrap());
@@ -179,17 +145,11 @@ fn shards_split_a_run_into_disjoint_parts() {
 #[test]
 fn a_caught_bug_passes_and_a_missed_expectation_fails() {
     let file = catalogue("claim_without_cas_grants_one_lease_twice.toml");
-    let o = bin()
-        .args(["run", "--jobs", "2"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
-    assert!(
-        out.contains("caught claim-without-cas (") && out.contains("I1 found at seed"),
-        "{out}"
-    );
+    let o = on(&["run", "--jobs", "2"], &file);
+    exits(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("caught claim-without-cas ("), "{out}");
+    assert!(out.contains("I1 found at seed"), "{out}");
     // The same world on the correct core cannot show the bug: the
     // expectation fails, and says so.
     let d = scratch("missed");
@@ -197,13 +157,9 @@ fn a_caught_bug_passes_and_a_missed_expectation_fails() {
         .unwrap()
         .replace("variant = \"claim-without-cas\"\n", "");
     std::fs::write(d.join("no_bug_here.toml"), text_).unwrap();
-    let o = bin()
-        .args(["run", "--seeds", "2"])
-        .arg(&d)
-        .output()
-        .unwrap();
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    let o = on(&["run", "--seeds", "2"], &d);
+    exits(&o, 1);
+    let out = stdout(&o);
     assert!(out.contains("expected a violation of I1"), "{out}");
     assert_eq!(out.lines().last().unwrap(), "0 passed, 2 failed");
 }
@@ -213,14 +169,12 @@ fn replay_is_deterministic_and_writes_trace_and_timeline() {
     let d = scratch("replay");
     let file = catalogue("late_cancel_overwrites_a_success.toml");
     let run = |extra: &[&str]| {
-        let o = bin()
-            .arg("replay")
-            .arg(&file)
-            .args(["--seed", "0", "--hash"])
+        let o = command(&["replay", "--seed", "0", "--hash"])
             .args(extra)
+            .arg(&file)
             .output()
             .unwrap();
-        let (out, err) = text(&o);
+        let (out, err) = (stdout(&o), stderr(&o));
         let hash = out
             .lines()
             .find_map(|l| l.strip_prefix("history hash: "))
@@ -253,9 +207,9 @@ fn check_reports_bad_lines_with_their_numbers() {
     let d = scratch("check");
     let f = d.join("history.jsonl");
     std::fs::write(&f, "\n{\"job\": 1}\nnot json\n").unwrap();
-    let o = bin().arg("check").arg(&f).output().unwrap();
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let o = on(&["check"], &f);
+    exits(&o, 2);
+    let err = stderr(&o);
     assert!(err.contains("history.jsonl:2:"), "{err}");
     assert!(err.contains("history.jsonl:3:"), "{err}");
     assert!(!err.contains(" at line 1 column"), "{err}");
@@ -266,14 +220,8 @@ fn check_accepts_a_clean_store_history() {
     let d = scratch("check-clean");
     let f = d.join("history.jsonl");
     // A trace's store events, re-exported as plain events, check clean.
-    let o = bin()
-        .arg("replay")
-        .arg(repo().join("scenarios/cancel_racing_completion_never_overwrites_success.toml"))
-        .args(["--seed", "0", "--trace"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let scenario = "scenarios/cancel_racing_completion_never_overwrites_success.toml";
+    exits(&on(&["replay", scenario, "--seed", "0", "--trace"], &f), 0);
     let events: Vec<String> = std::fs::read_to_string(&f)
         .unwrap()
         .lines()
@@ -284,8 +232,8 @@ fn check_accepts_a_clean_store_history() {
         .collect();
     assert!(!events.is_empty());
     std::fs::write(&f, events.join("\n")).unwrap();
-    let o = bin().arg("check").arg(&f).output().unwrap();
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    let o = on(&["check"], &f);
+    exits(&o, 0);
+    let out = stdout(&o);
     assert!(out.contains("0 violations"), "{out}");
 }

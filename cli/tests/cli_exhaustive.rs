@@ -12,14 +12,15 @@ use leasehold_cli::cli::stores::{StoreArgs, Stores};
 use leasehold_model::scenario::load_file;
 use leasehold_sim::runner::PreparedConfig;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+mod cli_support;
+
+use cli_support::{leasehold, repo};
+
+/// Runs `leasehold exhaust args…` to the end.
 fn exhaust(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leasehold"))
-        .arg("exhaust")
-        .args(args)
-        .output()
-        .unwrap()
+    leasehold(&[&["exhaust"], args].concat())
 }
 
 fn text(b: &[u8]) -> String {
@@ -81,9 +82,7 @@ fn writes(variant: &str, inv: &str, committed: &str) -> PathBuf {
     assert!(out.contains(&format!("violated: {inv}:")), "{out}");
     let written = std::fs::read_to_string(&file).unwrap();
     let _ = std::fs::remove_file(&file);
-    let committed: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(committed);
+    let committed: PathBuf = repo().join(committed);
     assert_eq!(
         written,
         std::fs::read_to_string(&committed).unwrap(),
@@ -127,11 +126,10 @@ fn conflict_abandons_lease_counterexample_is_found_and_written() {
     writes("conflict-abandons-lease", "I5", CONFLICT_ABANDONS);
 }
 
-#[test]
-fn fixed_lock_no_heartbeat_counterexample_fails_the_simulator_the_same_way() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(FIXED_LOCK);
+/// Asserts that some seed of the committed counterexample `committed`
+/// (from the workspace root) breaks I5 in the simulator.
+fn breaks_i5_in_the_simulator(committed: &str) {
+    let file = repo().join(committed);
     assert!(
         caught(&file, "I5") > 0,
         "no seed of {} breaks I5",
@@ -140,15 +138,13 @@ fn fixed_lock_no_heartbeat_counterexample_fails_the_simulator_the_same_way() {
 }
 
 #[test]
+fn fixed_lock_no_heartbeat_counterexample_fails_the_simulator_the_same_way() {
+    breaks_i5_in_the_simulator(FIXED_LOCK);
+}
+
+#[test]
 #[ignore = "the simulator's I5 counts the path's holds as faults that excuse the reclaim \
             (docs/EXHAUSTIVE.md, Counterexamples)"]
 fn conflict_abandons_lease_counterexample_fails_the_simulator_the_same_way() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(CONFLICT_ABANDONS);
-    assert!(
-        caught(&file, "I5") > 0,
-        "no seed of {} breaks I5",
-        file.display()
-    );
+    breaks_i5_in_the_simulator(CONFLICT_ABANDONS);
 }

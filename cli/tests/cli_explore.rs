@@ -3,54 +3,34 @@
 //! `leasehold run` and `leasehold replay` reproduce; stops cleanly on
 //! SIGTERM with a summary; honours `--max-seeds`.
 
+mod cli_support;
+
+use cli_support::{command, exits, leasehold, repo, stderr, stdout};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const PLANTED: &str = "scenarios/catalogue/claim_without_cas_grants_one_lease_twice.toml";
 const CORRECT: &str = "scenarios/cancel_racing_completion_never_overwrites_success.toml";
 
-fn command(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_leasehold"));
-    c.current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".."))
-        .args(args);
-    c
-}
-
-fn leasehold(args: &[&str]) -> Output {
-    command(args).output().expect("the binary runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+/// The number written in `text` right after the first `marker`, up to `end`.
+fn number_after(text: &str, marker: &str, end: char) -> Option<u64> {
+    text.split(marker).nth(1)?.split(end).next()?.parse().ok()
 }
 
 #[test]
 fn explore_finds_a_planted_bug_and_leaves_a_shrunk_replayable_case() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("corpus");
-    let o = leasehold(&[
-        "explore",
-        PLANTED,
-        "--include-catalogue",
-        "--for",
-        "3m",
-        "--max-failures",
-        "1",
-        "--seed-base",
-        "5",
-        "--shrink-secs",
-        "60",
-        "--corpus",
-        corpus.to_str().unwrap(),
-        "-j",
-        "2",
-    ]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "a failure exits 1: {out}{err}");
+    let limits = "--for 3m --max-failures 1 --seed-base 5 --shrink-secs 60 -j 2";
+    let o = command(&["explore", PLANTED, "--include-catalogue"])
+        .args(limits.split(' '))
+        .arg("--corpus")
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    exits(&o, 1); // a failure exits 1
+    let (out, err) = (stdout(&o), stderr(&o));
     assert!(err.contains("stopped at --max-failures"), "{err}");
     assert!(out.contains("regression cases: leasehold run"), "{out}");
     let files: Vec<PathBuf> = std::fs::read_dir(&corpus)
@@ -76,12 +56,7 @@ fn explore_finds_a_planted_bug_and_leaves_a_shrunk_replayable_case() {
         !case.contains("[expect]"),
         "a regression case expects nothing to break"
     );
-    let seed: u64 = name
-        .split("-seed-")
-        .nth(1)
-        .and_then(|r| r.split('-').next())
-        .and_then(|s| s.parse().ok())
-        .expect("the seed is in the name");
+    let seed = number_after(&name, "-seed-", '-').expect("the seed is in the name");
     assert!(case.contains(&format!("first_seed = {seed}")), "{case}");
     // The shrunk case is smaller than the scenario it came from.
     let jobs = |t: &str| -> u64 {
@@ -90,57 +65,39 @@ fn explore_finds_a_planted_bug_and_leaves_a_shrunk_replayable_case() {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(u64::MAX)
     };
-    let original = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("..")
-            .join(PLANTED),
-    )
-    .unwrap();
+    let original = std::fs::read_to_string(repo().join(PLANTED)).unwrap();
     assert!(jobs(&case) < jobs(&original), "shrunk: {case}");
 
     // `leasehold run` replays it as a regression case: it fails on
     // its pinned seed with the same invariant while the bug is there.
-    let r = leasehold(&["run", file.to_str().unwrap(), "--json"]);
-    let (rout, rerr) = text(&r);
-    assert_eq!(r.status.code(), Some(1), "{rout}{rerr}");
-    let run: serde_json::Value = rout
+    let file = file.to_str().unwrap();
+    let r = leasehold(&["run", file, "--json"]);
+    exits(&r, 1);
+    let run: serde_json::Value = stdout(&r)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .find(|v| v["type"] == "run")
         .expect("one run line");
     assert_eq!(run["seed"], seed);
     assert_eq!(run["violations"][0]["invariant"], "I1");
-    let p = leasehold(&[
-        "replay",
-        file.to_str().unwrap(),
-        "--seed",
-        &seed.to_string(),
-    ]);
-    let (pout, perr) = text(&p);
-    assert_eq!(p.status.code(), Some(1), "{pout}{perr}");
-    assert!(format!("{pout}{perr}").contains("I1"));
+    let replayed = exits(
+        &leasehold(&["replay", file, "--seed", &seed.to_string()]),
+        1,
+    );
+    assert!(replayed.contains("I1"), "{replayed}");
 }
 
 #[test]
 fn sigterm_stops_the_explorer_cleanly_with_a_summary() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c");
-    let child = command(&[
-        "explore",
-        CORRECT,
-        "--for",
-        "10m",
-        "--progress-secs",
-        "1",
-        "--corpus",
-        corpus.to_str().unwrap(),
-        "-j",
-        "2",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let child = command(&["explore", CORRECT, "--for", "10m", "--progress-secs", "1"])
+        .args(["-j", "2", "--corpus"])
+        .arg(&corpus)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_secs(4));
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: sending a signal to our own child process.
@@ -148,16 +105,11 @@ fn sigterm_stops_the_explorer_cleanly_with_a_summary() {
     let t0 = Instant::now();
     let o = child.wait_with_output().unwrap();
     assert!(t0.elapsed() < Duration::from_secs(60), "stopped promptly");
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "no failure: exit 0: {out}{err}");
+    exits(&o, 0); // no failure: exit 0
+    let (out, err) = (stdout(&o), stderr(&o));
     assert!(err.contains("stopped by a signal"), "{err}");
     assert!(err.contains("seeds/s"), "progress lines: {err}");
-    let n: u64 = out
-        .split("explored ")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|s| s.parse().ok())
-        .expect("a summary line");
+    let n = number_after(&out, "explored ", ' ').expect("a summary line");
     assert!(n > 0, "{out}");
     assert_eq!(std::fs::read_dir(&corpus).unwrap().count(), 0);
 }
@@ -166,16 +118,10 @@ fn sigterm_stops_the_explorer_cleanly_with_a_summary() {
 fn max_seeds_bounds_the_exploration_and_a_clean_core_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = dir.path().join("c");
-    let o = leasehold(&[
-        "explore",
-        CORRECT,
-        "--max-seeds",
-        "12",
-        "--corpus",
-        corpus.to_str().unwrap(),
-    ]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let corpus = corpus.to_str().unwrap();
+    let o = leasehold(&["explore", CORRECT, "--max-seeds", "12", "--corpus", corpus]);
+    exits(&o, 0);
+    let (out, err) = (stdout(&o), stderr(&o));
     assert!(out.starts_with("explored 12 seeds"), "{out}");
     assert!(err.contains("stopped at --max-seeds"), "{err}");
 }
@@ -185,7 +131,7 @@ fn zero_limits_are_refused() {
     for flag in ["--for", "--max-seeds", "--max-failures", "--progress-secs"] {
         let value = if flag == "--for" { "0s" } else { "0" };
         let o = leasehold(&["explore", CORRECT, flag, value]);
-        let (_, err) = text(&o);
+        let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
         assert!(err.contains(flag), "{flag}: {err}");
     }
@@ -194,15 +140,9 @@ fn zero_limits_are_refused() {
 #[test]
 fn catalogue_scenarios_are_left_out_unless_asked_for() {
     let dir = tempfile::tempdir().unwrap();
-    let o = leasehold(&[
-        "explore",
-        PLANTED,
-        "--max-seeds",
-        "1",
-        "--corpus",
-        dir.path().to_str().unwrap(),
-    ]);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let corpus = dir.path().to_str().unwrap();
+    let o = leasehold(&["explore", PLANTED, "--max-seeds", "1", "--corpus", corpus]);
+    exits(&o, 2);
+    let err = stderr(&o);
     assert!(err.contains("--include-catalogue"), "{err}");
 }

@@ -110,6 +110,32 @@ mod postgres_listener {
         }
     }
 
+    /// Waits until `count` answers 0, looking every 20 ms; fails the test
+    /// with `what` if it still does not after [`WAKE_BOUND`].
+    async fn until_none<F>(what: &str, mut count: impl FnMut() -> F)
+    where
+        F: std::future::Future<Output = i64>,
+    {
+        let t = Instant::now();
+        while count().await > 0 {
+            assert!(t.elapsed() < WAKE_BOUND, "{what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Enqueues a job with `payload` and asserts the idle worker `w` claims
+    /// it within [`WAKE_BOUND`], long before its poll (`when` says which
+    /// wake-up it was).
+    async fn claimed_soon(l: &mut Listening, payload: &[u8], when: &str) {
+        let t = Instant::now();
+        let job =
+            l.pg.enqueue(NewJob::new(QUEUE, payload.to_vec()))
+                .await
+                .expect("enqueue");
+        assert_eq!(l.worker.next_claim(WAKE_BOUND, when).await, job);
+        assert!(t.elapsed() < WAKE_BOUND, "took {:?}", t.elapsed());
+    }
+
     /// How many `LISTEN` connections carry `application_name` `app`. (Only
     /// those: the pool's own backends after `close` are the subject of
     /// `postgres_adapter.rs`'s `close_leaves_no_backend_behind`.)
@@ -131,42 +157,23 @@ mod postgres_listener {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn worker_wakes_after_its_listener_connection_is_terminated() {
         let Some(url) = database_url() else { return };
-        let Listening {
-            pg,
-            app,
-            admin,
-            store,
-            worker: mut w,
-            seen,
-        } = Listening::start(&url, "reconnect-1").await;
+        let mut l = Listening::start(&url, "reconnect-1").await;
 
-        let old = listener_pid(&admin, &app, None).await;
+        let old = listener_pid(&l.admin, &l.app, None).await;
         let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
             .bind(old)
-            .fetch_one(&admin)
+            .fetch_one(&l.admin)
             .await
             .expect("terminate");
         assert!(killed, "the listener's backend was terminated");
-        let t = Instant::now();
-        let job = pg
-            .enqueue(NewJob::new(QUEUE, b"a".to_vec()))
-            .await
-            .expect("enqueue");
-        assert_eq!(w.next_claim(WAKE_BOUND, "after the kill").await, job);
-        assert!(t.elapsed() < WAKE_BOUND, "took {:?}", t.elapsed());
+        claimed_soon(&mut l, b"a", "after the kill").await;
 
-        let new = listener_pid(&admin, &app, Some(old)).await;
+        let new = listener_pid(&l.admin, &l.app, Some(old)).await;
         assert_ne!(new, old, "a new LISTEN connection");
-        store.short_claims_above(seen, WAKE_BOUND).await;
-        let t = Instant::now();
-        let job = pg
-            .enqueue(NewJob::new(QUEUE, b"b".to_vec()))
-            .await
-            .expect("enqueue");
-        assert_eq!(w.next_claim(WAKE_BOUND, "on the new connection").await, job);
-        assert!(t.elapsed() < WAKE_BOUND, "took {:?}", t.elapsed());
-        w.stop().await;
-        admin.close().await;
+        l.store.short_claims_above(l.seen, WAKE_BOUND).await;
+        claimed_soon(&mut l, b"b", "on the new connection").await;
+        l.worker.stop().await;
+        l.admin.close().await;
     }
 
     /// Dropping the store (without `close`) ends its `LISTEN` connection
@@ -174,34 +181,21 @@ mod postgres_listener {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dropping_the_store_ends_its_listener() {
         let Some(url) = database_url() else { return };
-        let Listening {
-            pg,
-            app,
-            admin,
-            store,
-            worker: w,
-            ..
-        } = Listening::start(&url, "drop-1").await;
-        let pid = listener_pid(&admin, &app, None).await;
-        w.stop().await;
-        drop(store);
-        let pg = Arc::into_inner(pg).expect("the test holds the last handle");
+        let l = Listening::start(&url, "drop-1").await;
+        let (admin, pid) = (&l.admin, listener_pid(&l.admin, &l.app, None).await);
+        l.worker.stop().await;
+        drop(l.store);
+        let pg = Arc::into_inner(l.pg).expect("the test holds the last handle");
         drop(pg);
-        let t = Instant::now();
-        loop {
-            let alive: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
-                    .bind(pid)
-                    .fetch_one(&admin)
-                    .await
-                    .expect("pg_stat_activity");
-            if alive == 0 {
-                break;
-            }
-            assert!(t.elapsed() < WAKE_BOUND, "the listener outlived its store");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        admin.close().await;
+        let alive = || async move {
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
+                .bind(pid)
+                .fetch_one(admin)
+                .await
+                .expect("pg_stat_activity")
+        };
+        until_none("the listener outlived its store", alive).await;
+        l.admin.close().await;
     }
 
     /// Closing the store ends its `LISTEN` connection for good: the backend
@@ -209,21 +203,12 @@ mod postgres_listener {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn closing_the_store_ends_its_listener() {
         let Some(url) = database_url() else { return };
-        let Listening {
-            pg,
-            app,
-            admin,
-            worker: w,
-            ..
-        } = Listening::start(&url, "close-1").await;
-        listener_pid(&admin, &app, None).await;
-        w.stop().await;
-        pg.inner().close().await;
-        let t = Instant::now();
-        while listeners(&admin, &app).await > 0 {
-            assert!(t.elapsed() < WAKE_BOUND, "the listener outlived close");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let l = Listening::start(&url, "close-1").await;
+        let (admin, app) = (&l.admin, &l.app);
+        listener_pid(admin, app, None).await;
+        l.worker.stop().await;
+        l.pg.inner().close().await;
+        until_none("the listener outlived close", || listeners(admin, app)).await;
         // Longer than the listener's first reconnect delay.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let back = listeners(&admin, &app).await;

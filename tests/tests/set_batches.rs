@@ -72,6 +72,32 @@ async fn send<S: Store>(s: &S, req: BatchRequest, one_by_one: bool) -> BatchAnsw
     answer
 }
 
+/// Enqueues one job on `queue` per payload, then moves the clock on 5 ms.
+async fn enqueue_all<S: Store>(
+    s: &S,
+    clock: &ManualStoreClock,
+    queue: &str,
+    payloads: impl Iterator<Item = Vec<u8>>,
+) {
+    for payload in payloads {
+        s.enqueue(NewJob::new(queue, payload))
+            .await
+            .expect("enqueue");
+    }
+    clock.advance(Millis(5));
+}
+
+/// Moves the clock on 5 ms, then sends `req` (see [`send`]).
+async fn send_later<S: Store>(
+    s: &S,
+    clock: &ManualStoreClock,
+    req: BatchRequest,
+    one_by_one: bool,
+) -> BatchAnswer {
+    clock.advance(Millis(5));
+    send(s, req, one_by_one).await
+}
+
 /// Enqueues `n` jobs on `q` and claims them all as `w1`, then returns the
 /// second one (`ids[1]`), so that its first token is stale once it is
 /// claimed again: the jobs' ids and the leases first held.
@@ -110,6 +136,17 @@ fn refusals_and_repeat(ids: &[JobId], token: impl Fn(JobId) -> Token) -> Vec<Rel
     ]
 }
 
+/// Asserts the answers to [`refusals_and_repeat`]'s releases, the first
+/// five of `rel`, are what the protocol says.
+fn assert_refusals_and_repeat(rel: &[Result<leasehold_core::Release, leasehold_core::StoreError>]) {
+    use leasehold_core::{Release, StoreError};
+    assert_eq!(rel[0], Ok(Release::Committed));
+    assert_eq!(rel[1], Ok(Release::Lost), "stale token");
+    assert!(matches!(rel[2], Err(StoreError::Input(_))), "unknown job");
+    assert!(matches!(rel[3], Err(StoreError::Input(_))), "never issued");
+    assert_eq!(rel[4], Ok(Release::Committed), "a repeat");
+}
+
 /// Holds leases on six jobs (one re-claimed after a return, so its first
 /// token is stale) with one more job pending, then sends the mixed batch.
 async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
@@ -122,7 +159,6 @@ async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> B
     );
     clock.advance(Millis(5));
     ids.push(s.enqueue(NewJob::new("q", vec![6])).await.expect("enqueue"));
-    clock.advance(Millis(5));
     let req = BatchRequest {
         releases: [
             refusals_and_repeat(&ids, token),
@@ -145,7 +181,7 @@ async fn mixed<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> B
             claim_req("w3", "other", 3),
         ],
     };
-    send(s, req, one_by_one).await
+    send_later(s, clock, req, one_by_one).await
 }
 
 /// Like [`mixed`], but no release can make a job claimable and the claims
@@ -159,7 +195,6 @@ async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool)
         ids.push(s.enqueue(NewJob::new("q", vec![i])).await.expect("enqueue"));
     }
     s.cancel(ids[4]).await.expect("cancel");
-    clock.advance(Millis(5));
     let req = BatchRequest {
         releases: [
             refusals_and_repeat(&ids, token),
@@ -172,27 +207,21 @@ async fn no_requeue<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool)
         .concat(),
         claims: vec![claim_req("w2", "q", 1), claim_req("w3", "q", 5)],
     };
-    send(s, req, one_by_one).await
+    send_later(s, clock, req, one_by_one).await
 }
 
 /// A queue limited to two running jobs, both slots taken: a batch that
 /// releases one lease and claims frees and takes exactly that slot, as the
 /// release then the claim would.
 async fn limited<S: Store>(s: &S, clock: &ManualStoreClock, one_by_one: bool) -> BatchAnswer {
-    for i in 0..4u8 {
-        s.enqueue(NewJob::new("lim", vec![i]))
-            .await
-            .expect("enqueue");
-    }
-    clock.advance(Millis(5));
+    enqueue_all(s, clock, "lim", (0..4u8).map(|i| vec![i])).await;
     let held = s.claim(claim_req("w1", "lim", 4)).await.expect("claim");
     assert_eq!(held.len(), 2, "the limit");
-    clock.advance(Millis(5));
     let req = BatchRequest {
         releases: vec![release(held[0].job, held[0].token, done("one"))],
         claims: vec![claim_req("w2", "lim", 3)],
     };
-    send(s, req, one_by_one).await
+    send_later(s, clock, req, one_by_one).await
 }
 
 /// Claims `n` jobs in one queue, then releases them all in one batch
@@ -203,13 +232,7 @@ async fn large<S: Store>(
     one_by_one: bool,
     n: usize,
 ) -> BatchAnswer {
-    let jobs: Vec<NewJob> = (0..n)
-        .map(|i| NewJob::new("big", i.to_le_bytes().to_vec()))
-        .collect();
-    for j in jobs {
-        s.enqueue(j).await.expect("enqueue");
-    }
-    clock.advance(Millis(5));
+    enqueue_all(s, clock, "big", (0..n).map(|i| i.to_le_bytes().to_vec())).await;
     let mut held = Vec::new();
     while held.len() < n {
         let got = s.claim(claim_req("w", "big", 100)).await.expect("claim");
@@ -244,11 +267,8 @@ async fn wide<S: Store>(
     jobs: u32,
     maxes: &[u32],
 ) -> BatchAnswer {
-    for i in 0..jobs {
-        let job = NewJob::new("wide", i.to_le_bytes().to_vec());
-        s.enqueue(job).await.expect("enqueue");
-    }
-    clock.advance(Millis(5));
+    let payloads = (0..jobs).map(|i| i.to_le_bytes().to_vec());
+    enqueue_all(s, clock, "wide", payloads).await;
     let req = BatchRequest {
         releases: Vec::new(),
         claims: maxes.iter().map(|&m| claim_req("w", "wide", m)).collect(),
@@ -314,11 +334,7 @@ async fn a_mixed_batch_answers_as_its_requests_one_by_one() {
     // The reference itself answers what the protocol says.
     use leasehold_core::{Release, StoreError};
     let rel = &r.answer.releases;
-    assert_eq!(rel[0], Ok(Release::Committed));
-    assert_eq!(rel[1], Ok(Release::Lost), "stale token");
-    assert!(matches!(rel[2], Err(StoreError::Input(_))), "unknown job");
-    assert!(matches!(rel[3], Err(StoreError::Input(_))), "never issued");
-    assert_eq!(rel[4], Ok(Release::Committed), "a repeat");
+    assert_refusals_and_repeat(rel);
     assert_eq!(rel[5], Ok(Release::Lost), "same token, other outcome");
     assert_eq!(rel[6], Ok(Release::Committed), "returned");
     let claims = &r.answer.claims;
@@ -332,11 +348,7 @@ async fn a_mixed_batch_answers_as_its_requests_one_by_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_without_requeues_answers_as_its_requests_one_by_one() {
     let r = compare!(Policy::default(), no_requeue);
-    use leasehold_core::Release;
-    let rel = &r.answer.releases;
-    assert_eq!(rel[0], Ok(Release::Committed));
-    assert_eq!(rel[1], Ok(Release::Lost), "stale token");
-    assert_eq!(rel[4], Ok(Release::Committed), "a repeat");
+    assert_refusals_and_repeat(&r.answer.releases);
     let claimed: usize = r
         .answer
         .claims

@@ -15,6 +15,8 @@ use std::time::Duration;
 
 mod runtime_support;
 
+use runtime_support::Bundle;
+
 /// Counter totals and histogram samples by `name{label=value,...}`.
 #[derive(Clone, Default)]
 struct Tally(Arc<Mutex<BTreeMap<String, f64>>>);
@@ -123,25 +125,34 @@ async fn wait_for(store: &MemoryStore, job: JobId, state: JobState) {
     panic!("job {job} never reached {state:?}");
 }
 
+/// A worker `id` on queue `q`, polling every 10 ms, whose jobs take 25 s.
+fn sleepy_worker<S: Store>(
+    store: Arc<S>,
+    rt: TokioRuntime,
+    id: &str,
+) -> Worker<S, Sleepy, TokioRuntime> {
+    let config = WorkerConfig::builder(id, "q")
+        .poll_interval(Millis(10))
+        .build()
+        .unwrap();
+    let work = Duration::from_secs(25);
+    Worker::new(store, Sleepy { work }, rt, config)
+}
+
+/// A memory store on a manual clock at 1,000 s, and the clock.
+fn manual_store() -> (ManualStoreClock, Arc<MemoryStore>) {
+    let clock = ManualStoreClock::new(StoreTime(1_000_000));
+    let store = Arc::new(MemoryStore::with_clock(Policy::default(), clock.clone()));
+    (clock, store)
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn worker_and_sweeper_count_what_happened() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let clock = ManualStoreClock::new(StoreTime(1_000_000));
-    let store = Arc::new(MemoryStore::with_clock(Policy::default(), clock.clone()));
-    let config = WorkerConfig::builder("metrics-worker", "q")
-        .poll_interval(Millis(10))
-        .build()
-        .unwrap();
+    let (clock, store) = manual_store();
     let (stop, shutdown) = shutdown_channel();
-    let worker = Worker::new(
-        store.clone(),
-        Sleepy {
-            work: Duration::from_secs(25),
-        },
-        TokioRuntime::new(),
-        config,
-    );
+    let worker = sleepy_worker(store.clone(), TokioRuntime::new(), "metrics-worker");
     let running = tokio::spawn(worker.run(shutdown));
 
     // One job runs 25 s: two renews on the way (every 10 s), then a commit.
@@ -209,11 +220,12 @@ fn every_documented_name_is_prefixed_and_distinct() {
 async fn scheduler_counts_its_fires() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let clock = ManualStoreClock::new(StoreTime(1_000_000));
-    let store = Arc::new(MemoryStore::with_clock(Policy::default(), clock.clone()));
-    let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)))
-        .catch_up(CatchUp::Each { max: 10 });
-    store.put_schedule(every_10s).await.unwrap();
+    let (clock, store) = manual_store();
+    let catch_up = CatchUp::Each { max: 10 };
+    store
+        .put_schedule(every_10s().catch_up(catch_up))
+        .await
+        .unwrap();
     let cfg = SchedulerConfig::builder("metrics-scheduler")
         .build()
         .unwrap();
@@ -248,6 +260,25 @@ async fn scheduler_counts_its_fires() {
     );
 }
 
+/// The schedule `report`: a job on `q` every 10 s.
+fn every_10s() -> Schedule {
+    Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)))
+}
+
+/// A bundle holding `schedule`, 15 s after its start (a fire is due), and
+/// a scheduler named `name` on it.
+async fn fire_due(
+    name: &str,
+    schedule: Schedule,
+) -> (Bundle, Scheduler<runtime_support::Flaky, TokioRuntime>) {
+    let b = runtime_support::bundle();
+    b.store.put_schedule(schedule).await.unwrap();
+    let cfg = SchedulerConfig::builder(name).build().unwrap();
+    let scheduler = Scheduler::new(b.store.clone(), b.rt.clone(), cfg);
+    b.jump.fetch_add(15_000, Ordering::SeqCst);
+    (b, scheduler)
+}
+
 /// A fire whose answer is lost is counted unknown, not fired; the next tick
 /// fires that plan time again, and the store answers the job the lost fire
 /// made (no second job).
@@ -255,13 +286,8 @@ async fn scheduler_counts_its_fires() {
 async fn a_fire_whose_answer_is_lost_counts_unknown_and_is_retried_next_tick() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let b = runtime_support::bundle();
-    let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)))
-        .catch_up(CatchUp::Each { max: 10 });
-    b.store.put_schedule(every_10s).await.unwrap();
-    let cfg = SchedulerConfig::builder("lossy").build().unwrap();
-    let mut scheduler = Scheduler::new(b.store.clone(), b.rt.clone(), cfg);
-    b.jump.fetch_add(15_000, Ordering::SeqCst);
+    let catch_up = CatchUp::Each { max: 10 };
+    let (b, mut scheduler) = fire_due("lossy", every_10s().catch_up(catch_up)).await;
     b.store.fire_answers_lost.store(1, Ordering::SeqCst);
 
     let lossy = scheduler.tick_once().await.unwrap();
@@ -292,19 +318,8 @@ async fn the_renew_round_trip_is_recorded_in_seconds() {
     let _guard = metrics::set_default_local_recorder(&tally);
     let b = runtime_support::bundle();
     b.store.renew_delay_ms.store(250, Ordering::SeqCst);
-    let config = WorkerConfig::builder("rtt-worker", "q")
-        .poll_interval(Millis(10))
-        .build()
-        .unwrap();
     let (stop, shutdown) = shutdown_channel();
-    let worker = Worker::new(
-        b.store.clone(),
-        Sleepy {
-            work: Duration::from_secs(25),
-        },
-        b.rt.clone(),
-        config,
-    );
+    let worker = sleepy_worker(b.store.clone(), b.rt.clone(), "rtt-worker");
     let running = tokio::spawn(worker.run(shutdown));
     let job = b.store.enqueue(NewJob::new("q", "work")).await.unwrap();
     b.wait_state(job, JobState::Succeeded, 60_000).await;
@@ -320,12 +335,7 @@ async fn the_renew_round_trip_is_recorded_in_seconds() {
 async fn a_refused_fire_is_counted_and_fired_next_tick() {
     let tally = Tally::default();
     let _guard = metrics::set_default_local_recorder(&tally);
-    let b = runtime_support::bundle();
-    let every_10s = Schedule::new("report", "q", "payload", Rule::every(Millis(10_000)));
-    b.store.put_schedule(every_10s).await.unwrap();
-    let cfg = SchedulerConfig::builder("refused").build().unwrap();
-    let mut scheduler = Scheduler::new(b.store.clone(), b.rt.clone(), cfg);
-    b.jump.fetch_add(15_000, Ordering::SeqCst);
+    let (b, mut scheduler) = fire_due("refused", every_10s()).await;
     b.store.fires_refused.store(1, Ordering::SeqCst);
 
     let refused = scheduler.tick_once().await.unwrap();

@@ -6,7 +6,7 @@ mod runtime_support;
 
 use leasehold_core::worker::{BeliefEnd, RuntimeEvent, WorkerConfig, WorkerStats};
 use leasehold_core::*;
-use runtime_support::{bundle, Bundle, Script, Scripted};
+use runtime_support::{bundle, bundle_with_one_job, recorded, Bundle, Flaky, Script, Scripted};
 use std::sync::atomic::Ordering;
 
 const LEASE: u64 = 1000;
@@ -43,12 +43,8 @@ async fn handler_outliving_the_lease_keeps_it_by_heartbeats() {
     let job = b.enqueue(NewJob::new("q", b"r".to_vec())).await;
     let handler = Scripted::new(Script::Work(5 * LEASE), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = b
-        .worker(handler.clone(), cfg(1))
-        .with_observer(b.observer());
-    let sweeper = b.sweeper(100, 10);
-    let w = tokio::spawn(worker.run(sd.clone()));
-    let s = tokio::spawn(sweeper.run(sd));
+    let w = b.spawn_observed(handler.clone(), cfg(1), sd.clone());
+    let s = tokio::spawn(b.sweeper(100, 10).run(sd));
 
     let done = b.wait_state(job, JobState::Succeeded, 20 * LEASE).await;
     stop.shutdown();
@@ -85,14 +81,10 @@ async fn handler_outliving_the_lease_keeps_it_by_heartbeats() {
 
 #[tokio::test(start_paused = true)]
 async fn lost_lease_stops_the_handler() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     let handler = Scripted::new(Script::UntilStopped, &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = b
-        .worker(handler.clone(), cfg(1))
-        .with_observer(b.observer());
-    let w = tokio::spawn(worker.run(sd));
+    let w = b.spawn_observed(handler.clone(), cfg(1), sd);
     b.wait_state(job, JobState::Running, 1000).await;
 
     // The store's clock leaps past expiry and a sweep reclaims the job: the
@@ -122,8 +114,7 @@ async fn lost_lease_stops_the_handler() {
 
 #[tokio::test(start_paused = true)]
 async fn release_after_the_lease_was_reclaimed_answers_lost() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     // Finishes at 700 ms, before the first renew at 750 ms.
     let handler = Scripted::new(Script::Work(700), &b.rt);
     let config = WorkerConfig {
@@ -131,8 +122,7 @@ async fn release_after_the_lease_was_reclaimed_answers_lost() {
         ..cfg(1)
     };
     let (stop, sd) = shutdown_channel();
-    let worker = b.worker(handler, config).with_observer(b.observer());
-    let w = tokio::spawn(worker.run(sd));
+    let w = b.spawn_observed(handler, config, sd);
     b.wait_state(job, JobState::Running, 1000).await;
     b.jump.store(10 * LEASE as i64, Ordering::SeqCst);
     assert_eq!(
@@ -167,10 +157,9 @@ async fn release_after_the_lease_was_reclaimed_answers_lost() {
 
 #[tokio::test(start_paused = true)]
 async fn cancel_reaches_a_running_handler() {
-    let b = bundle();
-    let job = b.one_job().await;
-    let handler = Scripted::new(Script::UntilStopped, &b.rt);
     let (stop, sd) = shutdown_channel();
+    let (b, job) = bundle_with_one_job().await;
+    let handler = Scripted::new(Script::UntilStopped, &b.rt);
     let w = b.spawn_worker(handler.clone(), cfg(1), sd);
     b.wait_state(job, JobState::Running, 1000).await;
     assert_eq!(b.store.cancel(job).await.unwrap(), CancelOutcome::Requested);
@@ -187,15 +176,11 @@ async fn cancel_reaches_a_running_handler() {
 
 #[tokio::test(start_paused = true)]
 async fn self_fencing_fires_when_renews_go_unanswered() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     let handler = Scripted::new(Script::Stubborn(10 * LEASE), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = b
-        .worker(handler.clone(), cfg(1))
-        .with_observer(b.observer());
     b.store.renew_down.store(true, Ordering::SeqCst);
-    let w = tokio::spawn(worker.run(sd));
+    let w = b.spawn_observed(handler.clone(), cfg(1), sd);
     b.wait_state(job, JobState::Running, 1000).await;
     b.sleep(2 * LEASE).await;
 
@@ -225,8 +210,7 @@ async fn self_fencing_fires_when_renews_go_unanswered() {
 
 #[tokio::test(start_paused = true)]
 async fn heartbeat_survives_transient_renew_errors() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     let handler = Scripted::new(Script::Work(3 * LEASE), &b.rt);
     b.store.renew_failures.store(2, Ordering::SeqCst);
     let (stop, sd) = shutdown_channel();
@@ -358,7 +342,7 @@ async fn a_release_that_is_never_answered_does_not_hold_back_its_batch() {
         .unwrap()
         .expect("a release was hung");
     let other = *jobs.iter().find(|&&j| j != hung).unwrap();
-    let sent = b.store.releases_sent.lock().unwrap().clone();
+    let sent = recorded(&b.store.releases_sent);
     assert!(
         sent.contains(&other),
         "{other}'s release was never sent: {sent:?}"
@@ -389,6 +373,15 @@ async fn run_until(
     let row = b.wait_state(job, state, 10 * LEASE).await;
     stop.shutdown();
     (row, w.await.unwrap())
+}
+
+/// Runs one job to success with `cfg(1)` on a store that `fail` set up to
+/// fail; the worker's stats.
+async fn one_job_when(fail: impl FnOnce(&Flaky)) -> WorkerStats {
+    let (b, job) = bundle_with_one_job().await;
+    fail(&b.store);
+    let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
+    stats
 }
 
 /// `cfg(1)` with time for a release slower than a renew interval.
@@ -423,8 +416,7 @@ async fn releases_travel_in_the_workers_batches() {
 /// lease while it waits, so the lease never lapses before the result is in.
 #[tokio::test(start_paused = true)]
 async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     // The handler ends before the first renew is due (RENEW), and its
     // release takes well past it.
     b.store.release_delay_ms.store(400, Ordering::SeqCst);
@@ -432,7 +424,7 @@ async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
     let (row, stats) = run_until(&b, patient(), work, job, JobState::Succeeded).await;
     assert_eq!(stats.committed, 1);
     assert_eq!(row.token, Token(1), "the lease was never lost");
-    let renews = b.store.renews_sent.lock().unwrap().clone();
+    let renews = recorded(&b.store.renews_sent);
     // The release runs from RENEW - 50 to about RENEW + 350: the renews
     // due at RENEW and 2 * RENEW both go out during it.
     assert_eq!(
@@ -447,13 +439,12 @@ async fn a_release_slower_than_the_renew_interval_is_covered_by_renews() {
 /// are).
 #[tokio::test(start_paused = true)]
 async fn a_renew_refused_while_releasing_is_not_sent_again() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     b.store.release_delay_ms.store(400, Ordering::SeqCst);
     b.store.renews_rejected.store(true, Ordering::SeqCst);
     let work = Script::Work(RENEW - 50);
     run_until(&b, patient(), work, job, JobState::Succeeded).await;
-    let renews = b.store.renews_sent.lock().unwrap().clone();
+    let renews = recorded(&b.store.renews_sent);
     assert_eq!(renews, vec![job], "the refused renew was sent once");
 }
 
@@ -461,8 +452,7 @@ async fn a_renew_refused_while_releasing_is_not_sent_again() {
 /// not sent again: the lease is left to expire and be swept.
 #[tokio::test(start_paused = true)]
 async fn a_release_refused_for_good_is_not_sent_again() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     b.store.releases_rejected.store(1, Ordering::SeqCst);
     let handler = Scripted::new(Script::Work(10), &b.rt);
     let (stop, sd) = shutdown_channel();
@@ -475,7 +465,7 @@ async fn a_release_refused_for_good_is_not_sent_again() {
     assert_eq!(stats.committed, 0);
     assert_eq!(stats.release_unknown, 1, "the release gave up: {stats:?}");
     assert_eq!(b.store.releases_rejected.load(Ordering::SeqCst), 0);
-    let sent = b.store.releases_sent.lock().unwrap().clone();
+    let sent = recorded(&b.store.releases_sent);
     assert_eq!(sent, vec![job], "the refused release was sent once");
     let row = b.row(job).await;
     assert_eq!(row.state, JobState::Running, "left for the sweeper");
@@ -485,13 +475,12 @@ async fn a_release_refused_for_good_is_not_sent_again() {
 /// commits.
 #[tokio::test(start_paused = true)]
 async fn a_release_answered_conflict_is_sent_again_and_commits() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     b.store.release_conflicts.store(1, Ordering::SeqCst);
     let (row, stats) = run_until(&b, patient(), Script::Work(10), job, JobState::Succeeded).await;
     assert_eq!(stats.committed, 1);
     assert_eq!(row.token, Token(1));
-    let sent = b.store.releases_sent.lock().unwrap().clone();
+    let sent = recorded(&b.store.releases_sent);
     assert_eq!(sent, vec![job, job], "sent again after the conflict");
 }
 
@@ -532,8 +521,7 @@ async fn one_sweep_reclaims_every_expired_lease_batch_by_batch() {
 /// past it the store may have let the lease go.
 #[tokio::test(start_paused = true)]
 async fn the_heartbeat_of_an_unanswered_release_stops_at_the_fence() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     b.store.hang_first_release.store(true, Ordering::SeqCst);
     b.store.renew_failures.store(1_000, Ordering::SeqCst);
     let handler = Scripted::new(Script::Work(RENEW - 50), &b.rt);
@@ -541,7 +529,7 @@ async fn the_heartbeat_of_an_unanswered_release_stops_at_the_fence() {
     let w = b.spawn_worker(handler, patient(), sd);
     b.wait_state(job, JobState::Running, LEASE).await;
     b.sleep(4 * LEASE).await;
-    let renews = b.store.renew_times_ms.lock().unwrap().clone();
+    let renews = recorded(&b.store.renew_times_ms);
     stop.shutdown();
     w.await.unwrap();
     assert!(renews.len() >= 2, "the heartbeat retried: {renews:?}");
@@ -555,11 +543,10 @@ async fn the_heartbeat_of_an_unanswered_release_stops_at_the_fence() {
 /// (200 ms, then 400 ms capped at the renew interval), not at once.
 #[tokio::test(start_paused = true)]
 async fn release_retries_back_off() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     b.store.release_conflicts.store(2, Ordering::SeqCst);
     run_until(&b, patient(), Script::Work(10), job, JobState::Succeeded).await;
-    let t = b.store.release_times_ms.lock().unwrap().clone();
+    let t = recorded(&b.store.release_times_ms);
     assert_eq!(t.len(), 3, "{t:?}");
     assert!(t[1] - t[0] >= 200 && t[2] - t[1] >= RENEW, "{t:?}");
 }
@@ -568,8 +555,7 @@ async fn release_retries_back_off() {
 /// crash report, and stops on shutdown.
 #[tokio::test(start_paused = true)]
 async fn a_running_sweeper_reclaims_an_expired_lease() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     assert_eq!(b.claim_as_gone(LEASE, 1).await, 1);
     let (stop, sd) = shutdown_channel();
     let sweeper = b.sweeper(50, 10).with_observer(b.observer());
@@ -590,10 +576,7 @@ async fn a_running_sweeper_reclaims_an_expired_lease() {
 /// A failed claim is counted, and the worker claims again at its next poll.
 #[tokio::test(start_paused = true)]
 async fn a_failed_claim_is_counted_and_claimed_again() {
-    let b = bundle();
-    let job = b.one_job().await;
-    b.store.claim_failures.store(2, Ordering::SeqCst);
-    let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
+    let stats = one_job_when(|s| s.claim_failures.store(2, Ordering::SeqCst)).await;
     assert_eq!(stats.claim_errors, 2);
     assert_eq!(stats.committed, 1);
 }
@@ -632,14 +615,10 @@ async fn an_idle_worker_wakes_for_new_work_before_its_poll() {
 /// shutdown.
 #[tokio::test(start_paused = true)]
 async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_cancelled() {
-    let b = bundle();
-    let job = b.one_job().await;
+    let (b, job) = bundle_with_one_job().await;
     let handler = Scripted::new(Script::Stubborn(100 * LEASE), &b.rt);
     let (stop, sd) = shutdown_channel();
-    let worker = b
-        .worker(handler.clone(), cfg(1))
-        .with_observer(b.observer());
-    let w = tokio::spawn(worker.run(sd));
+    let w = b.spawn_observed(handler.clone(), cfg(1), sd);
     b.wait_state(job, JobState::Running, LEASE).await;
     assert_eq!(b.store.cancel(job).await.unwrap(), CancelOutcome::Requested);
     let row = b.wait_state(job, JobState::Cancelled, 4 * LEASE).await;
@@ -654,10 +633,7 @@ async fn a_handler_ignoring_a_cancel_is_dropped_after_the_grace_and_the_job_canc
 /// error; the worker claims again and the job runs.
 #[tokio::test(start_paused = true)]
 async fn a_failed_batch_counts_its_claims_as_claim_errors() {
-    let b = bundle();
-    let job = b.one_job().await;
-    b.store.batch_failures.store(1, Ordering::SeqCst);
-    let (_, stats) = run_until(&b, cfg(1), Script::Work(10), job, JobState::Succeeded).await;
+    let stats = one_job_when(|s| s.batch_failures.store(1, Ordering::SeqCst)).await;
     assert_eq!(stats.claim_errors, 1);
     assert_eq!(stats.committed, 1);
 }

@@ -12,11 +12,11 @@
 
 use super::args::{CheckArgs, JepsenModel};
 use super::ExitCode;
-use leasehold_check::finding::Printed;
+use leasehold_check::finding::{Finding, Printed};
 use leasehold_check::jepsen::edn::ReadError;
 use leasehold_check::jepsen::lease::{self, LeaseVerdict};
 use leasehold_check::jepsen::linearize::Limits;
-use leasehold_check::jepsen::mutex::{self, MutexVerdict};
+use leasehold_check::jepsen::mutex::{self, MutexVerdict, MutexViolation};
 use leasehold_check::jepsen::{check, Op, Pos, Process, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -142,13 +142,7 @@ fn run_mutex(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
             ExitCode::Unknown
         }
         MutexVerdict::Invalid(v) => {
-            println!(
-                "{}:{}: not linearizable as a mutex: no order of the calls reaches the completion of {}{}",
-                file.display(),
-                v.pos,
-                v.call,
-                v.why.map(|w| format!(" ({w} in every order that gets there)")).unwrap_or_default()
-            );
+            println!("{}", at(Printed::new(&NotAMutex(&v)), file, v.pos));
             let from = if v.from_any_state {
                 "whatever the lock's state before it"
             } else {
@@ -183,6 +177,30 @@ fn run_mutex(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
             println!("{summary}: 1 violation");
             ExitCode::Violation
         }
+    }
+}
+
+/// The mutex search's verdict on an invalid lock history, a finding
+/// printed as every finding is (its window follows, one call a line).
+struct NotAMutex<'a>(&'a MutexViolation);
+
+impl Finding for NotAMutex<'_> {
+    fn broken(&self) -> String {
+        "linearizability (mutex model)".into()
+    }
+    fn message(&self) -> String {
+        let v = self.0;
+        let why = v.why.as_ref();
+        format!(
+            "no order of the calls reaches the completion of {}{}",
+            v.call,
+            why.map(|w| format!(" ({w} in every order that gets there)"))
+                .unwrap_or_default()
+        )
+    }
+    /// Nothing: a lock has no job or token, and the place is added by [`at`].
+    fn context(&self) -> Vec<(&'static str, String)> {
+        Vec::new()
     }
 }
 

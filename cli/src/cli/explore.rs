@@ -295,17 +295,16 @@ impl Corpus<'_> {
                 "not shrunk: the shrunk scenario did not fail again (report this: I10)".into(),
             );
         }
+        let exhausted = out.budget_exhausted;
         (
             out.config,
             format!(
                 "Shrunk in {} runs and {:.1}s{}: before {}; after {}.",
                 out.runs,
                 t0.elapsed().as_secs_f64(),
-                if out.budget_exhausted {
-                    " (budget exhausted)"
-                } else {
-                    ""
-                },
+                exhausted
+                    .then_some(" (budget exhausted)")
+                    .unwrap_or_default(),
                 out.before,
                 out.after
             ),

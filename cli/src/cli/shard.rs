@@ -29,20 +29,20 @@ impl Shard {
     pub const ALL: Shard = Shard { index: 1, count: 1 };
 }
 
+/// `text` (spaces around it allowed) as a whole number, or the error
+/// `bad` writes.
+fn whole(text: &str, bad: impl FnOnce() -> String) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| bad())
+}
+
 impl FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Shard, String> {
         let (i, n) = s
             .split_once('/')
             .ok_or_else(|| format!("shard {s:?} must look like I/N, for example 2/4"))?;
-        let index: u64 = i
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard index {i:?} is not a number"))?;
-        let count: u64 = n
-            .trim()
-            .parse()
-            .map_err(|_| format!("shard count {n:?} is not a number"))?;
+        let index = whole(i, || format!("shard index {i:?} is not a number"))?;
+        let count = whole(n, || format!("shard count {n:?} is not a number"))?;
         if count == 0 || index == 0 || index > count {
             return Err(format!("shard {s:?}: need 1 <= I <= N"));
         }
@@ -107,14 +107,10 @@ pub fn resolve(
              (use {ENV_SHARD}=I/N outside Kubernetes)"
         )),
         (Some(k), Some(n)) => {
-            let index: u64 = k
-                .trim()
-                .parse()
-                .map_err(|_| format!("{ENV_K8S_INDEX}={k:?} is not a whole number"))?;
-            let count: u64 = n
-                .trim()
-                .parse()
-                .map_err(|_| format!("{ENV_SHARDS}={n:?} is not a whole number"))?;
+            let index = whole(&k, || {
+                format!("{ENV_K8S_INDEX}={k:?} is not a whole number")
+            })?;
+            let count = whole(&n, || format!("{ENV_SHARDS}={n:?} is not a whole number"))?;
             if count == 0 {
                 return Err(format!("{ENV_SHARDS}=0: need at least one shard"));
             }

@@ -92,20 +92,17 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
     }
     eprintln!("before: {}", out.before);
     eprintln!("after:  {}", out.after);
+    let (concretized, exhausted) = (out.concretized, out.budget_exhausted);
     eprintln!(
         "{} runs in {:.1}s{}{}",
         out.runs,
         started.elapsed().as_secs_f64(),
-        if out.concretized {
-            "; swarm faults replaced by the seed's schedule"
-        } else {
-            ""
-        },
-        if out.budget_exhausted {
-            "; budget exhausted (rerun with --max-runs/--max-secs to go further)"
-        } else {
-            ""
-        }
+        concretized
+            .then_some("; swarm faults replaced by the seed's schedule")
+            .unwrap_or_default(),
+        exhausted
+            .then_some("; budget exhausted (rerun with --max-runs/--max-secs to go further)")
+            .unwrap_or_default(),
     );
     eprintln!("reproduce: leasehold replay {dest} --seed {seed}");
     ExitCode::Ok

@@ -9,8 +9,13 @@ use histories::{
     cancelled, claim, enq, failed, invariants, ok, released, swept, w1_fails_retryably,
 };
 use leasehold_check::checker::check_store_events;
-use leasehold_core::{JobState, Token};
+use leasehold_core::{Event, JobState, Token};
 use leasehold_model::config::InvariantId;
+
+/// Job 1 enqueued, then claimed by `w1` (token 1), then `rest`.
+fn w1_holds(rest: Vec<Event>) -> Vec<Event> {
+    [vec![enq(1, 0), claim(1, 1, "w1", 1, 10, 2)], rest].concat()
+}
 
 #[test]
 fn a_clean_life_passes_every_events_check() {
@@ -33,48 +38,36 @@ fn a_clean_life_passes_every_events_check() {
 
 #[test]
 fn i1_second_grant_while_running_and_non_increasing_tokens() {
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
-        claim(1, 2, "w2", 2, 20, 3),
-    ];
+    let e = w1_holds(vec![claim(1, 2, "w2", 2, 20, 3)]);
     assert!(invariants(&e, None).contains(&InvariantId::I1));
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
+    let e = w1_holds(vec![
         swept(1, 1, "w1", 30, 3, 15),
         claim(1, 1, "w2", 2, 40, 4),
-    ];
+    ]);
     assert_eq!(invariants(&e, None), vec![InvariantId::I1]);
 }
 
 #[test]
 fn i2_stale_token_release_and_second_terminal_transition() {
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
+    let e = w1_holds(vec![
         swept(1, 1, "w1", 30, 3, 15),
         claim(1, 2, "w2", 2, 40, 4),
         released(1, 1, "w1", ok(b"old"), JobState::Succeeded, 50, 5, None),
-    ];
+    ]);
     assert!(invariants(&e, None).contains(&InvariantId::I2));
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
+    let e = w1_holds(vec![
         released(1, 1, "w1", ok(b"a"), JobState::Succeeded, 20, 3, None),
         released(1, 1, "w1", failed("e", false), JobState::Dead, 30, 4, None),
-    ];
+    ]);
     assert!(invariants(&e, None).contains(&InvariantId::I2));
 }
 
 #[test]
 fn i4_and_i7_a_late_cancel_that_overwrites_a_success() {
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
+    let e = w1_holds(vec![
         released(1, 1, "w1", ok(b"r"), JobState::Succeeded, 20, 3, None),
         cancelled(1, 1, JobState::Succeeded, JobState::Cancelled, 30, 4),
-    ];
+    ]);
     let inv = invariants(&e, None);
     assert!(inv.contains(&InvariantId::I7), "{inv:?}");
     assert!(inv.contains(&InvariantId::I4), "{inv:?}");
@@ -96,22 +89,25 @@ fn i8_over_budget_early_claim_and_unjustified_death() {
     over.token = Token(1);
     let e = vec![enq(1, 0), over];
     assert!(invariants(&e, None).contains(&InvariantId::I8));
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
+    let e = w1_holds(vec![
         w1_fails_retryably(5_000),
         claim(1, 2, "w1", 2, 100, 4),
-    ];
+    ]);
     assert_eq!(
         invariants(&e, None),
         vec![InvariantId::I8],
         "claimed before run_at"
     );
-    let e = vec![
-        enq(1, 0),
-        claim(1, 1, "w1", 1, 10, 2),
-        released(1, 1, "w1", failed("x", true), JobState::Dead, 20, 3, None),
-    ];
+    let e = w1_holds(vec![released(
+        1,
+        1,
+        "w1",
+        failed("x", true),
+        JobState::Dead,
+        20,
+        3,
+        None,
+    )]);
     assert_eq!(
         invariants(&e, None),
         vec![InvariantId::I8],

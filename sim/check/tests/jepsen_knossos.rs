@@ -10,20 +10,23 @@ mod common;
 use common::{brute, BruteCall};
 use leasehold_check::jepsen::linearize::Limits;
 use leasehold_check::jepsen::mutex::{check, MutexVerdict};
-use leasehold_check::jepsen::{read_history, OpType};
+use leasehold_check::jepsen::{read_history, Op, OpType, Pos};
 use std::path::{Path, PathBuf};
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The Knossos test history `name` (under `tests/data/knossos/`): its
+/// path and its operations.
+fn history(name: &str) -> (PathBuf, Vec<(Pos, Op)>) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/knossos")
-        .join(name)
+        .join(name);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let ops = read_history(&text, &file).unwrap();
+    (file, ops)
 }
 
 #[test]
 fn etcd_lock_history_is_invalid_as_knossos_says() {
-    let file = data("mutex/bad/etcd.edn");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let ops = read_history(&text, &file).unwrap();
+    let (file, ops) = history("mutex/bad/etcd.edn");
     assert_eq!(ops.len(), 1135);
     let r = check(&ops, &file, &Limits::default()).unwrap();
     assert_eq!(r.counts.ops, 1135);
@@ -42,6 +45,7 @@ fn etcd_lock_history_is_invalid_as_knossos_says() {
         v.window
     );
     // Its counts match the file: every call is an acquire or release.
+    let text = std::fs::read_to_string(&file).unwrap();
     let invokes = text.matches(":type :invoke").count();
     assert_eq!(r.counts.acquire + r.counts.release, invokes);
     assert_eq!(
@@ -55,9 +59,7 @@ fn etcd_lock_history_is_invalid_as_knossos_says() {
 fn the_etcd_verdict_holds_for_the_window_alone() {
     // Cut the history down to the reported window's records: still
     // invalid (the window is a proof on its own) from a free lock.
-    let file = data("mutex/bad/etcd.edn");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let ops = read_history(&text, &file).unwrap();
+    let (file, ops) = history("mutex/bad/etcd.edn");
     let r = check(&ops, &file, &Limits::default()).unwrap();
     let Some(MutexVerdict::Invalid(v)) = r.verdict else {
         panic!("{:?}", r.verdict);
@@ -123,9 +125,7 @@ fn the_etcd_verdict_holds_for_the_window_alone() {
 
 #[test]
 fn a_cas_register_history_is_not_judged_as_a_mutex() {
-    let file = data("cas-register/bad/immediate-failure.edn");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let ops = read_history(&text, &file).unwrap();
+    let (file, ops) = history("cas-register/bad/immediate-failure.edn");
     assert_eq!(ops.len(), 4);
     let r = check(&ops, &file, &Limits::default()).unwrap();
     assert_eq!(r.verdict, None);
@@ -134,9 +134,7 @@ fn a_cas_register_history_is_not_judged_as_a_mutex() {
 
 #[test]
 fn a_tight_bound_on_etcd_is_unknown_not_a_pass() {
-    let file = data("mutex/bad/etcd.edn");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let ops = read_history(&text, &file).unwrap();
+    let (file, ops) = history("mutex/bad/etcd.edn");
     let limits = Limits {
         max_configs: 50,
         ..Limits::default()

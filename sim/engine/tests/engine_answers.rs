@@ -14,6 +14,11 @@ use leasehold_model::config::{InvariantId, SimConfig};
 use leasehold_model::history::{Blob, Fate, History, Op, Record, Reply};
 use leasehold_sim::runner::SeedOutcome;
 
+/// Scenarios of the library several tests here run.
+const BACK_OFF: &str = "failing_jobs_back_off_and_die_within_their_budget.toml";
+const LOST_RELEASE: &str = "lost_release_answer_is_retried_and_commits_once.toml";
+const CANCEL_RACE: &str = "cancel_racing_completion_never_overwrites_success.toml";
+
 /// Most seeds searched for a history with the material a test alters.
 const SEARCH: u64 = 12;
 
@@ -46,6 +51,14 @@ fn find<'a>(vs: &'a [Violation], needles: &[&str]) -> &'a Violation {
                     .join("\n")
             )
         })
+}
+
+/// The I11 violation of `h` whose message contains every needle (see
+/// [`find`]); asserts that it is about `job`.
+fn reported(h: &History, cfg: &SimConfig, job: JobId, needles: &[&str]) -> Violation {
+    let v = find(&i11(h, cfg), needles).clone();
+    assert_eq!(v.job, Some(job), "{}", v.message);
+    v
 }
 
 /// The op of request `id`.
@@ -151,22 +164,13 @@ fn correct_runs_answer_exactly_as_the_model_does() {
     let cfgs = [
         (swarm(), 0..4),
         (builtin::small_swarm(), 100..103),
-        (
-            scenario("failing_jobs_back_off_and_die_within_their_budget.toml"),
-            0..3,
-        ),
+        (scenario(BACK_OFF), 0..3),
         (
             scenario("parallelism_limit_holds_while_workers_crash.toml"),
             0..2,
         ),
-        (
-            scenario("lost_release_answer_is_retried_and_commits_once.toml"),
-            0..2,
-        ),
-        (
-            scenario("cancel_racing_completion_never_overwrites_success.toml"),
-            0..2,
-        ),
+        (scenario(LOST_RELEASE), 0..2),
+        (scenario(CANCEL_RACE), 0..2),
     ];
     for (cfg, seeds) in cfgs {
         for seed in seeds {
@@ -189,14 +193,8 @@ fn correct_runs_answer_exactly_as_the_model_does() {
 fn derived_events_equal_the_memory_stores_audit_log() {
     let cfgs = [
         (swarm(), 0..3),
-        (
-            scenario("failing_jobs_back_off_and_die_within_their_budget.toml"),
-            0..2,
-        ),
-        (
-            scenario("cancel_racing_completion_never_overwrites_success.toml"),
-            0..2,
-        ),
+        (scenario(BACK_OFF), 0..2),
+        (scenario(CANCEL_RACE), 0..2),
     ];
     for (cfg, seeds) in cfgs {
         for seed in seeds {
@@ -295,16 +293,16 @@ fn a_retried_enqueue_answered_with_a_new_id_is_reported() {
         Reply::Job(JobId(999)),
         vec![second],
     );
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    reported(
+        &out.history,
+        &cfg,
+        JobId(999),
         &[
             &format!("request #{PLANTED} from {host} enqueue(key="),
             &format!("the store answered job-999 but the model expected {job}"),
             "already names",
         ],
     );
-    assert_eq!(v.job, Some(JobId(999)));
 }
 
 #[test]
@@ -324,9 +322,10 @@ fn a_claim_that_skips_a_due_job_is_reported() {
     };
     let skipped = ls.remove(0);
     after.retain(|r| r.job != skipped.job);
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    reported(
+        &out.history,
+        &cfg,
+        skipped.job,
         &[
             &format!("request #{id} from {host} claim("),
             "the store answered [",
@@ -337,7 +336,6 @@ fn a_claim_that_skips_a_due_job_is_reported() {
             &format!("{} is pending", skipped.job),
         ],
     );
-    assert_eq!(v.job, Some(skipped.job));
 }
 
 #[test]
@@ -373,9 +371,10 @@ fn a_claim_that_grants_a_job_not_yet_due_is_reported() {
             _ => {}
         }
     }
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    reported(
+        &out.history,
+        &cfg,
+        job,
         &[
             "claim(",
             &format!("lease {job} t1"),
@@ -383,7 +382,6 @@ fn a_claim_that_grants_a_job_not_yet_due_is_reported() {
             &format!("due {later}"),
         ],
     );
-    assert_eq!(v.job, Some(job));
 }
 
 #[test]
@@ -421,9 +419,10 @@ fn a_renew_answered_renewed_for_a_stale_token_is_reported() {
         },
         vec![image],
     );
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    let v = reported(
+        &out.history,
+        &cfg,
+        l.job,
         &[
             &format!(
                 "request #{PLANTED} from {host} renew({}, {stale}, lease=10000ms)",
@@ -434,7 +433,6 @@ fn a_renew_answered_renewed_for_a_stale_token_is_reported() {
             &format!("{} is running under {}", l.job, l.token),
         ],
     );
-    assert_eq!(v.job, Some(l.job));
     assert!(v.tokens.contains(&stale));
 }
 
@@ -451,16 +449,16 @@ fn a_repeated_release_answered_lost_is_reported() {
     };
     let (job, token) = (*job, *token);
     plant(&mut out.history, k, op, Reply::ReleaseLost, after);
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    reported(
+        &out.history,
+        &cfg,
+        job,
         &[
             &format!("request #{PLANTED} from {host} release({job}, {token}, "),
             "the store answered lost but the model expected committed",
             "a repeat of the committed release",
         ],
     );
-    assert_eq!(v.job, Some(job));
 }
 
 #[test]
@@ -486,21 +484,21 @@ fn a_read_with_a_shortened_result_is_reported() {
     };
     row.result = Some(short);
     let job = row.job;
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    reported(
+        &out.history,
+        &cfg,
+        job,
         &[
             &format!("request #{id} from {host} list("),
             "as the model expects",
             &format!("the store's row {job} has result={short} (model: {full})"),
         ],
     );
-    assert_eq!(v.job, Some(job));
 }
 
 #[test]
 fn a_retry_time_outside_the_backoff_window_is_reported() {
-    let cfg = scenario("failing_jobs_back_off_and_die_within_their_budget.toml");
+    let cfg = scenario(BACK_OFF);
     let (mut out, k) = search(&cfg, |op, reply, r| {
         matches!(
             op,
@@ -522,9 +520,10 @@ fn a_retry_time_outside_the_backoff_window_is_reported() {
     let beyond = StoreTime(now.0 + cap + 1);
     after[0].run_at = beyond;
     let job = after[0].job;
-    let vs = i11(&out.history, &cfg);
-    let v = find(
-        &vs,
+    reported(
+        &out.history,
+        &cfg,
+        job,
         &[
             &format!("request #{id} from {host} release({job}, "),
             "failed(retryable",
@@ -533,7 +532,6 @@ fn a_retry_time_outside_the_backoff_window_is_reported() {
             "the backoff window after attempt",
         ],
     );
-    assert_eq!(v.job, Some(job));
 }
 
 #[test]
@@ -563,7 +561,7 @@ fn a_sweep_that_honours_the_sweepers_own_clock_is_reported() {
 /// `Committed`, tighten the model to expect exactly that.
 #[test]
 fn a_late_repeat_of_an_overtaken_release_is_answered_lost_by_the_core() {
-    let cfg = scenario("lost_release_answer_is_retried_and_commits_once.toml");
+    let cfg = scenario(LOST_RELEASE);
     let mut found = None;
     for seed in 0..SEARCH {
         let out = run(&cfg, seed);

@@ -72,20 +72,27 @@ fn is_handler_of(r: &Record, s: &Stopped) -> bool {
         if *worker == s.worker && *job == s.job && *token == s.token)
 }
 
-/// Leases of `h` stopped by a `Lost` or `Fenced` belief end, with their
-/// handler dropped at that moment.
-fn stopped_leases(h: &History) -> Vec<Stopped> {
-    let mut out = Vec::new();
-    for r in &h.records {
-        let Record::Belief {
+/// Every belief record of `h`: its time, worker, job, token and what.
+fn beliefs(h: &History) -> impl Iterator<Item = (u64, &WorkerId, JobId, Token, &BeliefWhat)> {
+    h.records.iter().filter_map(|r| match r {
+        Record::Belief {
             t,
             worker,
             job,
             token,
-            what: BeliefWhat::Ended { why },
+            what,
             ..
-        } = r
-        else {
+        } => Some((*t, worker, *job, *token, what)),
+        _ => None,
+    })
+}
+
+/// Leases of `h` stopped by a `Lost` or `Fenced` belief end, with their
+/// handler dropped at that moment.
+fn stopped_leases(h: &History) -> Vec<Stopped> {
+    let mut out = Vec::new();
+    for (t, worker, job, token, what) in beliefs(h) {
+        let BeliefWhat::Ended { why } = what else {
             continue;
         };
         if why != "Lost" && why != "Fenced" {
@@ -93,9 +100,9 @@ fn stopped_leases(h: &History) -> Vec<Stopped> {
         }
         let mut s = Stopped {
             worker: worker.clone(),
-            job: *job,
-            token: *token,
-            t_stop: *t,
+            job,
+            token,
+            t_stop: t,
             why: why.clone(),
             dropped: usize::MAX,
         };
@@ -109,6 +116,14 @@ fn stopped_leases(h: &History) -> Vec<Stopped> {
         }
     }
     out
+}
+
+/// A self-fence of [`LOST_RENEWS`] (see [`find`]): the scenario, its
+/// history to alter, and the stop.
+fn a_lost_renews_stop() -> (SimConfig, History, Stopped) {
+    let cfg = scenario(LOST_RENEWS);
+    let (out, s) = find(&cfg, |_, _| true);
+    (cfg, out.history, s)
 }
 
 /// The first seed of `cfg` with a clean run and a stopped lease that
@@ -163,9 +178,7 @@ fn assert_caught(vs: &[Violation], s: &Stopped, says: &str) {
 
 #[test]
 fn a_side_effect_well_after_a_self_fence_is_a_part_b_violation() {
-    let cfg = scenario(LOST_RENEWS);
-    let (out, s) = find(&cfg, |_, _| true);
-    let mut h = out.history.clone();
+    let (cfg, mut h, s) = a_lost_renews_stop();
     let late = s.t_stop + 50 * cfg.tick.as_ms();
     succeed_at(&mut h, &s, late);
     let vs = part_b(&h, &cfg);
@@ -184,18 +197,14 @@ fn a_side_effect_well_after_a_self_fence_is_a_part_b_violation() {
 
 #[test]
 fn a_handler_that_never_stops_after_a_self_fence_is_a_part_b_violation() {
-    let cfg = scenario(LOST_RENEWS);
-    let (out, s) = find(&cfg, |_, _| true);
-    let mut h = out.history.clone();
+    let (cfg, mut h, s) = a_lost_renews_stop();
     h.records.remove(s.dropped);
     assert_caught(&part_b(&h, &cfg), &s, "never stopped");
 }
 
 #[test]
 fn a_handler_started_after_the_stop_is_a_part_b_violation() {
-    let cfg = scenario(LOST_RENEWS);
-    let (out, s) = find(&cfg, |_, _| true);
-    let mut h = out.history.clone();
+    let (cfg, mut h, s) = a_lost_renews_stop();
     let Record::Handler { host, .. } = &h.records[s.dropped] else {
         unreachable!()
     };
@@ -249,9 +258,7 @@ fn the_handler_may_take_one_step_to_stop_and_no_more() {
 
 #[test]
 fn part_b_is_asserted_when_the_run_is_marked_timing_broken() {
-    let cfg = scenario(LOST_RENEWS);
-    let (out, s) = find(&cfg, |_, _| true);
-    let mut h = out.history.clone();
+    let (cfg, mut h, s) = a_lost_renews_stop();
     for r in &mut h.records {
         if let Record::Run {
             timing_assumption_broken,
@@ -345,17 +352,10 @@ fn a_renew_answered_lost_starts_the_step_even_without_a_belief_end() {
 /// Leases whose handler succeeded and whose release was then answered Lost.
 fn succeeded_then_release_lost(h: &History) -> Vec<(WorkerId, JobId, Token, usize, u64)> {
     let mut out = Vec::new();
-    for r in &h.records {
-        let Record::Belief {
-            t,
-            worker,
-            job,
-            token,
-            what: BeliefWhat::Released {
-                answer: Some(a), ..
-            },
-            ..
-        } = r
+    for (t, worker, job, token, what) in beliefs(h) {
+        let BeliefWhat::Released {
+            answer: Some(a), ..
+        } = what
         else {
             continue;
         };
@@ -364,10 +364,10 @@ fn succeeded_then_release_lost(h: &History) -> Vec<(WorkerId, JobId, Token, usiz
         }
         let done = h.records.iter().position(|x| {
             matches!(x, Record::Handler { worker: w, job: j, token: k, phase: HandlerPhase::Done { ok: true }, .. }
-                if w == worker && j == job && k == token)
+                if w == worker && *j == job && *k == token)
         });
         if let Some(i) = done {
-            out.push((worker.clone(), *job, *token, i, *t));
+            out.push((worker.clone(), job, token, i, t));
         }
     }
     out

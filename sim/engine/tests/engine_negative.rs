@@ -116,8 +116,8 @@ fn i6_sweeper_on_its_own_slow_clock_never_reclaims_a_dead_workers_lease() {
 #[test]
 fn i7_late_cancel_overwrites_a_success() {
     let mut c = small("i7");
-    c.workload.cancel_rate = 0.5;
     c.workload.run_time = Range::new(Dur::ms(100), Dur::secs(2));
+    c.workload.cancel_rate = 0.5;
     caught(c, "late-cancel-overwrites", InvariantId::I7, 5);
 }
 

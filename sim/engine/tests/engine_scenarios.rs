@@ -6,7 +6,7 @@
 
 mod engine_support;
 
-use engine_support::{clean_run, describe, run, scenario};
+use engine_support::{assert_says, clean_run, describe, run, scenario};
 use leasehold_core::{EventKind, JobState, Outcome, Token, WorkerId};
 use leasehold_model::config::{ScriptedFault, SimConfig};
 use leasehold_model::duration::Dur;
@@ -42,6 +42,16 @@ fn grants(out: &SeedOutcome) -> BTreeMap<(leasehold_core::JobId, Token), u32> {
 
 const SHUTDOWN: &str = "graceful_shutdown_mid_run_returns_leases_and_refunds_the_attempt.toml";
 const SIZES: &str = "results_payloads_and_errors_at_the_size_limits_round_trip_byte_exact.toml";
+
+/// The rows a history ends with (its `Final` records).
+fn final_rows(recs: &[Record]) -> Vec<&leasehold_core::JobRecord> {
+    recs.iter()
+        .filter_map(|r| match r {
+            Record::Final { row } => Some(row),
+            _ => None,
+        })
+        .collect()
+}
 
 #[test]
 fn graceful_shutdown_returns_every_lease_and_refunds_the_attempt() {
@@ -172,13 +182,7 @@ fn graceful_shutdown_returns_every_lease_and_refunds_the_attempt() {
         }
     }
     // And every job finished.
-    let finals: Vec<&leasehold_core::JobRecord> = recs
-        .iter()
-        .filter_map(|r| match r {
-            Record::Final { row } => Some(row),
-            _ => None,
-        })
-        .collect();
+    let finals = final_rows(recs);
     assert_eq!(finals.len(), cfg.workload.jobs as usize);
     assert!(finals.iter().all(|r| r.state == JobState::Succeeded));
 }
@@ -291,13 +295,7 @@ fn values_at_the_size_limits_round_trip_byte_exact() {
     assert!(stored_errors > 0, "seed {seed} has no failing attempt");
 
     // Every committed result is in the final rows, byte for byte.
-    let finals: Vec<&leasehold_core::JobRecord> = recs
-        .iter()
-        .filter_map(|r| match r {
-            Record::Final { row } => Some(row),
-            _ => None,
-        })
-        .collect();
+    let finals = final_rows(recs);
     assert_eq!(finals.len(), w.jobs as usize);
     let mut succeeded = 0;
     for row in finals {
@@ -500,25 +498,29 @@ fn the_shutdown_sentence_parses_prints_and_is_checked() {
     };
     let ok = load("\"shutdown worker-4 at 30s\", \"restart worker-4 at 50s\"").unwrap();
     assert_eq!(ok.events.len(), 2);
-    let e = load("\"shutdown store at 30s\"").unwrap_err();
-    assert!(
-        e.contains("x.toml:2:") && e.contains("events[0]") && e.contains("only a worker"),
-        "{e}"
-    );
-    let e = load("\"restart worker-1 at 5s\", \"shutdown sweeper-1 at 30s\"").unwrap_err();
-    assert!(
-        e.contains("events[1]") && e.contains("only a worker"),
-        "{e}"
-    );
-    let e = load("\"shutdown worker-5 at 30s\"").unwrap_err();
-    assert!(e.contains("events[0]") && e.contains("unknown host"), "{e}");
-    let e = load("\"shutdown worker-2 at 3m\"").unwrap_err();
-    assert!(e.contains("after the run ends"), "{e}");
-    let e = load("\"shutdown worker-2\"").unwrap_err();
-    assert!(
-        e.contains("x.toml:2:") && e.contains("shutdown worker-N at T"),
-        "{e}"
-    );
+    // Each case: the events, and what the error must say.
+    let refused: [(&str, &[&str]); 5] = [
+        (
+            "\"shutdown store at 30s\"",
+            &["x.toml:2:", "events[0]", "only a worker"],
+        ),
+        (
+            "\"restart worker-1 at 5s\", \"shutdown sweeper-1 at 30s\"",
+            &["events[1]", "only a worker"],
+        ),
+        (
+            "\"shutdown worker-5 at 30s\"",
+            &["events[0]", "unknown host"],
+        ),
+        ("\"shutdown worker-2 at 3m\"", &["after the run ends"]),
+        (
+            "\"shutdown worker-2\"",
+            &["x.toml:2:", "shutdown worker-N at T"],
+        ),
+    ];
+    for (events, says) in refused {
+        assert_says(&load(events).unwrap_err(), says);
+    }
 }
 
 #[test]
@@ -543,22 +545,27 @@ fn size_knobs_default_to_zero_and_are_checked_against_the_limits() {
         ok.workload.error_bytes, 5000,
         "errors above the limit are truncated, not refused"
     );
-    let e = load("payload_bytes = 1001").unwrap_err();
-    assert!(
-        e.contains("s.toml:8:1: workload.payload_bytes")
-            && e.contains("protocol.max_payload_bytes 1000"),
-        "{e}"
-    );
-    let e = load("result_bytes = 2001").unwrap_err();
-    assert!(
-        e.contains("workload.result_bytes") && e.contains("protocol.max_result_bytes 2000"),
-        "{e}"
-    );
-    let e = load("payload_bytes = 3").unwrap_err();
-    assert!(
-        e.contains("workload.payload_bytes") && e.contains("too short"),
-        "{e}"
-    );
+    // Each case: the workload, and what the error must say.
+    let refused: [(&str, &[&str]); 3] = [
+        (
+            "payload_bytes = 1001",
+            &[
+                "s.toml:8:1: workload.payload_bytes",
+                "protocol.max_payload_bytes 1000",
+            ],
+        ),
+        (
+            "result_bytes = 2001",
+            &["workload.result_bytes", "protocol.max_result_bytes 2000"],
+        ),
+        (
+            "payload_bytes = 3",
+            &["workload.payload_bytes", "too short"],
+        ),
+    ];
+    for (workload, says) in refused {
+        assert_says(&load(workload).unwrap_err(), says);
+    }
     // A claim answer of that many 2 MiB leases is too large for one frame
     // of the simulated wire.
     let max = leasehold_model::config::MAX_VALUE_BYTES;

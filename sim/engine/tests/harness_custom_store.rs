@@ -7,7 +7,7 @@
 //! a batch its caller cancelled commit anyway: the simulator cancels worker
 //! batches at the store's commit point, and must see the rows change.
 
-// The factory's methods return `impl Future + Send` as the trait declares,
+// The store's methods return `impl Future + Send` as the trait declares,
 // building owned futures (what a user's code looks like); `async fn` would
 // hide that shape from the example.
 #![allow(clippy::manual_async_fn)]
@@ -15,12 +15,11 @@
 use leasehold_core::forward_store;
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{BatchAnswer, BatchRequest, Outcome, Release, ReleaseRequest, StoreError};
-use leasehold_memory::{MemoryState, MemoryStore};
-use leasehold_sim::harness::check_store;
-use leasehold_sim::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_memory::MemoryStore;
+use leasehold_sim::harness::{check_store, Report};
+use leasehold_sim::stores::{MemoryRows, OnMemoryRows, SeedContext, SimStore};
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 
 /// A user's store: the memory adapter behind a "result column" that keeps
 /// at most `keep` bytes (`None`: the column is fine), and whose `batch`
@@ -105,42 +104,19 @@ struct Factory {
     commit_point: CommitPoint,
 }
 
-impl StoreFactory for Factory {
+/// The store lives on the memory adapter's rows, so the engine makes its
+/// factory: fresh rows per seed, kept across the store host's crashes.
+impl OnMemoryRows for Factory {
     type Store = ShortColumn;
-    type Database = Arc<Mutex<MemoryState>>;
+    const NAME: &'static str = "short-column";
 
-    fn name(&self) -> String {
-        "short-column".into()
-    }
-
-    fn uses_driver(&self) -> bool {
-        false
-    }
-
-    fn create(
-        &self,
-        _: &SeedContext,
-    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
-        async { Ok(Arc::default()) }
-    }
-
-    fn open(
-        &self,
-        db: &Self::Database,
-        ctx: &SeedContext,
-        clock: SimStoreClock,
-    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
-        let inner = MemoryStore::with_state(ctx.policy.clone(), clock, db.clone());
-        let (keep, batch_says_lost, commit_point) =
-            (self.keep, self.batch_says_lost, self.commit_point);
-        async move {
-            Ok(ShortColumn {
-                inner,
-                keep,
-                batch_says_lost,
-                commit_point,
-                faults: TxFaults::default(),
-            })
+    fn open_on(&self, rows: MemoryRows, _: &SeedContext) -> ShortColumn {
+        ShortColumn {
+            inner: rows.store(),
+            keep: self.keep,
+            batch_says_lost: self.batch_says_lost,
+            commit_point: self.commit_point,
+            faults: TxFaults::default(),
         }
     }
 }
@@ -208,18 +184,21 @@ fn a_store_whose_batch_misanswers_a_release_is_caught() {
     );
 }
 
-fn cancelling() -> Vec<PathBuf> {
+/// Three seeds of the scenario whose worker batches the simulator cancels,
+/// on the store with its commit point `at`.
+fn cancelling_at(at: CommitPoint) -> Report {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    vec![root.join("cancelled_batches_commit_nothing_and_later_writers_get_through.toml")]
+    let scenario = root.join("cancelled_batches_commit_nothing_and_later_writers_get_through.toml");
+    let f = Factory {
+        commit_point: at,
+        ..Factory::default()
+    };
+    check_store(f, &[scenario], Some(3)).unwrap()
 }
 
 #[test]
 fn a_store_whose_cancelled_batch_commits_anyway_is_caught() {
-    let f = Factory {
-        commit_point: CommitPoint::AfterWriting,
-        ..Factory::default()
-    };
-    let report = check_store(f, &cancelling(), Some(3)).unwrap();
+    let report = cancelling_at(CommitPoint::AfterWriting);
     let failures: Vec<_> = report.failures().collect();
     assert!(
         !failures.is_empty(),
@@ -243,11 +222,7 @@ fn a_store_whose_cancelled_batch_commits_anyway_is_caught() {
 
 #[test]
 fn a_store_cancelled_before_it_writes_passes() {
-    let f = Factory {
-        commit_point: CommitPoint::BeforeWriting,
-        ..Factory::default()
-    };
-    let report = check_store(f, &cancelling(), Some(3)).unwrap();
+    let report = cancelling_at(CommitPoint::BeforeWriting);
     let failures: Vec<String> = report.failures().map(|f| f.summary()).collect();
     assert!(failures.is_empty(), "{failures:#?}");
     assert_eq!(report.runs.len(), 3);

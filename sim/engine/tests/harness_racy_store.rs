@@ -17,7 +17,7 @@ use leasehold_core::{
 };
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_sim::harness::check_store;
-use leasehold_sim::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
+use leasehold_sim::stores::{MemoryRows, OnMemoryRows, SeedContext, SimStore, SimStoreClock};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -158,39 +158,19 @@ struct Factory {
     locked: bool,
 }
 
-impl StoreFactory for Factory {
+/// Its awaits are the simulation's own (yields) and its table is the
+/// memory adapter's rows, so the engine makes its factory (no driver).
+impl OnMemoryRows for Factory {
     type Store = KvStore;
-    type Database = Arc<Mutex<MemoryState>>;
+    const NAME: &'static str = "kv";
 
-    fn name(&self) -> String {
-        "kv".into()
-    }
-
-    /// Its awaits are the simulation's own (yields), so it runs in place.
-    fn uses_driver(&self) -> bool {
-        false
-    }
-
-    fn create(
-        &self,
-        _: &SeedContext,
-    ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
-        async { Ok(Arc::default()) }
-    }
-
-    fn open(
-        &self,
-        db: &Self::Database,
-        ctx: &SeedContext,
-        clock: SimStoreClock,
-    ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
-        let kv = Kv {
-            table: db.clone(),
-            policy: ctx.policy.clone(),
-            clock,
+    fn open_on(&self, rows: MemoryRows, _: &SeedContext) -> KvStore {
+        KvStore(Kv {
+            table: rows.rows,
+            policy: rows.policy,
+            clock: rows.clock,
             lock: self.locked.then(Arc::default),
-        };
-        async move { Ok(KvStore(kv)) }
+        })
     }
 }
 

@@ -6,19 +6,14 @@
 //! and a run whose store made a job for a removed schedule.
 
 mod engine_support;
-use engine_support::memory_run;
+use engine_support::{memory_run, scenario};
 
-use leasehold_model::config::InvariantId;
+use leasehold_model::config::{InvariantId, SimConfig};
+use leasehold_model::history::History;
+use leasehold_sim::runner::SeedOutcome;
 
-use leasehold_model::scenario::{load_file, load_str};
+use leasehold_model::scenario::load_str;
 use std::path::Path;
-
-fn scenario(name: &str) -> leasehold_model::config::SimConfig {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name);
-    load_file(&path).unwrap_or_else(|e| panic!("{e}")).config
-}
 
 #[test]
 fn bad_schedules_in_a_scenario_are_located_and_name_their_field() {
@@ -45,8 +40,8 @@ time_zone = "Nowhere/City"
 
 [[schedules]]
 name = "c"
-every = "1s"
 catch_up_max = 0
+every = "1s"
 
 [[schedules]]
 name = "d"
@@ -61,7 +56,7 @@ remove_at = "2m"
         "s.toml:14:1: schedules[1].name: duplicate schedule name \"a\"",
         "s.toml:15:1: schedules[1].cron",
         "s.toml:20:1: schedules[2].time_zone",
-        "s.toml:25:1: schedules[3].catch_up_max",
+        "s.toml:24:1: schedules[3].catch_up_max",
         "s.toml:30:1: schedules[4].remove_at",
     ] {
         assert!(err.contains(want), "{want:?} missing from:\n{err}");
@@ -96,11 +91,29 @@ fn skewed_schedulers_replay_exactly_and_make_one_job_per_plan_time() {
     assert_eq!(unique.len(), keys.len(), "one job per plan time");
 }
 
+/// Seed 0 of the catch-up scenario, which must run clean: the scenario and
+/// the run.
+fn clean_catch_up_run() -> (SimConfig, SeedOutcome) {
+    let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
+    let run = memory_run(&cfg, 0).expect("run");
+    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    (cfg, run)
+}
+
+/// Asserts that the checker finds in `h` an I12 violation whose message
+/// says each of `says`.
+fn assert_i12(h: &History, cfg: &SimConfig, says: &[&str]) {
+    let v = leasehold_check::checker::check(h, cfg);
+    assert!(
+        v.iter()
+            .any(|v| v.invariant == InvariantId::I12 && says.iter().all(|s| v.message.contains(s))),
+        "{says:?}: {v:?}"
+    );
+}
+
 #[test]
 fn a_store_that_loses_a_plan_times_job_fails_i12() {
-    let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
-    let mut run = memory_run(&cfg, 0).expect("run");
-    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    let (cfg, mut run) = clean_catch_up_run();
     // Remove one plan time's job from the final state, as a store that
     // lost it would show, and check again.
     let records = &mut run.history.records;
@@ -112,12 +125,7 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
         })
         .expect("a plan time's job");
     records.remove(at);
-    let v = leasehold_check::checker::check(&run.history, &cfg);
-    assert!(
-        v.iter()
-            .any(|v| v.invariant == InvariantId::I12 && v.message.contains("has no job")),
-        "{v:?}"
-    );
+    assert_i12(&run.history, &cfg, &["has no job"]);
 }
 
 /// The planted bug of a scheduler that ignores its catch-up bound: a real
@@ -125,9 +133,7 @@ fn a_store_that_loses_a_plan_times_job_fails_i12() {
 #[test]
 fn a_catch_up_past_its_policy_fails_i12() {
     use leasehold_model::history::{Op, Record};
-    let cfg = scenario("scheduler_crash_across_plan_times_catches_up_each_missed_one.toml");
-    let mut run = memory_run(&cfg, 0).expect("run");
-    assert!(run.violations.is_empty(), "{:?}", run.violations);
+    let (cfg, mut run) = clean_catch_up_run();
     let records = &mut run.history.records;
     // The restarted scheduler's catch-up tick fires the latest-only
     // schedule's one missed plan time, then its on-time one.
@@ -158,14 +164,11 @@ fn a_catch_up_past_its_policy_fails_i12() {
     {
         *plan_time = leasehold_core::StoreTime(missed - 4_000);
     }
-    let v = leasehold_check::checker::check(&run.history, &cfg);
-    assert!(
-        v.iter().any(|v| v.invariant == InvariantId::I12
-            && v.message
-                .contains("one catch-up of schedule \"latest-only\"")
-            && v.message.contains("2 missed plan times")),
-        "{v:?}"
-    );
+    let says = [
+        "one catch-up of schedule \"latest-only\"",
+        "2 missed plan times",
+    ];
+    assert_i12(&run.history, &cfg, &says);
 }
 
 #[test]
@@ -223,10 +226,5 @@ fn a_removed_schedule_is_refused_and_a_store_that_fires_it_fails_i12() {
             }
         }
     }
-    let v = leasehold_check::checker::check(&run.history, &cfg);
-    assert!(
-        v.iter().any(|v| v.invariant == InvariantId::I12
-            && v.message.contains("after the schedule's removal")),
-        "{v:?}"
-    );
+    assert_i12(&run.history, &cfg, &["after the schedule's removal"]);
 }

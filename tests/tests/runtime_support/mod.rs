@@ -59,6 +59,18 @@ pub fn bundle() -> Bundle {
     }
 }
 
+/// A bundle whose store holds one job on `q`, and that job.
+pub async fn bundle_with_one_job() -> (Bundle, JobId) {
+    let b = bundle();
+    let job = b.one_job().await;
+    (b, job)
+}
+
+/// A copy of what the store recorded in `list` so far.
+pub fn recorded<T: Clone>(list: &Mutex<T>) -> T {
+    list.lock().unwrap().clone()
+}
+
 impl Bundle {
     pub fn observer(&self) -> impl worker::Observer {
         let events = self.events.clone();
@@ -96,6 +108,18 @@ impl Bundle {
         cfg: WorkerConfig,
     ) -> Worker<Flaky, Scripted, TokioRuntime> {
         Worker::new(self.store.clone(), handler, self.rt.clone(), cfg)
+    }
+
+    /// Runs a worker (see [`Bundle::worker`]) whose runtime events go to
+    /// [`Bundle::events`] until `shutdown`.
+    pub fn spawn_observed(
+        &self,
+        handler: Scripted,
+        cfg: WorkerConfig,
+        shutdown: Shutdown,
+    ) -> JoinHandle<WorkerStats> {
+        let worker = self.worker(handler, cfg).with_observer(self.observer());
+        tokio::spawn(worker.run(shutdown))
     }
 
     /// Runs a worker (see [`Bundle::worker`]) until `shutdown`.

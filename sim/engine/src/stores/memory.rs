@@ -3,6 +3,9 @@
 //! The rows live in a [`MemoryState`] that outlives the store host, so a
 //! crash keeps what committed; a restart opens a new store on the same
 //! state. The only store that carries the catalogue's store-side bugs.
+//! Its factory comes from [`OnMemoryRows`], which any store kept in the
+//! memory adapter's rows (a test's double or fault injector) implements to
+//! get one too.
 
 // The store traits return `impl Future + Send`; these bodies clone what they
 // need before the `async` block, so the futures own it and can run on the
@@ -10,7 +13,7 @@
 #![allow(clippy::manual_async_fn)]
 
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
-use leasehold_core::{CrashReport, Event, StoreError, StoreTime, SweepRequest};
+use leasehold_core::{CrashReport, Event, Policy, StoreError, StoreTime, SweepRequest};
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_model::catalogue::Variant;
 use std::future::Future;
@@ -62,12 +65,50 @@ impl SimStore for SimMemoryStore {
     }
 }
 
-impl StoreFactory for MemoryFactory {
-    type Store = SimMemoryStore;
+/// A store over the memory adapter's rows, which outlive the store host: a
+/// crash keeps what committed, and a restart opens a new store on the same
+/// rows. Such a store (the memory store itself, a test's double or fault
+/// injector around it) implements this and gets its [`StoreFactory`]: no
+/// driver (its awaits are the simulation's own), fresh rows per seed.
+pub trait OnMemoryRows: Send + Sync + 'static {
+    /// The store.
+    type Store: SimStore;
+    /// A short name for reports (`memory`, ...).
+    const NAME: &'static str;
+    /// Whether the store carries the catalogue's store-side bugs (only the
+    /// memory store does).
+    #[doc(hidden)]
+    const CARRIES_STORE_VARIANTS: bool = false;
+
+    /// Opens a store on the seed's rows. Called at every start of the
+    /// store host.
+    fn open_on(&self, rows: MemoryRows, ctx: &SeedContext) -> Self::Store;
+}
+
+/// What a store over the memory adapter's rows opens on: the seed's rows,
+/// the policy to apply and the store clock.
+pub struct MemoryRows {
+    /// The rows, shared by every start of the store host.
+    pub rows: Arc<Mutex<MemoryState>>,
+    /// The policy the store must apply.
+    pub policy: Policy,
+    /// The store host's simulated clock.
+    pub clock: SimStoreClock,
+}
+
+impl MemoryRows {
+    /// The memory store on these rows.
+    pub fn store(&self) -> MemoryStore {
+        MemoryStore::with_state(self.policy.clone(), self.clock.clone(), self.rows.clone())
+    }
+}
+
+impl<T: OnMemoryRows> StoreFactory for T {
+    type Store = T::Store;
     type Database = Arc<Mutex<MemoryState>>;
 
     fn name(&self) -> String {
-        "memory".into()
+        T::NAME.into()
     }
 
     fn uses_driver(&self) -> bool {
@@ -75,7 +116,7 @@ impl StoreFactory for MemoryFactory {
     }
 
     fn carries_store_variants(&self) -> bool {
-        true
+        T::CARRIES_STORE_VARIANTS
     }
 
     fn create(
@@ -91,10 +132,29 @@ impl StoreFactory for MemoryFactory {
         ctx: &SeedContext,
         clock: SimStoreClock,
     ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
-        let mut store = MemoryStore::with_state(ctx.policy.clone(), clock, db.clone());
+        let policy = ctx.policy.clone();
+        let store = self.open_on(
+            MemoryRows {
+                rows: db.clone(),
+                policy,
+                clock,
+            },
+            ctx,
+        );
+        async move { Ok(store) }
+    }
+}
+
+impl OnMemoryRows for MemoryFactory {
+    type Store = SimMemoryStore;
+    const NAME: &'static str = "memory";
+    const CARRIES_STORE_VARIANTS: bool = true;
+
+    fn open_on(&self, rows: MemoryRows, ctx: &SeedContext) -> SimMemoryStore {
+        let mut store = rows.store();
         configure_memory(&mut store, ctx.variant);
         let variant = ctx.variant;
-        async move { Ok(SimMemoryStore { store, variant }) }
+        SimMemoryStore { store, variant }
     }
 }
 

@@ -41,7 +41,7 @@ mod postgres;
 mod sqlite;
 
 pub use backend::Backend;
-pub use memory::MemoryFactory;
+pub use memory::{MemoryFactory, MemoryRows, OnMemoryRows};
 #[cfg(feature = "sql")]
 pub use postgres::{PostgresFactory, DEFAULT_SCHEMA_PREFIX};
 #[cfg(feature = "sql")]

@@ -70,3 +70,11 @@ pub fn first_catching(
         .into_iter()
         .find(|&s| broken(&run(cfg, s)).contains(&inv))
 }
+
+/// Asserts that `text` holds each of `needles`, naming the one it lacks.
+#[track_caller]
+pub fn assert_says(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+}

@@ -26,7 +26,8 @@ fn seeds_run(o: &Output) -> Vec<u64> {
 fn environment_seeds_apply_and_flags_override_them() {
     // Each case: the flags after `run SCENARIO --json`, the environment,
     // and the seeds that run.
-    let cases: [(&[&str], (&str, &str), Vec<u64>); 3] = [
+    type Case<'a> = (&'a [&'a str], (&'a str, &'a str), Vec<u64>);
+    let cases: [Case; 3] = [
         (&[], ("LEASEHOLD_SEEDS", "2"), vec![0, 1]),
         (&[], ("LEASEHOLD_SEED", "7"), vec![7]),
         (&["--seeds", "1"], ("LEASEHOLD_SEED", "7"), vec![0]),

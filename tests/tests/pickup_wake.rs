@@ -211,7 +211,7 @@ mod postgres_listener {
         until_none("the listener outlived close", || listeners(admin, app)).await;
         // Longer than the listener's first reconnect delay.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let back = listeners(&admin, &app).await;
+        let back = listeners(admin, app).await;
         assert_eq!(back, 0, "the listener came back after close");
 
         // A store closed before any worker asked for wake-ups starts no
@@ -221,7 +221,7 @@ mod postgres_listener {
         unused.inner().close().await;
         drop(unused.work_available(QUEUE));
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let started = listeners(&admin, &app).await;
+        let started = listeners(admin, &app).await;
         assert_eq!(started, 0, "a closed store started a listener");
         admin.close().await;
     }

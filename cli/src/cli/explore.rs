@@ -302,9 +302,7 @@ impl Corpus<'_> {
                 "Shrunk in {} runs and {:.1}s{}: before {}; after {}.",
                 out.runs,
                 t0.elapsed().as_secs_f64(),
-                exhausted
-                    .then_some(" (budget exhausted)")
-                    .unwrap_or_default(),
+                if exhausted { " (budget exhausted)" } else { "" },
                 out.before,
                 out.after
             ),

@@ -97,12 +97,16 @@ pub fn run(args: &ShrinkArgs) -> ExitCode {
         "{} runs in {:.1}s{}{}",
         out.runs,
         started.elapsed().as_secs_f64(),
-        concretized
-            .then_some("; swarm faults replaced by the seed's schedule")
-            .unwrap_or_default(),
-        exhausted
-            .then_some("; budget exhausted (rerun with --max-runs/--max-secs to go further)")
-            .unwrap_or_default(),
+        if concretized {
+            "; swarm faults replaced by the seed's schedule"
+        } else {
+            ""
+        },
+        if exhausted {
+            "; budget exhausted (rerun with --max-runs/--max-secs to go further)"
+        } else {
+            ""
+        },
     );
     eprintln!("reproduce: leasehold replay {dest} --seed {seed}");
     ExitCode::Ok

@@ -74,11 +74,15 @@ pub enum Variant {
     ///     lapse, and the sweeper reports a live worker as crashed (found by
     ///     the simulator once it cancelled batches).
     HeartbeatStopsAtRelease,
+    /// 21. A worker serving several queues applies its first queue's limit
+    ///     to every queue it serves (one limit read where each queue has
+    ///     its own): a queue limited below the first runs past its limit.
+    FirstQueueLimitForAll,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 20] = [
+    pub const ALL: [Variant; 21] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -99,6 +103,7 @@ impl Variant {
         Variant::WaitsOnlyForWakeUps,
         Variant::FenceFromAnswer,
         Variant::HeartbeatStopsAtRelease,
+        Variant::FirstQueueLimitForAll,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -124,6 +129,7 @@ impl Variant {
             Variant::WaitsOnlyForWakeUps => "waits-only-for-wake-ups",
             Variant::FenceFromAnswer => "fence-from-answer",
             Variant::HeartbeatStopsAtRelease => "heartbeat-stops-at-release",
+            Variant::FirstQueueLimitForAll => "first-queue-limit-for-every-queue",
         }
     }
 

@@ -46,11 +46,17 @@ pub struct Slots {
 impl Slots {
     /// Empty slots for `cfg`'s queues.
     pub fn new(cfg: &WorkerConfig) -> Slots {
-        let limits: Vec<u32> = cfg
+        #[allow(unused_mut)]
+        let mut limits: Vec<u32> = cfg
             .queues
             .iter()
             .map(|q| q.limit.min(cfg.concurrency))
             .collect();
+        #[cfg(feature = "buggy-variants")]
+        if cfg.variant == Some(crate::variants::Variant::FirstQueueLimitForAll) {
+            let first = limits.first().copied().unwrap_or(cfg.concurrency);
+            limits.iter_mut().for_each(|l| *l = first);
+        }
         Slots {
             running: BTreeMap::new(),
             per_queue: vec![0; limits.len()],

@@ -143,6 +143,24 @@ fn counts(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
             "running jobs per queue",
         );
     }
+    for (path, n) in [
+        ("protocol.queue_limits", cfg.protocol.queue_limits.len()),
+        (
+            "protocol.queue_parallelism",
+            cfg.protocol.queue_parallelism.len(),
+        ),
+    ] {
+        over(bad, path, n as u64, MAX_QUEUES as u64, "queues");
+    }
+    for (q, &p) in &cfg.protocol.queue_parallelism {
+        over(
+            bad,
+            &format!("protocol.queue_parallelism.{q}"),
+            p.into(),
+            MAX_PARALLELISM.into(),
+            "running jobs per queue",
+        );
+    }
 }
 
 /// Every duration of the scenario with its field path.

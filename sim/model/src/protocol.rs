@@ -27,8 +27,8 @@ pub fn policy_of(cfg: &SimConfig, seed: u64) -> Result<Policy, String> {
         jitter_permille: DEFAULT_JITTER_PERMILLE,
         seed: crate::rng::SimRng::derive(seed, "backoff", &[]).next_u64(),
     });
-    if let Some(limit) = p.parallelism {
-        for q in &cfg.workload.queues {
+    for q in &cfg.workload.queues {
+        if let Some(limit) = p.store_limit(q) {
             b = b.parallelism(q.clone(), limit);
         }
     }
@@ -49,7 +49,8 @@ pub fn queues_of(cfg: &SimConfig, k: usize) -> Vec<String> {
 }
 
 /// The worker configuration of a scenario for worker `id` on `queues` (the
-/// first one first; each with `protocol.queue_limit` when set), with the
+/// first one first; each with its limit, `protocol.queue_limits` or
+/// `protocol.queue_limit`, when set), with the
 /// catalogue's worker-side `variant` (if any) put in. Not yet built: the
 /// caller may add what only it knows.
 pub fn worker_config(
@@ -69,9 +70,9 @@ pub fn worker_config(
         .poll_interval(p.poll_interval.0)
         .request_timeout(p.request_timeout.0);
     for q in queues.iter().skip(1) {
-        b = b.queue(q.clone(), p.queue_limit.unwrap_or(p.concurrency));
+        b = b.queue(q.clone(), p.worker_limit(q).unwrap_or(p.concurrency));
     }
-    if let (Some(limit), Some(q)) = (p.queue_limit, queues.first()) {
+    if let Some((q, limit)) = queues.first().and_then(|q| Some((q, p.worker_limit(q)?))) {
         b = b.queue(q.clone(), limit);
     }
     catalogue::configure_worker(b, variant)

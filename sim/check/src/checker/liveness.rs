@@ -67,13 +67,18 @@ fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<Job
             }
         }
     }
-    let per_worker = u64::from(cfg.protocol.concurrency);
+    let p = &cfg.protocol;
     let slots_of = |q: &str| {
         let workers = (0..cfg.topology.workers as usize)
             .filter(|i| queues.get(i % queues.len().max(1)).map(String::as_str) == Some(q))
             .count() as u64;
+        // A worker runs at most its limit of the queue; the store at most
+        // the queue's parallelism (each queue's own, else the common one).
+        let per_worker = p.queue_limits.get(q).copied().or(p.queue_limit);
+        let per_worker = u64::from(per_worker.map_or(p.concurrency, |l| l.min(p.concurrency)));
+        let store = p.queue_parallelism.get(q).copied().or(p.parallelism);
         (workers * per_worker)
-            .min(cfg.protocol.parallelism.map_or(u64::MAX, u64::from))
+            .min(store.map_or(u64::MAX, u64::from))
             .max(1)
     };
     let names: BTreeSet<&str> = jobs.values().map(|j| j.0).collect();

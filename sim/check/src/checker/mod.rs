@@ -173,7 +173,10 @@ pub fn check(history: &History, cfg: &SimConfig) -> Vec<Violation> {
     out.extend(cancel::check_events(&steps));
     out.extend(cancel::check_history(&steps, &facts));
     out.extend(budget::check_events(&steps));
-    out.extend(parallelism::check_events(&steps, cfg.protocol.parallelism));
+    let p = &cfg.protocol;
+    out.extend(parallelism::check_events_per_queue(&steps, |q| {
+        p.queue_parallelism.get(q).copied().or(p.parallelism)
+    }));
     out.extend(parallelism::check_workers(&facts, cfg));
     out.extend(answers::check(history, cfg));
     out.extend(schedules::check(history, &facts, cfg));

@@ -2,9 +2,12 @@
 //!
 //! The same bound one level down, on the worker's own slot planner: a worker
 //! never runs more handlers of one queue at once than its limit for that
-//! queue (`protocol.queue_limit`), nor more in all than its concurrency.
-//! Judged on the handlers' ground truth (their start and return in true
-//! time), not on anything the worker says about its slots.
+//! queue (the queue's own `protocol.queue_limits` entry, else
+//! `protocol.queue_limit`), nor more in all than its concurrency. Judged
+//! on the handlers' ground truth (their start and return in true time),
+//! not on anything the worker says about its slots. Each queue is judged
+//! against its own limit on both levels: a store or worker that applied
+//! another queue's limit is caught on the queue it let run over.
 
 use super::facts::Facts;
 use super::replay::Step;
@@ -17,8 +20,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Each worker's running handlers, per queue and in all, against its limits.
 pub fn check_workers(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
-    let concurrency = cfg.protocol.concurrency as usize;
-    let queue_limit = cfg.protocol.queue_limit.map_or(concurrency, |l| l as usize);
+    let p = &cfg.protocol;
+    let concurrency = p.concurrency as usize;
+    // Read from the scenario here, not through the model's helpers the
+    // hosts configure the workers with.
+    let limit_of = |queue: &str| {
+        let own = p.queue_limits.get(queue).copied().or(p.queue_limit);
+        own.map_or(concurrency, |l| l as usize)
+    };
     // (worker, time, starts?) per handler edge; an end sorts before a start
     // at the same millisecond (a slot freed, then taken).
     let mut edges: BTreeMap<&WorkerId, Vec<(u64, bool, JobId, &str)>> = BTreeMap::new();
@@ -72,6 +81,7 @@ pub fn check_workers(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
             if running.insert(job) {
                 all += 1;
             }
+            let queue_limit = limit_of(queue);
             let over_queue = running.len() > queue_limit;
             let over_all = all > concurrency;
             if (over_queue || over_all) && flagged.insert(queue) {
@@ -97,12 +107,21 @@ pub fn check_workers(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
 
 /// On events alone, with the per-queue `limit` (none = unlimited).
 pub fn check_events(steps: &[Step<'_>], limit: Option<u32>) -> Vec<Violation> {
-    let Some(limit) = limit else {
-        return Vec::new();
-    };
+    check_events_per_queue(steps, |_| limit)
+}
+
+/// On events alone, each queue against its own limit (`limit_of` the
+/// queue; none = unlimited).
+pub fn check_events_per_queue(
+    steps: &[Step<'_>],
+    limit_of: impl Fn(&str) -> Option<u32>,
+) -> Vec<Violation> {
     let mut running: BTreeMap<&str, BTreeSet<JobId>> = BTreeMap::new();
     let mut out = Vec::new();
     for s in steps {
+        let Some(limit) = limit_of(s.before.queue.as_str()) else {
+            continue;
+        };
         let q = running.entry(s.before.queue.as_str()).or_default();
         if s.event.to == JobState::Running {
             q.insert(s.event.job);

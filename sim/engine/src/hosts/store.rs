@@ -82,7 +82,7 @@ impl StoreSettings {
                 .of_kind(|k| matches!(k, HostKind::Worker(_)))
                 .map(|h| (h.name.clone(), h.index))
                 .collect(),
-            parallelism_limited: cfg.protocol.parallelism.is_some(),
+            parallelism_limited: cfg.protocol.store_limited(),
             faults,
         }
     }

@@ -6,6 +6,7 @@ use super::range::Range;
 use crate::duration::Dur;
 use crate::schedules::{DEFAULT_MISFIRE_GRACE, DEFAULT_SCHEDULER_TICK};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Default lease.
 pub const DEFAULT_LEASE: Dur = Dur::secs(10);
@@ -53,7 +54,7 @@ pub struct Topology {
     pub workers_per_process: u32,
     /// Queues each worker serves: worker `k` (counting every worker of
     /// every host from 0) serves the workload's queues `k`, `k + 1`, …
-    /// (round the list), each with [`Protocol::queue_limit`].
+    /// (round the list), each with its limit ([`Protocol::worker_limit`]).
     #[serde(skip_serializing_if = "is_one")]
     pub queues_per_worker: u32,
 }
@@ -102,6 +103,17 @@ pub struct Protocol {
     /// serves (none = its concurrency): the worker's slot planner.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_limit: Option<u32>,
+    /// A worker's own limit for some queues (`{ a = 1, b = 3 }`), each in
+    /// place of `queue_limit` for that queue only, so that queues with
+    /// different limits share workers. Every key must be a queue of
+    /// `workload.queues`; every limit between 1 and `concurrency`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub queue_limits: BTreeMap<String, u32>,
+    /// The store's parallelism limit for some queues (`{ a = 2 }`), each in
+    /// place of `parallelism` for that queue only (a queue in neither is
+    /// unlimited). Every key must be a queue of `workload.queues`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub queue_parallelism: BTreeMap<String, u32>,
     /// Request timeout on workers and sweepers.
     pub request_timeout: Dur,
     /// Idle poll interval of workers.
@@ -132,6 +144,8 @@ impl Default for Protocol {
             backoff_cap: DEFAULT_BACKOFF_CAP,
             parallelism: None,
             queue_limit: None,
+            queue_limits: BTreeMap::new(),
+            queue_parallelism: BTreeMap::new(),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             poll_interval: DEFAULT_POLL,
             scheduler_tick: DEFAULT_SCHEDULER_TICK,
@@ -140,6 +154,29 @@ impl Default for Protocol {
             max_result_bytes: leasehold_core::DEFAULT_MAX_RESULT_BYTES as u64,
             max_error_bytes: leasehold_core::DEFAULT_MAX_ERROR_BYTES as u64,
         }
+    }
+}
+
+impl Protocol {
+    /// The most handlers of `queue` a worker serving it runs at once, when
+    /// limited below its concurrency: the queue's own entry in
+    /// `queue_limits`, else `queue_limit`.
+    pub fn worker_limit(&self, queue: &str) -> Option<u32> {
+        self.queue_limits.get(queue).copied().or(self.queue_limit)
+    }
+
+    /// The most running jobs of `queue` the store allows, if limited: the
+    /// queue's own entry in `queue_parallelism`, else `parallelism`.
+    pub fn store_limit(&self, queue: &str) -> Option<u32> {
+        self.queue_parallelism
+            .get(queue)
+            .copied()
+            .or(self.parallelism)
+    }
+
+    /// Whether the store limits any queue's running jobs.
+    pub fn store_limited(&self) -> bool {
+        self.parallelism.is_some() || !self.queue_parallelism.is_empty()
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct Rules {
     pub parallelism: Option<u32>,
     /// The queues the limit applies to.
     pub limited: BTreeSet<String>,
+    /// Queues with a limit of their own, in place of `parallelism`.
+    pub per_queue: BTreeMap<String, u32>,
     /// Largest payload, bytes.
     pub max_payload: u64,
     /// Largest result, bytes.
@@ -44,6 +46,7 @@ impl Rules {
         Rules {
             parallelism: p.parallelism,
             limited: cfg.workload.queues.iter().cloned().collect(),
+            per_queue: p.queue_parallelism.clone(),
             max_payload: p.max_payload_bytes,
             max_result: p.max_result_bytes,
             max_error: p.max_error_bytes,
@@ -52,7 +55,9 @@ impl Rules {
     }
 
     fn limit_of(&self, queue: &str) -> Option<u32> {
-        self.parallelism.filter(|_| self.limited.contains(queue))
+        let own = self.per_queue.get(queue).copied();
+        own.or(self.parallelism)
+            .filter(|_| self.limited.contains(queue))
     }
 }
 

@@ -39,6 +39,31 @@ pub(super) fn topology(cfg: &SimConfig, bad: &mut Bad) {
             );
         }
     }
+    // Each queue's own limits, worker-side and store-side: only for a queue
+    // the scenario has, never zero (a queue no one may run).
+    let known = |q: &str| cfg.workload.queues.iter().any(|w| w == q);
+    for (q, &limit) in &cfg.protocol.queue_limits {
+        let path = format!("protocol.queue_limits.{q}");
+        if !known(q) {
+            bad(&path, format!("queue {q:?} is not one of workload.queues"));
+        } else if limit == 0 || limit > cfg.protocol.concurrency {
+            bad(
+                &path,
+                format!(
+                    "{limit} must be between 1 and protocol.concurrency {}",
+                    cfg.protocol.concurrency
+                ),
+            );
+        }
+    }
+    for (q, &limit) in &cfg.protocol.queue_parallelism {
+        let path = format!("protocol.queue_parallelism.{q}");
+        if !known(q) {
+            bad(&path, format!("queue {q:?} is not one of workload.queues"));
+        } else if limit == 0 {
+            bad(&path, "must be at least 1".into());
+        }
+    }
 }
 
 /// The run itself: how many seeds, the delivery quantum, and a duration

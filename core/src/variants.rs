@@ -78,11 +78,17 @@ pub enum Variant {
     ///     to every queue it serves (one limit read where each queue has
     ///     its own): a queue limited below the first runs past its limit.
     FirstQueueLimitForAll,
+    /// 22. The worker's fence is computed from the lease alone,
+    ///     `L - margin`, instead of `L·(1−ρ)/(1+ρ) - margin`: with clocks at
+    ///     the declared drift bound (the worker's slow, the store's fast) it
+    ///     believes past the store's expiry, while another worker may
+    ///     already hold the lease.
+    FenceIgnoresDrift,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 21] = [
+    pub const ALL: [Variant; 22] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -104,6 +110,7 @@ impl Variant {
         Variant::FenceFromAnswer,
         Variant::HeartbeatStopsAtRelease,
         Variant::FirstQueueLimitForAll,
+        Variant::FenceIgnoresDrift,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -130,6 +137,7 @@ impl Variant {
             Variant::FenceFromAnswer => "fence-from-answer",
             Variant::HeartbeatStopsAtRelease => "heartbeat-stops-at-release",
             Variant::FirstQueueLimitForAll => "first-queue-limit-for-every-queue",
+            Variant::FenceIgnoresDrift => "fence-ignores-drift",
         }
     }
 

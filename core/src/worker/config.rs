@@ -273,7 +273,15 @@ impl WorkerConfigBuilder {
                 ),
             ));
         }
-        c.safe_lease = safe_duration(c.lease, c.max_drift_ppm, c.fence_margin)?;
+        #[cfg(feature = "buggy-variants")]
+        let fence_drift_ppm = if c.variant == Some(crate::variants::Variant::FenceIgnoresDrift) {
+            0
+        } else {
+            c.max_drift_ppm
+        };
+        #[cfg(not(feature = "buggy-variants"))]
+        let fence_drift_ppm = c.max_drift_ppm;
+        c.safe_lease = safe_duration(c.lease, fence_drift_ppm, c.fence_margin)?;
         if c.renew_interval >= c.safe_lease && !skip_renew_check {
             return Err(ConfigError::new(
                 "renew_interval",

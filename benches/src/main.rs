@@ -25,6 +25,10 @@
 //! - `latency`: jobs arrive at `--rate` per second on an idle queue for
 //!   `--duration` seconds and one default `Worker` drains them; reports
 //!   enqueue-commit → handler-start percentiles (`latency.rs`).
+//! - `soak`: a long run with retention on: `--jobs` jobs arrive at
+//!   `--rate`, default `Worker`s drain them, the core's `Pruner` prunes;
+//!   sizes every `--report-every` seconds, then checks that nothing was
+//!   lost, run twice or pruned early (`soak.rs`).
 //!
 //! ## Depends on
 //! `leasehold-core` and the adapters it measures, nothing of the simulator.
@@ -35,7 +39,13 @@ mod args;
 mod cpu;
 mod figures;
 mod latency;
+mod load;
+mod pg_sizes;
 mod rounds;
+mod soak;
+mod soak_ledger;
+mod sqlite_sizes;
+mod store_sizes;
 mod wal;
 
 use args::{Mode, Settings};
@@ -367,7 +377,9 @@ async fn drain<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, St
             f.ceiling = Some(s.jobs as f64 / ceiling.drain.as_secs_f64().max(1e-9));
             Ok(f)
         }
-        Mode::Latency => unreachable!("latency mode runs in latency.rs"),
+        Mode::Latency | Mode::Soak => {
+            unreachable!("these modes run in their own files")
+        }
     }
 }
 
@@ -535,6 +547,13 @@ fn main() {
     // Latency mode has its own settings and report (`latency.rs`).
     if s.mode == Mode::Latency {
         if !latency::main(&s, &rt) {
+            std::process::exit(1);
+        }
+        return;
+    }
+    // Soak mode has its own report and checks (`soak.rs`).
+    if s.mode == Mode::Soak {
+        if !soak::main(&s, &rt) {
             std::process::exit(1);
         }
         return;

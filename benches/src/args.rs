@@ -25,6 +25,12 @@ pub enum Mode {
     /// `--report-every` seconds, then checks nothing was lost, run twice
     /// or pruned early (`soak.rs`).
     Soak,
+    /// PostgreSQL: `--jobs` finished jobs older than `--retention`, then
+    /// default `Worker`s' throughput on fresh jobs for `--interval`
+    /// seconds without pruning and the same with a `Pruner` deleting the
+    /// backlog; watches `pg_locks` for claims waiting on it
+    /// (`prune_claims.rs`).
+    PruneClaims,
 }
 
 /// Which stores to measure.
@@ -95,7 +101,7 @@ pub struct Settings {
     /// Seconds of recorded arrivals (`--mode latency`).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3_600))]
     pub duration: u64,
-    /// Retention `R` in seconds (`--mode soak`); at
+    /// Retention `R` in seconds (`--mode soak`, `--mode prune-claims`); at
     /// least `leasehold_core::MIN_RETENTION`.
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(60..=86_400))]
     pub retention: u64,
@@ -111,6 +117,9 @@ pub struct Settings {
     /// Calls per Pruner wake-up; unset, `PrunerConfig`'s default.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000))]
     pub prune_rounds: Option<u32>,
+    /// Seconds of each measured interval (`--mode prune-claims`).
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub interval: u64,
     /// Measure N times on the same store (each round enqueues and drains
     /// `--jobs` anew); prints each round, then the range of each figure.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]

@@ -79,14 +79,14 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
             s.audit(),
             f.config.as_deref().unwrap_or("?")
         ),
-        Mode::Latency | Mode::Soak => {
+        Mode::Latency | Mode::Soak | Mode::PruneClaims => {
             unreachable!("these modes report in their own files")
         }
     };
     let (claims_what, unit) = match s.mode {
         Mode::Batch => ("claim calls", "claim sent"),
         Mode::Worker => ("leases granted", "lease granted"),
-        Mode::Latency | Mode::Soak => {
+        Mode::Latency | Mode::Soak | Mode::PruneClaims => {
             unreachable!("these modes report in their own files")
         }
     };

@@ -47,6 +47,7 @@ mod load;
 mod lock_watch;
 mod pg_sizes;
 mod prune_claims;
+mod pruned_answers;
 mod rounds;
 mod soak;
 mod soak_ledger;

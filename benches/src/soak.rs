@@ -7,8 +7,9 @@
 //! `--retention`, period, batch and rounds from `PrunerConfig`'s defaults
 //! unless given) prunes on its period: the bench calls
 //! `Pruner::prune_once` on the Pruner's own schedule (period, doubling
-//! backoff after a failure) so that it sees every pruned id, which
-//! `Pruner::run` only logs.
+//! backoff after a failure), over a store wrapper that checks each
+//! `Store::prune` answer as it arrives (`pruned_answers.rs`): a wake-up
+//! that fails loses the ids of its earlier calls, the wrapper does not.
 //!
 //! Every `--report-every` seconds one line: elapsed, enqueued, completed,
 //! backlog, pruned, rows in the jobs and audit tables, the jobs table's
@@ -20,13 +21,16 @@
 //! - no pruned id was pruned before it ran or less than `R` after it first
 //!   started (its finish is no earlier than its start, the prune no later
 //!   than its answer);
-//! - rows left = enqueued − pruned, none of them finished more than `R`
+//! - rows left = enqueued − pruned (fewer only by what calls the Pruner
+//!   abandoned at its request timeout may have deleted unseen, at most a
+//!   batch each), none of them finished more than `R`
 //!   before the last prune began (store clock), and at least every job
 //!   that first started within `R` of the last prune's answer is left:
 //!   the rows left are the jobs finished within the last `R`.
 
 use crate::args::Settings;
 use crate::figures::ENQUEUE_CHUNK;
+use crate::pruned_answers::Answered;
 use crate::soak_ledger::{Ledger, PruneTally};
 use crate::store_sizes::{mib, unavailable, Inspect, Sizes};
 use crate::BatchStore;
@@ -96,28 +100,26 @@ async fn arrive<S: BatchStore>(
     Ok(())
 }
 
-/// The Pruner on its period, every answer checked against the ledger.
+/// The Pruner on its period (its answers are checked as the store gives
+/// them, by [`Answered`]); a failed wake-up waits the Pruner's backoff.
 async fn prune<S: BatchStore>(
-    pruner: Arc<Pruner<S, TokioRuntime>>,
+    pruner: Arc<Pruner<Answered<S>, TokioRuntime>>,
     cfg: PrunerConfig,
-    ledger: Arc<Ledger>,
     tally: Arc<Mutex<PruneTally>>,
     mut shutdown: Shutdown,
 ) {
     let mut failures: u32 = 0;
     while !shutdown.is_requested() {
         let wait = match pruner.prune_once().await {
-            Ok(ids) => {
+            Ok(_) => {
                 failures = 0;
-                if let Ok(mut t) = tally.lock() {
-                    ledger.check_pruned(&ids, ledger.now_ms(), cfg.request.retention.0, &mut t);
-                }
                 cfg.period
             }
-            Err(_) => {
+            Err(e) => {
                 failures = failures.saturating_add(1);
                 if let Ok(mut t) = tally.lock() {
-                    t.failed_calls += 1;
+                    t.failed_wake_ups += 1;
+                    t.last_error = Some(e.to_string());
                 }
                 cfg.backoff_after(failures)
             }
@@ -214,11 +216,15 @@ async fn soak<S: BatchStore + Inspect + 'static>(
         let worker = Worker::new(store.clone(), Mark(ledger.clone()), TokioRuntime::new(), wc);
         workers.push(tokio::spawn(worker.run(shutdown.clone())));
     }
-    let pruner = Arc::new(Pruner::new(store.clone(), TokioRuntime::new(), cfg.clone()));
+    let answered = Arc::new(Answered {
+        inner: store.clone(),
+        ledger: ledger.clone(),
+        tally: tally.clone(),
+    });
+    let pruner = Arc::new(Pruner::new(answered, TokioRuntime::new(), cfg.clone()));
     let pruning = tokio::spawn(prune(
         pruner.clone(),
         cfg.clone(),
-        ledger.clone(),
         tally.clone(),
         shutdown.clone(),
     ));
@@ -292,9 +298,6 @@ async fn soak<S: BatchStore + Inspect + 'static>(
     let full = cfg.request.limit as usize * cfg.max_rounds as usize;
     for _ in 0..=(s.jobs() / full.max(1) + 1) {
         let ids = pruner.prune_once().await?;
-        if let Ok(mut t) = tally.lock() {
-            ledger.check_pruned(&ids, ledger.now_ms(), retention_ms, &mut t);
-        }
         if ids.len() < full {
             break;
         }
@@ -304,7 +307,7 @@ async fn soak<S: BatchStore + Inspect + 'static>(
     let recent = ledger.started_after(answered_ms.saturating_sub(retention_ms));
     let unfinished = store.unfinished().await?;
     let end = store.sizes().await?;
-    let t = tally.lock().map(|t| *t).unwrap_or_default();
+    let t = tally.lock().map(|t| t.clone()).unwrap_or_default();
     let total = enqueued.load(Ordering::SeqCst);
     let checks = [
         check(format!("run finished: {}", failure.as_deref().unwrap_or("yes")), failure.is_none()),
@@ -318,9 +321,28 @@ async fn soak<S: BatchStore + Inspect + 'static>(
             ),
             t.early == 0 && t.not_run == 0 && t.unknown == 0,
         ),
+        // A call the Pruner abandoned may have deleted up to a batch
+        // unseen: only then may rows be missing, and at most that many.
         check(
-            format!("rows left = enqueued - pruned: {} = {total} - {}", end.jobs_rows, t.pruned),
-            end.jobs_rows + t.pruned == total,
+            format!(
+                "rows left = enqueued - pruned: {} = {total} - {}{}",
+                end.jobs_rows,
+                t.pruned,
+                if t.abandoned_calls > 0 {
+                    format!(
+                        " (or less, by at most {} x {}: calls the Pruner abandoned; {} rows unseen)",
+                        t.abandoned_calls,
+                        cfg.request.limit,
+                        total.saturating_sub(end.jobs_rows + t.pruned)
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+            end.jobs_rows + t.pruned == total
+                || (end.jobs_rows + t.pruned < total
+                    && total - end.jobs_rows - t.pruned
+                        <= t.abandoned_calls * u64::from(cfg.request.limit)),
         ),
         check(format!("no row left that finished more than R before the last prune: {due_left}"), due_left == 0),
         check(
@@ -343,7 +365,7 @@ async fn soak<S: BatchStore + Inspect + 'static>(
         .map(|x| x.rate);
     let last = full_intervals.last().map(|x| x.rate);
     let mut text = format!(
-        "   end after {:.0} s: {} | rows: jobs {} audit {} | jobs table {} MiB, indexes {} MiB, total {} MiB{}\n   after the first R + period: at most {} job rows, total at most {} MiB; throughput per interval: second {:.0} jobs/s, last full {:.0} jobs/s; prune calls failed: {}; claim errors: {claim_errors}\n   load average before {}, after {}",
+        "   end after {:.0} s: {} | rows: jobs {} audit {} | jobs table {} MiB, indexes {} MiB, total {} MiB{}\n   after the first R + period: at most {} job rows, total at most {} MiB; throughput per interval: second {:.0} jobs/s, last full {:.0} jobs/s; prune calls failed: {}, abandoned: {}, wake-ups failed: {}{}; claim errors: {claim_errors}\n   load average before {}, after {}",
         elapsed.as_secs_f64(),
         if ok { "all checks passed" } else { "A CHECK FAILED" },
         end.jobs_rows, end.audit_rows, mib(end.table_bytes), mib(end.index_bytes), mib(Some(end.total_bytes)),
@@ -352,6 +374,9 @@ async fn soak<S: BatchStore + Inspect + 'static>(
         mib(max_total),
         first.unwrap_or(0.0), last.unwrap_or(0.0),
         t.failed_calls,
+        t.abandoned_calls,
+        t.failed_wake_ups,
+        t.last_error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default(),
         crate::load::load_text(load_before), crate::load::load_text(load_after),
     );
     for c in &checks {
@@ -367,7 +392,8 @@ async fn soak<S: BatchStore + Inspect + 'static>(
                  "table_bytes": end.table_bytes, "index_bytes": end.index_bytes,
                  "total_bytes": end.total_bytes, "wal_bytes": end.wal_bytes },
         "steady_max_jobs_rows": max_rows, "steady_max_total_bytes": max_total,
-        "first_interval_jobs_per_s": first, "last_interval_jobs_per_s": last,
+        "prune_calls_failed": t.failed_calls, "prune_calls_abandoned": t.abandoned_calls,
+        "prune_wake_ups_failed": t.failed_wake_ups, "first_interval_jobs_per_s": first, "last_interval_jobs_per_s": last,
         "checks": checks.iter().map(|c| json!({"check": c.what, "ok": c.ok})).collect::<Vec<_>>(),
         "load_average_before": load_before, "load_average_after": load_after,
     });

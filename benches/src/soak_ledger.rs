@@ -28,7 +28,7 @@ pub struct Ledger {
 }
 
 /// The check of the pruned ids so far.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct PruneTally {
     /// Ids the pruner answered.
     pub pruned: u64,
@@ -41,8 +41,15 @@ pub struct PruneTally {
     /// Smallest (prune answered − job first started), ms: at least `R`
     /// when nothing was pruned early.
     pub min_margin_ms: Option<u64>,
-    /// Prune calls that failed (retried after the Pruner's backoff).
+    /// `Store::prune` calls that answered an error.
     pub failed_calls: u64,
+    /// `Store::prune` calls dropped before their answer (the Pruner's
+    /// request timeout): their rows may have gone unseen.
+    pub abandoned_calls: u64,
+    /// Pruner wake-ups that ended in an error (retried after its backoff).
+    pub failed_wake_ups: u64,
+    /// The last error a call or wake-up answered.
+    pub last_error: Option<String>,
 }
 
 impl Ledger {

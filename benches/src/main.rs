@@ -45,6 +45,7 @@ mod figures;
 mod latency;
 mod load;
 mod lock_watch;
+mod pg_schema;
 mod pg_sizes;
 mod prune_claims;
 mod pruned_answers;

@@ -168,15 +168,7 @@ async fn run(s: &Settings, url: &str) -> Result<(), StoreError> {
     let load_before = crate::load::load_average();
     let schema = format!("lh_prune_claims_{}", std::process::id());
     let pool = (s.workers + 2).min(64) as u32;
-    let store = PgStore::builder(url)
-        .schema(schema.clone())
-        .policy(Policy::default())
-        .audit(s.audit())
-        .max_connections(pool)
-        .connect()
-        .await?;
-    store.migrate().await?;
-    let store = Arc::new(store);
+    let store = Arc::new(crate::pg_schema::migrated(url, &schema, s, pool).await?);
     let result = measure(s, url, &schema, store.clone(), cfg, load_before).await;
     let _ = sqlx::query(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .execute(store.pool())

@@ -35,10 +35,9 @@ use crate::soak_ledger::{Ledger, PruneTally};
 use crate::store_sizes::{mib, unavailable, Inspect, Sizes};
 use crate::BatchStore;
 use leasehold_core::{
-    shutdown_channel, Handler, HandlerError, Lease, NewJob, Policy, Pruner, PrunerConfig, Shutdown,
+    shutdown_channel, Handler, HandlerError, Lease, NewJob, Pruner, PrunerConfig, Shutdown,
     StopSignal, StoreError, TokioRuntime, Worker, WorkerConfig,
 };
-use leasehold_postgres::PgStore;
 use serde_json::json;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -409,14 +408,7 @@ async fn postgres(s: &Settings) -> Result<bool, StoreError> {
     let schema = format!("lh_soak_{}", std::process::id());
     // A connection per Worker, one for the Pruner, one for the reports.
     let pool = (s.workers + 2).min(64) as u32;
-    let store = PgStore::builder(&url)
-        .schema(schema.clone())
-        .policy(Policy::default())
-        .audit(s.audit())
-        .max_connections(pool)
-        .connect()
-        .await?;
-    store.migrate().await?;
+    let store = crate::pg_schema::migrated(&url, &schema, s, pool).await?;
     let version: String = sqlx::query_scalar("SHOW server_version")
         .fetch_one(store.pool())
         .await

@@ -1,6 +1,7 @@
 //! Command-line settings (clap derive).
 
 use clap::{Parser, ValueEnum};
+use leasehold_core::{ConfigError, Millis, PrunerConfig};
 use leasehold_sqlite::Durability;
 
 /// How the drain runs.
@@ -18,6 +19,18 @@ pub enum Mode {
     /// for `--duration` seconds; one default `Worker` drains them
     /// (`latency.rs`).
     Latency,
+    /// A long run with retention on: `--jobs` jobs arrive at `--rate` per
+    /// second, `--workers` default `Worker`s drain them and the core's
+    /// `Pruner` prunes with `--retention`; prints sizes every
+    /// `--report-every` seconds, then checks nothing was lost, run twice
+    /// or pruned early (`soak.rs`).
+    Soak,
+    /// PostgreSQL: `--jobs` finished jobs older than `--retention`, then
+    /// default `Worker`s' throughput on fresh jobs for `--interval`
+    /// seconds without pruning and the same with a `Pruner` deleting the
+    /// backlog; watches `pg_locks` for claims waiting on it
+    /// (`prune_claims.rs`).
+    PruneClaims,
 }
 
 /// Which stores to measure.
@@ -82,12 +95,31 @@ pub struct Settings {
     /// unset, only the server's autovacuum runs.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
     pub vacuum_every: Option<u64>,
-    /// Arrivals per second (`--mode latency`).
+    /// Arrivals per second (`--mode latency`, `--mode soak`).
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub rate: u32,
     /// Seconds of recorded arrivals (`--mode latency`).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3_600))]
     pub duration: u64,
+    /// Retention `R` in seconds (`--mode soak`, `--mode prune-claims`); at
+    /// least `leasehold_core::MIN_RETENTION`.
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(60..=86_400))]
+    pub retention: u64,
+    /// Seconds between two report lines (`--mode soak`).
+    #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub report_every: u64,
+    /// Seconds between two Pruner wake-ups; unset, `PrunerConfig`'s default.
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub prune_period: Option<u64>,
+    /// Jobs per prune call; unset, `PrunerConfig`'s default.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub prune_batch: Option<u32>,
+    /// Calls per Pruner wake-up; unset, `PrunerConfig`'s default.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    pub prune_rounds: Option<u32>,
+    /// Seconds of each measured interval (`--mode prune-claims`).
+    #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3_600))]
+    pub interval: u64,
     /// Measure N times on the same store (each round enqueues and drains
     /// `--jobs` anew); prints each round, then the range of each figure.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
@@ -129,6 +161,22 @@ impl Settings {
     pub fn duration(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.duration)
     }
+    /// The Pruner's configuration: `PrunerConfig`'s defaults but what
+    /// `--retention`, `--prune-period`, `--prune-batch` and
+    /// `--prune-rounds` give.
+    pub fn pruner(&self) -> Result<PrunerConfig, ConfigError> {
+        let mut b = PrunerConfig::builder().retention(Millis::from_secs(self.retention));
+        if let Some(p) = self.prune_period {
+            b = b.period(Millis::from_secs(p));
+        }
+        if let Some(n) = self.prune_batch {
+            b = b.batch(n);
+        }
+        if let Some(n) = self.prune_rounds {
+            b = b.max_rounds(n);
+        }
+        b.build()
+    }
     /// SQLite's durability.
     pub fn sqlite_durability(&self) -> Durability {
         match self.sqlite_sync {
@@ -156,5 +204,36 @@ mod tests {
         assert_eq!(unset.vacuum_every, None, "no vacuum unless asked");
         assert_eq!(leasehold_postgres::MIN_VACUUM_PERIOD.as_millis(), 50);
         assert_eq!(leasehold_postgres::MAX_VACUUM_PERIOD.as_millis(), 3_600_000);
+    }
+
+    /// The soak's Pruner takes the defaults unless a flag gives a value,
+    /// and a retention below the core's minimum is refused when parsed.
+    #[test]
+    fn the_pruner_takes_its_defaults_unless_given() {
+        use leasehold_core::worker::pruner_config::{DEFAULT_PRUNE_BATCH, DEFAULT_PRUNE_PERIOD};
+        let d = Settings::try_parse_from(["leasehold-bench", "--mode", "soak"]).expect("defaults");
+        let c = d.pruner().expect("defaults build");
+        assert_eq!(c.request.retention, leasehold_core::MIN_RETENTION);
+        assert_eq!(
+            (c.period, c.request.limit),
+            (DEFAULT_PRUNE_PERIOD, DEFAULT_PRUNE_BATCH)
+        );
+        let g = Settings::try_parse_from([
+            "leasehold-bench",
+            "--prune-period",
+            "5",
+            "--prune-batch",
+            "10000",
+            "--prune-rounds",
+            "20",
+        ])
+        .expect("given");
+        let c = g.pruner().expect("given values build");
+        assert_eq!(
+            (c.period.0, c.request.limit, c.max_rounds),
+            (5_000, 10_000, 20)
+        );
+        assert!(Settings::try_parse_from(["leasehold-bench", "--retention", "59"]).is_err());
+        assert!(Settings::try_parse_from(["leasehold-bench", "--prune-batch", "10001"]).is_err());
     }
 }

@@ -79,12 +79,16 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
             s.audit(),
             f.config.as_deref().unwrap_or("?")
         ),
-        Mode::Latency => unreachable!("latency mode reports in latency.rs"),
+        Mode::Latency | Mode::Soak | Mode::PruneClaims => {
+            unreachable!("these modes report in their own files")
+        }
     };
     let (claims_what, unit) = match s.mode {
         Mode::Batch => ("claim calls", "claim sent"),
         Mode::Worker => ("leases granted", "lease granted"),
-        Mode::Latency => unreachable!("latency mode reports in latency.rs"),
+        Mode::Latency | Mode::Soak | Mode::PruneClaims => {
+            unreachable!("these modes report in their own files")
+        }
     };
     let ceiling = f.ceiling.map(|c| {
         format!(
@@ -114,7 +118,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         });
     let value = json!({
         "backend": backend, "detail": detail,
-        "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", Mode::Latency => "latency" },
+        "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", _ => "other" },
         "jobs": s.jobs, "workers": s.workers, "batch": s.batch, "concurrency": s.concurrency,
         "audit": s.audit(), "lease_ms": lease.0,
         "enqueue_s": f.enqueue.as_secs_f64(), "enqueue_jobs_per_s": enq_rate,

@@ -115,13 +115,6 @@ fn histogram(samples: &[u64]) -> Histogram<u64> {
     h
 }
 
-/// The 1, 5 and 15 minute load averages (Linux), for the report.
-fn load_average() -> Option<[f64; 3]> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let mut it = text.split_whitespace().map(|v| v.parse::<f64>().ok());
-    Some([it.next()??, it.next()??, it.next()??])
-}
-
 /// What one store's run measured.
 struct Run {
     pickup: Histogram<u64>,
@@ -134,7 +127,7 @@ struct Run {
 }
 
 async fn measure<S: Store>(store: Arc<S>, s: &Settings) -> Result<Run, StoreError> {
-    let load_before = load_average();
+    let load_before = crate::load::load_average();
     let cpu_before = crate::cpu::CpuSample::now();
     let book = Arc::new(Mutex::new(Book::default()));
     // The defaults, on purpose: no opting in to anything.
@@ -176,7 +169,7 @@ async fn measure<S: Store>(store: Arc<S>, s: &Settings) -> Result<Run, StoreErro
     }
     stop.shutdown();
     let _ = running.await;
-    let load_after = load_average();
+    let load_after = crate::load::load_average();
     let cpu = cpu_before
         .zip(crate::cpu::CpuSample::now())
         .map(|(a, b)| a.until(&b));
@@ -206,10 +199,7 @@ fn report(backend: &str, detail: &str, s: &Settings, r: &Run) {
     };
     let (p50, p90, p99, max) = q(&r.pickup);
     let (e50, _, e99, _) = q(&r.enqueue);
-    let load = |l: Option<[f64; 3]>| {
-        l.map(|l| format!("{:.2} {:.2} {:.2}", l[0], l[1], l[2]))
-            .unwrap_or_else(|| "n/a".into())
-    };
+    let load = crate::load::load_text;
     let settings = format!(
         "mode=latency rate={}/s duration={}s (+{}s warm-up) worker=default (poll_interval={}, concurrency={}) audit={}",
         s.rate,

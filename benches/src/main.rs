@@ -25,6 +25,13 @@
 //! - `latency`: jobs arrive at `--rate` per second on an idle queue for
 //!   `--duration` seconds and one default `Worker` drains them; reports
 //!   enqueue-commit → handler-start percentiles (`latency.rs`).
+//! - `soak`: a long run with retention on: `--jobs` jobs arrive at
+//!   `--rate`, default `Worker`s drain them, the core's `Pruner` prunes;
+//!   sizes every `--report-every` seconds, then checks that nothing was
+//!   lost, run twice or pruned early (`soak.rs`).
+//! - `prune-claims` (PostgreSQL): claim throughput and latency of default
+//!   `Worker`s without and during the prune of a `--jobs` backlog, and the
+//!   lock views during it (`prune_claims.rs`).
 //!
 //! ## Depends on
 //! `leasehold-core` and the adapters it measures, nothing of the simulator.
@@ -32,10 +39,21 @@
 #![warn(missing_docs)]
 
 mod args;
+mod claim_timing;
 mod cpu;
 mod figures;
 mod latency;
+mod load;
+mod lock_watch;
+mod pg_schema;
+mod pg_sizes;
+mod prune_claims;
+mod pruned_answers;
 mod rounds;
+mod soak;
+mod soak_ledger;
+mod sqlite_sizes;
+mod store_sizes;
 mod wal;
 
 use args::{Mode, Settings};
@@ -56,7 +74,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wal::WalSample;
 
-const QUEUE: &str = "bench";
+/// The queue of the batched drains (and of the prune-claims backlog).
+pub const QUEUE: &str = "bench";
 /// The lease every claim asks for.
 pub const LEASE: Millis = Millis(60_000);
 /// Longest a drain may take before the bench gives up.
@@ -367,7 +386,9 @@ async fn drain<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, St
             f.ceiling = Some(s.jobs as f64 / ceiling.drain.as_secs_f64().max(1e-9));
             Ok(f)
         }
-        Mode::Latency => unreachable!("latency mode runs in latency.rs"),
+        Mode::Latency | Mode::Soak | Mode::PruneClaims => {
+            unreachable!("these modes run in their own files")
+        }
     }
 }
 
@@ -535,6 +556,21 @@ fn main() {
     // Latency mode has its own settings and report (`latency.rs`).
     if s.mode == Mode::Latency {
         if !latency::main(&s, &rt) {
+            std::process::exit(1);
+        }
+        return;
+    }
+    // Soak mode has its own report and checks (`soak.rs`), the
+    // prune-claims mode its own report (`prune_claims.rs`).
+    let own = match s.mode {
+        Mode::Soak => Some(soak::main as fn(&Settings, &tokio::runtime::Runtime) -> bool),
+        Mode::PruneClaims => {
+            Some(prune_claims::main as fn(&Settings, &tokio::runtime::Runtime) -> bool)
+        }
+        _ => None,
+    };
+    if let Some(mode) = own {
+        if !mode(&s, &rt) {
             std::process::exit(1);
         }
         return;

@@ -104,12 +104,7 @@ impl SchemaState {
     /// the `known` versions of this build.
     pub fn judge(applied: &[i64], known: &[i64]) -> SchemaState {
         let known_latest = known.iter().copied().max().unwrap_or(0);
-        let mut unknown: Vec<i64> = applied
-            .iter()
-            .copied()
-            .filter(|v| !known.contains(v))
-            .collect();
-        unknown.sort_unstable();
+        let mut unknown = not_in(applied, known);
         unknown.dedup();
         if !unknown.is_empty() {
             return SchemaState::Newer {
@@ -120,12 +115,7 @@ impl SchemaState {
         let Some(latest) = applied.iter().copied().max() else {
             return SchemaState::Missing;
         };
-        let mut pending: Vec<i64> = known
-            .iter()
-            .copied()
-            .filter(|v| !applied.contains(v))
-            .collect();
-        pending.sort_unstable();
+        let pending = not_in(known, applied);
         if pending.is_empty() {
             SchemaState::Current { version: latest }
         } else {
@@ -135,6 +125,17 @@ impl SchemaState {
             }
         }
     }
+}
+
+/// The versions of `these` that `others` lacks, in order.
+fn not_in(these: &[i64], others: &[i64]) -> Vec<i64> {
+    let mut out: Vec<i64> = these
+        .iter()
+        .copied()
+        .filter(|v| !others.contains(v))
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 impl fmt::Display for SchemaState {

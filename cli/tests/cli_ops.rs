@@ -683,36 +683,38 @@ fn the_env_var_names_the_store_when_no_flag_does() {
 
 // ---- PostgreSQL ----
 
-#[test]
-fn postgres_migrate_prints_its_sql_on_a_dry_run_then_applies_it() {
-    if let Some(db) = Db::postgres("migrate") {
-        migrate_dry_run_then_apply(&db, "CREATE TABLE leasehold_jobs");
+/// Runs `case` on a fresh schema named for it, then drops the schema,
+/// which must exist by then; skipped without `DATABASE_URL`.
+fn on_postgres(name: &str, case: impl FnOnce(&Db)) {
+    if let Some(db) = Db::postgres(name) {
+        case(&db);
         db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
     }
+}
+
+#[test]
+fn postgres_migrate_prints_its_sql_on_a_dry_run_then_applies_it() {
+    on_postgres("migrate", |db| {
+        migrate_dry_run_then_apply(db, "CREATE TABLE leasehold_jobs")
+    });
 }
 
 #[test]
 fn postgres_status_list_show_retry_and_cancel() {
-    if let Some(db) = Db::postgres("flow") {
-        status_list_show_retry_cancel(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
+    on_postgres("flow", status_list_show_retry_cancel);
 }
 
 #[test]
 fn postgres_prune_deletes_only_jobs_finished_before_the_retention() {
-    if let Some(db) = Db::postgres("prune") {
-        prune_deletes_only_jobs_finished_before_the_retention(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
+    on_postgres(
+        "prune",
+        prune_deletes_only_jobs_finished_before_the_retention,
+    );
 }
 
 #[test]
 fn postgres_an_unknown_job_exits_2_and_changes_nothing() {
-    if let Some(db) = Db::postgres("unknown") {
-        an_unknown_job_exits_2(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
+    on_postgres("unknown", an_unknown_job_exits_2);
 }
 
 #[test]
@@ -725,8 +727,5 @@ fn postgres_a_database_without_the_schema_exits_2() {
 
 #[test]
 fn postgres_a_schema_newer_than_the_binary_exits_2_and_changes_nothing() {
-    if let Some(db) = Db::postgres("newer") {
-        a_schema_newer_than_the_binary_exits_2(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
+    on_postgres("newer", a_schema_newer_than_the_binary_exits_2);
 }

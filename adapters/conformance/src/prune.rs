@@ -44,21 +44,24 @@ fn manual_only(manual: bool, name: &str, case: &str) -> bool {
     manual
 }
 
-/// A fresh store on the suite's policy, with the harness's name, for a
-/// case that needs store time moved by `R`: `None` (said why) on a clock
-/// that cannot.
+/// A fresh store on the suite's policy, with the harness's name (for the
+/// cases' messages).
+async fn opened<H: Harness>(h: &H) -> (Fixture<H::Store>, String) {
+    (h.fresh(suite_policy()).await, h.name())
+}
+
+/// [`opened`], for a case that needs store time moved by `R`: `None`
+/// (said why) on a clock that cannot.
 async fn on_manual_clock<H: Harness>(h: &H, case: &str) -> Option<(Fixture<H::Store>, String)> {
-    let f = h.fresh(suite_policy()).await;
-    let name = h.name();
+    let (f, name) = opened(h).await;
     manual_only(f.time.is_manual(), &name, case).then_some((f, name))
 }
 
 /// Succeeded, dead and cancelled jobs go once they finished `R` ago, not a
 /// millisecond before; pending and running jobs stay whatever their age.
 pub async fn prune_deletes_only_terminal_jobs_finished_at_least_r_ago<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
+    let (f, name) = opened(h).await;
     let s = &*f.store;
-    let name = h.name();
     let done = enqueue(s, NewJob::new("q", b"a".to_vec())).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
     assert_eq!(
@@ -261,9 +264,8 @@ pub async fn operations_on_a_pruned_job_answer_as_for_an_unknown_job<H: Harness>
 /// With an audit retention of `2R`, a job pruned at `R` leaves its events
 /// until they are `2R` old; with the default (`R`), they go with the job.
 pub async fn audit_events_are_kept_for_their_own_retention<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
+    let (f, name) = opened(h).await;
     let s = &*f.store;
-    let name = h.name();
     if h.events(s).await.is_none() {
         eprintln!("{name}: keeps no audit log; audit retention case skipped");
         return;
@@ -311,9 +313,8 @@ pub async fn audit_events_are_kept_for_their_own_retention<H: Harness>(h: &H) {
 /// retention and a limit of zero or over the cap are refused, even when
 /// the request was built by hand, and change nothing.
 pub async fn bad_prune_requests_are_refused_and_change_nothing<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
+    let (f, name) = opened(h).await;
     let s = &*f.store;
-    let name = h.name();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec())).await;
     assert_cancel(s, id, CancelOutcome::Cancelled, &name).await;
     if f.time.is_manual() {

@@ -26,6 +26,7 @@ pub mod shard;
 pub mod shrink;
 pub mod stores;
 pub mod swarm_mix;
+pub mod tally;
 pub mod timeout;
 pub mod verdict;
 

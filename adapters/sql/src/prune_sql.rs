@@ -14,9 +14,8 @@
 
 use crate::dialect::Dialect;
 use crate::job_columns::COLUMNS;
-use crate::job_sql::{Exec, MapError};
 use leasehold_core::{PruneRequest, StoreError, StoreTime};
-use sqlx::{Database, Encode, IntoArguments, Type};
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 
 /// The states a prune may delete, as an SQL list.
 pub const TERMINAL_STATES: &str = "('succeeded', 'dead', 'cancelled')";
@@ -65,12 +64,15 @@ pub fn scan(d: Dialect) -> String {
 /// `req.limit` of the oldest audit rows, those written at or before the
 /// audit cutoff (bound in that order): the tables differ between the
 /// stores, the bounds do not.
+///
+/// (Spelled without `job_sql`'s `Exec` and `MapError`: `job_sql` builds
+/// its prune scan from this file, and files here import one way.)
 pub async fn prune_audit<'c, DB>(
-    e: impl Exec<'c, DB>,
+    e: impl Executor<'c, Database = DB>,
     sql: &str,
     req: &PruneRequest,
     now: StoreTime,
-    map: MapError,
+    map: fn(sqlx::Error) -> StoreError,
 ) -> Result<(), StoreError>
 where
     DB: Database,

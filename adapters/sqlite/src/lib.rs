@@ -437,7 +437,9 @@ impl Store for SqliteStore {
 
     async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
         req.validate()?;
-        in_write_tx!(self, |conn, now| self.prune_in(conn, &req, now).await)
+        in_write_tx!(self, |conn, now| self
+            .prune_in(conn, &req, now, &schedules::SQL)
+            .await)
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

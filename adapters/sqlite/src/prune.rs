@@ -8,11 +8,11 @@
 //! 0003) from its oldest entry: at most `limit` rows.
 
 use crate::read::JOBS;
-use crate::schedules::SQL;
 use crate::{error, SqliteStore};
 use leasehold_core::{JobId, PruneRequest, StoreError, StoreTime};
 use leasehold_sql::prune_sql;
-use sqlx::SqliteConnection;
+use leasehold_sql::schedule_sql::ScheduleSql;
+use sqlx::{Sqlite, SqliteConnection};
 
 /// Deletes the oldest events (at most the first bound) written at or
 /// before the second: a bounded walk of the primary key, whatever the
@@ -37,11 +37,14 @@ pub(crate) async fn next_id(conn: &mut SqliteConnection) -> Result<JobId, StoreE
 }
 
 impl SqliteStore {
+    /// Prunes by `req` at store time `now`, raising the marks through
+    /// `schedules` (passed in: `schedules.rs` takes its ids from this file).
     pub(crate) async fn prune_in(
         &self,
         conn: &mut SqliteConnection,
         req: &PruneRequest,
         now: StoreTime,
+        schedules: &ScheduleSql<Sqlite>,
     ) -> Result<Vec<JobId>, StoreError> {
         let plan = JOBS.prune_plan(&mut *conn, req, now).await?;
         for id in &plan.jobs {
@@ -68,7 +71,7 @@ impl SqliteStore {
             .await
             .map_err(error::map)?;
         }
-        SQL.raise_marks(conn, &plan).await?;
+        schedules.raise_marks(conn, &plan).await?;
         prune_sql::prune_audit(&mut *conn, PRUNE_AUDIT, req, now, error::map).await?;
         Ok(plan.jobs)
     }

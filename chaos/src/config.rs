@@ -156,18 +156,8 @@ pub fn request_timeout(lease: Millis) -> Millis {
     Millis((lease.0 / 3).max(100))
 }
 
-macro_rules! setter {
-    ($(#[$doc:meta] $name:ident: $ty:ty),* $(,)?) => {$(
-        #[$doc]
-        pub fn $name(mut self, v: $ty) -> Self {
-            self.cfg.$name = v;
-            self
-        }
-    )*};
-}
-
 impl ChaosConfigBuilder {
-    setter! {
+    leasehold_core::setter! {
         /// Jobs to run.
         jobs: u64,
         /// The fault window.

@@ -556,36 +556,45 @@ fn a_schema_newer_than_the_binary_exits_2(db: &Db) {
     assert_eq!(db.state(j.pending), JobState::Pending);
 }
 
+// ---- Both stores ----
+
+/// Each case as two tests: on a SQLite file and on a PostgreSQL schema
+/// ([`on_postgres`]), each named for the case (`$name`).
+macro_rules! on_both_stores {
+    ($($sqlite:ident, $postgres:ident: $name:literal => $case:expr;)*) => {$(
+        #[test]
+        fn $sqlite() {
+            ($case)(&Db::sqlite($name));
+        }
+
+        #[test]
+        fn $postgres() {
+            on_postgres($name, $case);
+        }
+    )*};
+}
+
+on_both_stores! {
+    sqlite_migrate_prints_its_sql_on_a_dry_run_then_applies_it,
+    postgres_migrate_prints_its_sql_on_a_dry_run_then_applies_it: "migrate" =>
+        |db: &Db| migrate_dry_run_then_apply(db, "CREATE TABLE leasehold_jobs");
+    sqlite_status_list_show_retry_and_cancel,
+    postgres_status_list_show_retry_and_cancel: "flow" => status_list_show_retry_cancel;
+    sqlite_prune_deletes_only_jobs_finished_before_the_retention,
+    postgres_prune_deletes_only_jobs_finished_before_the_retention: "prune" =>
+        prune_deletes_only_jobs_finished_before_the_retention;
+    sqlite_an_unknown_job_exits_2_and_changes_nothing,
+    postgres_an_unknown_job_exits_2_and_changes_nothing: "unknown" => an_unknown_job_exits_2;
+    sqlite_a_schema_newer_than_the_binary_exits_2_and_changes_nothing,
+    postgres_a_schema_newer_than_the_binary_exits_2_and_changes_nothing: "newer" =>
+        a_schema_newer_than_the_binary_exits_2;
+}
+
 // ---- SQLite ----
-
-#[test]
-fn sqlite_migrate_prints_its_sql_on_a_dry_run_then_applies_it() {
-    migrate_dry_run_then_apply(&Db::sqlite("migrate"), "CREATE TABLE leasehold_jobs");
-}
-
-#[test]
-fn sqlite_status_list_show_retry_and_cancel() {
-    status_list_show_retry_cancel(&Db::sqlite("flow"));
-}
-
-#[test]
-fn sqlite_prune_deletes_only_jobs_finished_before_the_retention() {
-    prune_deletes_only_jobs_finished_before_the_retention(&Db::sqlite("prune"));
-}
-
-#[test]
-fn sqlite_an_unknown_job_exits_2_and_changes_nothing() {
-    an_unknown_job_exits_2(&Db::sqlite("unknown"));
-}
 
 #[test]
 fn sqlite_a_file_without_the_schema_exits_2() {
     a_database_without_the_schema_exits_2(&Db::sqlite("noschema"));
-}
-
-#[test]
-fn sqlite_a_schema_newer_than_the_binary_exits_2_and_changes_nothing() {
-    a_schema_newer_than_the_binary_exits_2(&Db::sqlite("newer"));
 }
 
 #[test]
@@ -683,34 +692,11 @@ fn the_env_var_names_the_store_when_no_flag_does() {
 
 // ---- PostgreSQL ----
 
-#[test]
-fn postgres_migrate_prints_its_sql_on_a_dry_run_then_applies_it() {
-    if let Some(db) = Db::postgres("migrate") {
-        migrate_dry_run_then_apply(&db, "CREATE TABLE leasehold_jobs");
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
-}
-
-#[test]
-fn postgres_status_list_show_retry_and_cancel() {
-    if let Some(db) = Db::postgres("flow") {
-        status_list_show_retry_cancel(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
-}
-
-#[test]
-fn postgres_prune_deletes_only_jobs_finished_before_the_retention() {
-    if let Some(db) = Db::postgres("prune") {
-        prune_deletes_only_jobs_finished_before_the_retention(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
-    }
-}
-
-#[test]
-fn postgres_an_unknown_job_exits_2_and_changes_nothing() {
-    if let Some(db) = Db::postgres("unknown") {
-        an_unknown_job_exits_2(&db);
+/// Runs `case` on a fresh schema named for it, then drops the schema,
+/// which must exist by then; skipped without `DATABASE_URL`.
+fn on_postgres(name: &str, case: impl FnOnce(&Db)) {
+    if let Some(db) = Db::postgres(name) {
+        case(&db);
         db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
     }
 }
@@ -720,13 +706,5 @@ fn postgres_a_database_without_the_schema_exits_2() {
     if let Some(db) = Db::postgres("noschema") {
         a_database_without_the_schema_exits_2(&db);
         db.exec(&format!("DROP SCHEMA IF EXISTS {} CASCADE", db.schema()));
-    }
-}
-
-#[test]
-fn postgres_a_schema_newer_than_the_binary_exits_2_and_changes_nothing() {
-    if let Some(db) = Db::postgres("newer") {
-        a_schema_newer_than_the_binary_exits_2(&db);
-        db.exec(&format!("DROP SCHEMA {} CASCADE", db.schema()));
     }
 }

@@ -112,7 +112,7 @@ async fn assert_release<S: Store>(
 }
 
 /// Asserts that cancelling `job` answers `want`.
-async fn assert_cancel<S: Store>(s: &S, job: JobId, want: CancelOutcome, name: &str) {
+pub async fn assert_cancel<S: Store>(s: &S, job: JobId, want: CancelOutcome, name: &str) {
     assert_eq!(s.cancel(job).await.expect("cancel"), want, "{name}");
 }
 

@@ -8,8 +8,8 @@
 //! job to age run on a manual clock only, and say so on a real one (the
 //! guards and "recent jobs stay" hold on both).
 
-use super::cases::{claim_one, enqueue, now, release, rows};
-use super::{suite_policy, Harness, LONG_LEASE};
+use super::cases::{assert_cancel, claim_one, enqueue, now, release, rows};
+use super::{suite_policy, Fixture, Harness, LONG_LEASE};
 use leasehold_core::schedule::{FireRequest, Rule, Schedule};
 use leasehold_core::{CancelOutcome, JobId, JobState, NewJob, Outcome, Release, StoreTime};
 use leasehold_core::{InputError, StoreError};
@@ -44,12 +44,24 @@ fn manual_only(manual: bool, name: &str, case: &str) -> bool {
     manual
 }
 
+/// A fresh store on the suite's policy, with the harness's name (for the
+/// cases' messages).
+async fn opened<H: Harness>(h: &H) -> (Fixture<H::Store>, String) {
+    (h.fresh(suite_policy()).await, h.name())
+}
+
+/// [`opened`], for a case that needs store time moved by `R`: `None`
+/// (said why) on a clock that cannot.
+async fn on_manual_clock<H: Harness>(h: &H, case: &str) -> Option<(Fixture<H::Store>, String)> {
+    let (f, name) = opened(h).await;
+    manual_only(f.time.is_manual(), &name, case).then_some((f, name))
+}
+
 /// Succeeded, dead and cancelled jobs go once they finished `R` ago, not a
 /// millisecond before; pending and running jobs stay whatever their age.
 pub async fn prune_deletes_only_terminal_jobs_finished_at_least_r_ago<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
+    let (f, name) = opened(h).await;
     let s = &*f.store;
-    let name = h.name();
     let done = enqueue(s, NewJob::new("q", b"a".to_vec())).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
     assert_eq!(
@@ -64,10 +76,7 @@ pub async fn prune_deletes_only_terminal_jobs_finished_at_least_r_ago<H: Harness
     };
     assert_eq!(release(s, dead, l.token, failed).await, Release::Committed);
     let cancelled = enqueue(s, NewJob::new("q", b"c".to_vec())).await;
-    assert_eq!(
-        s.cancel(cancelled).await.expect("cancel"),
-        CancelOutcome::Cancelled
-    );
+    assert_cancel(s, cancelled, CancelOutcome::Cancelled, &name).await;
     let running = enqueue(s, NewJob::new("q", b"d".to_vec())).await;
     let _lease = claim_one(s, "w", "q", LONG_LEASE).await;
     let pending = enqueue(s, NewJob::new("q", b"e".to_vec()).delay(Millis(10 * R.0))).await;
@@ -111,12 +120,10 @@ pub async fn prune_deletes_only_terminal_jobs_finished_at_least_r_ago<H: Harness
 
 /// A prune takes at most its limit, oldest finish first.
 pub async fn prune_respects_its_limit_oldest_finish_first<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
-    let s = &*f.store;
-    let name = h.name();
-    if !manual_only(f.time.is_manual(), &name, "prune limit") {
+    let Some((f, name)) = on_manual_clock(h, "prune limit").await else {
         return;
-    }
+    };
+    let s = &*f.store;
     let ids: Vec<JobId> = {
         let mut ids = Vec::new();
         for i in 0..5u8 {
@@ -127,10 +134,7 @@ pub async fn prune_respects_its_limit_oldest_finish_first<H: Harness>(h: &H) {
     // Finish them newest id first, a millisecond apart: the oldest finish
     // is the highest id.
     for id in ids.iter().rev() {
-        assert_eq!(
-            s.cancel(*id).await.expect("cancel"),
-            CancelOutcome::Cancelled
-        );
+        assert_cancel(s, *id, CancelOutcome::Cancelled, &name).await;
         f.time.advance(Millis(1)).await;
     }
     f.time.advance(R).await;
@@ -148,12 +152,10 @@ pub async fn prune_respects_its_limit_oldest_finish_first<H: Harness>(h: &H) {
 /// Within `R` a repeated key answers the finished job; once the job is
 /// pruned, the key makes a new job.
 pub async fn a_pruned_idempotency_key_is_free_again<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
-    let s = &*f.store;
-    let name = h.name();
-    if !manual_only(f.time.is_manual(), &name, "pruned key") {
+    let Some((f, name)) = on_manual_clock(h, "pruned key").await else {
         return;
-    }
+    };
+    let s = &*f.store;
     let spec = NewJob::new("q", b"k".to_vec()).idempotency_key("order-7");
     let first = enqueue(s, spec.clone()).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
@@ -180,12 +182,10 @@ pub async fn a_pruned_idempotency_key_is_free_again<H: Harness>(h: &H) {
 /// A plan time whose job was pruned is refused, as is every earlier one of
 /// its schedule; a later plan time fires.
 pub async fn a_pruned_plan_time_does_not_fire_again<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
-    let s = &*f.store;
-    let name = h.name();
-    if !manual_only(f.time.is_manual(), &name, "pruned plan time") {
+    let Some((f, name)) = on_manual_clock(h, "pruned plan time").await else {
         return;
-    }
+    };
+    let s = &*f.store;
     let every = Millis(1000);
     let sched = Schedule::new("tick", "cron-q", b"t".to_vec(), Rule::every(every));
     s.put_schedule(sched).await.expect("put");
@@ -197,10 +197,7 @@ pub async fn a_pruned_plan_time_does_not_fire_again<H: Harness>(h: &H) {
         plan_time,
     };
     let job = s.fire(fire(p)).await.expect("fire");
-    assert_eq!(
-        s.cancel(job).await.expect("cancel"),
-        CancelOutcome::Cancelled
-    );
+    assert_cancel(s, job, CancelOutcome::Cancelled, &name).await;
     f.time.advance(R).await;
     assert_eq!(
         s.fire(fire(p)).await.expect("within R"),
@@ -231,12 +228,10 @@ pub async fn a_pruned_plan_time_does_not_fire_again<H: Harness>(h: &H) {
 /// renew, release, cancel and get of a pruned job answer as for a job that
 /// never existed.
 pub async fn operations_on_a_pruned_job_answer_as_for_an_unknown_job<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
-    let s = &*f.store;
-    let name = h.name();
-    if !manual_only(f.time.is_manual(), &name, "pruned job") {
+    let Some((f, name)) = on_manual_clock(h, "pruned job").await else {
         return;
-    }
+    };
+    let s = &*f.store;
     let id = enqueue(s, NewJob::new("q", b"x".to_vec())).await;
     let l = claim_one(s, "w", "q", LONG_LEASE).await;
     assert_eq!(release(s, id, l.token, ok(b"r")).await, Release::Committed);
@@ -269,9 +264,8 @@ pub async fn operations_on_a_pruned_job_answer_as_for_an_unknown_job<H: Harness>
 /// With an audit retention of `2R`, a job pruned at `R` leaves its events
 /// until they are `2R` old; with the default (`R`), they go with the job.
 pub async fn audit_events_are_kept_for_their_own_retention<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
+    let (f, name) = opened(h).await;
     let s = &*f.store;
-    let name = h.name();
     if h.events(s).await.is_none() {
         eprintln!("{name}: keeps no audit log; audit retention case skipped");
         return;
@@ -285,16 +279,10 @@ pub async fn audit_events_are_kept_for_their_own_retention<H: Harness>(h: &H) {
         j
     };
     let old = enqueue(s, NewJob::new("q", b"old".to_vec())).await;
-    assert_eq!(
-        s.cancel(old).await.expect("cancel"),
-        CancelOutcome::Cancelled
-    );
+    assert_cancel(s, old, CancelOutcome::Cancelled, &name).await;
     f.time.advance(R).await;
     let young = enqueue(s, NewJob::new("q", b"young".to_vec())).await;
-    assert_eq!(
-        s.cancel(young).await.expect("cancel"),
-        CancelOutcome::Cancelled
-    );
+    assert_cancel(s, young, CancelOutcome::Cancelled, &name).await;
     let twice = req(10)
         .with_audit_retention(Millis(2 * R.0))
         .expect("a longer audit retention");
@@ -325,14 +313,10 @@ pub async fn audit_events_are_kept_for_their_own_retention<H: Harness>(h: &H) {
 /// retention and a limit of zero or over the cap are refused, even when
 /// the request was built by hand, and change nothing.
 pub async fn bad_prune_requests_are_refused_and_change_nothing<H: Harness>(h: &H) {
-    let f = h.fresh(suite_policy()).await;
+    let (f, name) = opened(h).await;
     let s = &*f.store;
-    let name = h.name();
     let id = enqueue(s, NewJob::new("q", b"x".to_vec())).await;
-    assert_eq!(
-        s.cancel(id).await.expect("cancel"),
-        CancelOutcome::Cancelled
-    );
+    assert_cancel(s, id, CancelOutcome::Cancelled, &name).await;
     if f.time.is_manual() {
         f.time.advance(Millis(10 * R.0)).await;
     }

@@ -5,20 +5,15 @@
 
 use crate::{error, PgStore};
 use leasehold_core::{Event, JobId, StoreError};
-use leasehold_sql::job_trail::{decode_trail, job_param};
+use leasehold_sql::job_trail::read_trail;
+
+/// One job's events (job id, then limit), in insertion order.
+const TRAIL: &str =
+    "SELECT event::text FROM lease_events WHERE job_id = $1 ORDER BY seq, pos LIMIT $2";
 
 impl PgStore {
     /// Up to `limit` audit events of `job`, in insertion order.
     pub async fn job_events(&self, job: JobId, limit: u32) -> Result<Vec<Event>, StoreError> {
-        let id = job_param(job)?;
-        let texts: Vec<String> = sqlx::query_scalar(
-            "SELECT event::text FROM lease_events WHERE job_id = $1 ORDER BY seq, pos LIMIT $2",
-        )
-        .bind(id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(error::map)?;
-        decode_trail(job, &texts)
+        read_trail(&self.pool, TRAIL, job, limit, error::map).await
     }
 }

@@ -80,8 +80,9 @@
 //!
 //! ## Files
 //! One file per operation family, its batched and single paths together
-//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `cancel.rs`,
-//! `retry.rs`, `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
+//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `row_change.rs`
+//! (cancel and retry), `sweep.rs`, `prune.rs`, `batch.rs`, `schedules.rs`,
+//! `read.rs`, `events.rs`), on
 //! `tx.rs` (the transaction and its retries), `clock.rs` (the store clock
 //! in SQL), `load.rs` (reading rows) and `write_batch.rs` (writing them);
 //! this file holds the store type, its builder and the `Store` wiring.
@@ -100,7 +101,6 @@
 mod tx;
 
 mod batch;
-mod cancel;
 mod claim;
 mod clock;
 mod coalesce;
@@ -114,8 +114,8 @@ mod prune;
 mod read;
 mod release;
 mod renew;
-mod retry;
 mod rollback;
+mod row_change;
 mod schedules;
 pub mod schema;
 mod sweep;
@@ -451,11 +451,15 @@ impl Store for PgStore {
     }
 
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
-        in_tx!(self, |conn| self.cancel_in(conn, job).await)
+        in_tx!(self, |conn| self
+            .change_row(conn, job, transition::cancel)
+            .await)
     }
 
     async fn retry_dead(&self, job: JobId) -> Result<leasehold_core::RetryOutcome, StoreError> {
-        in_tx!(self, |conn| self.retry_dead_in(conn, job).await)
+        in_tx!(self, |conn| self
+            .change_row(conn, job, transition::retry)
+            .await)
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {

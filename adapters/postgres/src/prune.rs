@@ -17,11 +17,10 @@
 //! retention). At most `limit` rows, from the oldest: a bounded walk of
 //! the primary key.
 
+use crate::read::JOBS;
+use crate::schedules::SQL;
 use crate::{error, PgStore};
-use leasehold_core::transition;
-use leasehold_core::{FireRequest, JobId, PruneRequest, StoreError, StoreTime};
-use leasehold_sql::dialect::POSTGRES;
-use leasehold_sql::job_columns::{decode_job, COLUMNS};
+use leasehold_core::{JobId, PruneRequest, StoreError};
 use leasehold_sql::prune_sql;
 use sqlx::postgres::PgConnection;
 
@@ -32,23 +31,6 @@ const PRUNE_AUDIT: &str = "DELETE FROM leasehold_audit WHERE seq IN (\
      FOR UPDATE SKIP LOCKED) AS o \
      WHERE (SELECT max((e ->> 'at')::bigint) FROM json_array_elements(o.events) AS e) <= $2)";
 
-/// The fire guard for a plan time whose job is gone (see
-/// [`transition::refuse_pruned_plan_time`]).
-pub(crate) async fn refuse_pruned(
-    conn: &mut PgConnection,
-    req: &FireRequest,
-) -> Result<(), StoreError> {
-    let through: Option<i64> = sqlx::query_scalar(&prune_sql::pruned_plan_time(POSTGRES))
-        .bind(&req.name)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(error::map)?;
-    Ok(transition::refuse_pruned_plan_time(
-        req,
-        through.map(StoreTime),
-    )?)
-}
-
 impl PgStore {
     pub(crate) async fn prune_in(
         &self,
@@ -56,19 +38,7 @@ impl PgStore {
         req: &PruneRequest,
     ) -> Result<Vec<JobId>, StoreError> {
         let now = self.clock_now(conn).await?;
-        let sql = format!(
-            "SELECT {COLUMNS} FROM leasehold_jobs WHERE {} \
-             ORDER BY updated_at, id LIMIT $2 FOR UPDATE SKIP LOCKED",
-            prune_sql::prunable_filter(POSTGRES, 1)
-        );
-        let rows = sqlx::query(&sql)
-            .bind(req.cutoff(now).0)
-            .bind(i64::from(req.limit))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let loaded = rows.iter().map(decode_job).collect::<Result<Vec<_>, _>>()?;
-        let plan = transition::prune(&loaded, req, now)?;
+        let plan = JOBS.prune_plan(&mut *conn, req, now).await?;
         if !plan.jobs.is_empty() {
             let ids: Vec<i64> = plan.jobs.iter().map(|j| j.0 as i64).collect();
             let gone = sqlx::query(&format!(
@@ -84,20 +54,8 @@ impl PgStore {
                 return Err(StoreError::Conflict(plan.jobs[0]));
             }
         }
-        for (name, t) in &plan.plan_times {
-            sqlx::query(&prune_sql::raise_plan_time(POSTGRES))
-                .bind(name)
-                .bind(t.0)
-                .execute(&mut *conn)
-                .await
-                .map_err(error::map)?;
-        }
-        sqlx::query(PRUNE_AUDIT)
-            .bind(i64::from(req.limit))
-            .bind(req.audit_cutoff(now).0)
-            .execute(&mut *conn)
-            .await
-            .map_err(error::map)?;
+        SQL.raise_marks(conn, &plan).await?;
+        prune_sql::prune_audit(&mut *conn, PRUNE_AUDIT, req, now, error::map).await?;
         Ok(plan.jobs)
     }
 }

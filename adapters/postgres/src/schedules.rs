@@ -52,9 +52,6 @@ impl PgStore {
         req: &FireRequest,
     ) -> Result<JobId, StoreError> {
         let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
-        if existing.is_none() {
-            crate::prune::refuse_pruned(conn, req).await?;
-        }
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
         // existing job, or a refusal (a removed schedule, a time that is no

@@ -6,7 +6,10 @@
 
 use crate::{error, PgStore};
 use leasehold_core::StoreError;
-use leasehold_sql::schema_state::{migrations_of, Migration, SchemaState, APPLIED_VERSIONS_SQL};
+use leasehold_sql::schema_state::{applied_versions, migrations_of, Migration, SchemaState};
+
+/// Whether the migrations table is on the store's search path.
+const HAS_TABLE: &str = "SELECT to_regclass('_sqlx_migrations') IS NOT NULL";
 
 /// The migrations this build carries, in version order.
 pub fn migrations() -> Vec<Migration> {
@@ -18,17 +21,7 @@ impl PgStore {
     /// in order), looked up on the store's search path; empty when it was
     /// never migrated.
     pub async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
-        let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(error::map)?;
-        if !exists {
-            return Ok(Vec::new());
-        }
-        sqlx::query_scalar(APPLIED_VERSIONS_SQL)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(error::map)
+        applied_versions::<_, bool>(&self.pool, HAS_TABLE, error::map).await
     }
 
     /// This database's schema against the migrations of this build.

@@ -12,14 +12,18 @@ pub struct Dialect {
     byte_order: &'static str,
     /// What follows a `SELECT` whose rows stay locked to the transaction.
     row_lock: &'static str,
+    /// What follows a `SELECT` whose rows stay locked to the transaction,
+    /// passing over the rows another transaction holds.
+    skip_locked: &'static str,
 }
 
 /// PostgreSQL: numbered placeholders, the `"C"` collation for byte order,
-/// `FOR UPDATE` row locks.
+/// `FOR UPDATE` row locks (`SKIP LOCKED` where a scan passes held rows by).
 pub const POSTGRES: Dialect = Dialect {
     numbered: true,
     byte_order: " COLLATE \"C\"",
     row_lock: " FOR UPDATE",
+    skip_locked: " FOR UPDATE SKIP LOCKED",
 };
 
 /// SQLite: `?` placeholders; text compares byte by byte already (the
@@ -29,6 +33,7 @@ pub const SQLITE: Dialect = Dialect {
     numbered: false,
     byte_order: "",
     row_lock: "",
+    skip_locked: "",
 };
 
 impl Dialect {
@@ -58,6 +63,13 @@ impl Dialect {
     /// (nothing where the transaction locks more already).
     pub fn row_lock(self) -> &'static str {
         self.row_lock
+    }
+
+    /// What follows a `SELECT` whose rows stay locked to the transaction,
+    /// a row another transaction holds passed over instead of waited for
+    /// (nothing where the transaction locks more already).
+    pub fn skip_locked(self) -> &'static str {
+        self.skip_locked
     }
 }
 

@@ -1,7 +1,8 @@
 //! The job reads both stores send the same way (table `leasehold_jobs`):
-//! one job by id, one by idempotency key, a page in id order, and the
-//! running jobs of a queue counted, written once in a [`Dialect`]'s
-//! placeholder style and run on either driver.
+//! one job by id, one by idempotency key, a page in id order, the
+//! running jobs of a queue counted, and the oldest prunable jobs offered
+//! to the core's prune, written once in a [`Dialect`]'s placeholder style
+//! and run on either driver.
 //!
 //! Each store keeps its own error mapping (`map`): what a driver error
 //! means (busy, unavailable, a conflict) differs between them.
@@ -9,7 +10,9 @@
 use crate::column::{Column, SqlRow};
 use crate::dialect::Dialect;
 use crate::job_columns::{decode_job, to_i64, COLUMNS};
-use leasehold_core::{JobId, JobRecord, ListRequest, StoreError};
+use crate::prune_sql;
+use leasehold_core::transition::{self, PrunePlan};
+use leasehold_core::{JobId, JobRecord, ListRequest, PruneRequest, StoreError, StoreTime};
 use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 use std::marker::PhantomData;
 
@@ -27,6 +30,8 @@ pub struct JobSql<DB> {
     page: String,
     /// How many jobs of a queue are running.
     running: String,
+    /// The oldest prunable jobs ([`prune_sql::scan`]).
+    prunable: String,
     /// The store's own error mapping.
     map: MapError,
     driver: PhantomData<DB>,
@@ -52,6 +57,7 @@ impl<DB> JobSql<DB> {
                 "SELECT COUNT(*) FROM leasehold_jobs WHERE queue = {} AND state = 'running'",
                 p(1)
             ),
+            prunable: prune_sql::scan(dialect),
             map,
             driver: PhantomData,
         }
@@ -94,6 +100,24 @@ where
             .map_err(self.map)?;
         let n: i64 = row.column(0)?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// What a prune by `req` at store time `now` deletes: the core's
+    /// [`transition::prune`] over the rows [`prune_sql::scan`] offers.
+    pub async fn prune_plan<'c>(
+        &self,
+        e: impl Exec<'c, DB>,
+        req: &PruneRequest,
+        now: StoreTime,
+    ) -> Result<PrunePlan, StoreError> {
+        let rows = sqlx::query(&self.prunable)
+            .bind(req.cutoff(now).0)
+            .bind(i64::from(req.limit))
+            .fetch_all(e)
+            .await
+            .map_err(self.map)?;
+        let loaded = rows.iter().map(decode_job).collect::<Result<Vec<_>, _>>()?;
+        Ok(transition::prune(&loaded, req, now)?)
     }
 }
 

@@ -1,7 +1,11 @@
 //! The statements of prune both stores send alike, in a [`Dialect`]'s
 //! placeholder style: the per-schedule mark of the latest pruned plan time
 //! (table `leasehold_pruned_plan_times`, a migration of each store), and
-//! the scan's filter.
+//! the scan, and the bounds of the audit prune. The scan and the marks
+//! run as [`JobSql::prune_plan`](crate::job_sql::JobSql::prune_plan) and
+//! [`ScheduleSql::raise_marks`](crate::schedule_sql::ScheduleSql::raise_marks);
+//! how the rows and the audit are deleted differs between the stores and
+//! stays in each.
 //!
 //! Why a mark: a plan time's job holds the key that makes a second fire of
 //! it answer that job; once the job is pruned the key is gone, and the
@@ -9,6 +13,9 @@
 //! (`leasehold_core::transition::refuse_pruned_plan_time`).
 
 use crate::dialect::Dialect;
+use crate::job_columns::COLUMNS;
+use leasehold_core::{PruneRequest, StoreError, StoreTime};
+use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 
 /// The states a prune may delete, as an SQL list.
 pub const TERMINAL_STATES: &str = "('succeeded', 'dead', 'cancelled')";
@@ -41,6 +48,46 @@ pub fn prunable_filter(d: Dialect, n: usize) -> String {
     )
 }
 
+/// The prune scan: the oldest prunable rows (cutoff bound first, then the
+/// limit), oldest finish first; locked where the dialect locks rows, a row
+/// another transaction holds passed over (it goes in a later call).
+pub fn scan(d: Dialect) -> String {
+    format!(
+        "SELECT {COLUMNS} FROM leasehold_jobs WHERE {} ORDER BY updated_at, id LIMIT {}{}",
+        prunable_filter(d, 1),
+        d.placeholder(2),
+        d.skip_locked()
+    )
+}
+
+/// Runs a store's own audit prune `sql`, which deletes at most
+/// `req.limit` of the oldest audit rows, those written at or before the
+/// audit cutoff (bound in that order): the tables differ between the
+/// stores, the bounds do not.
+///
+/// (Spelled without `job_sql`'s `Exec` and `MapError`: `job_sql` builds
+/// its prune scan from this file, and files here import one way.)
+pub async fn prune_audit<'c, DB>(
+    e: impl Executor<'c, Database = DB>,
+    sql: &str,
+    req: &PruneRequest,
+    now: StoreTime,
+    map: fn(sqlx::Error) -> StoreError,
+) -> Result<(), StoreError>
+where
+    DB: Database,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    sqlx::query(sql)
+        .bind(i64::from(req.limit))
+        .bind(req.audit_cutoff(now).0)
+        .execute(e)
+        .await
+        .map_err(map)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,6 +106,21 @@ mod tests {
         assert_eq!(
             prunable_filter(POSTGRES, 1),
             "state IN ('succeeded', 'dead', 'cancelled') AND updated_at <= $1"
+        );
+        let filter = "state IN ('succeeded', 'dead', 'cancelled') AND updated_at <=";
+        assert_eq!(
+            scan(POSTGRES),
+            format!(
+                "SELECT {COLUMNS} FROM leasehold_jobs WHERE {filter} $1 \
+                 ORDER BY updated_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
+            )
+        );
+        assert_eq!(
+            scan(SQLITE),
+            format!(
+                "SELECT {COLUMNS} FROM leasehold_jobs WHERE {filter} ? \
+                 ORDER BY updated_at, id LIMIT ?"
+            )
         );
     }
 }

@@ -5,11 +5,12 @@
 //! is a change to what both stores send.
 
 use crate::affected::RowsAffected;
-use crate::column::SqlRow;
+use crate::column::{Column, SqlRow};
 use crate::dialect::Dialect;
 use crate::job_sql::{Exec, FindJob, JobSql, MapError};
+use crate::prune_sql;
 use crate::schedule_columns::{decode_schedule, ScheduleColumns, SCHEDULE_COLUMNS};
-use leasehold_core::transition::{self, PutPlan};
+use leasehold_core::transition::{self, PrunePlan, PutPlan};
 use leasehold_core::{
     FireRequest, JobId, JobRecord, ListSchedulesRequest, Policy, Schedule, ScheduleRecord,
     StoreError, StoreTime,
@@ -52,6 +53,11 @@ pub struct ScheduleSql<DB> {
     /// Writes a schedule over the version it was loaded at (see
     /// [`ScheduleSql::put`]).
     update: String,
+    /// The latest pruned plan time of a schedule
+    /// ([`prune_sql::pruned_plan_time`]).
+    pruned: String,
+    /// Raises that mark ([`prune_sql::raise_plan_time`]).
+    raise: String,
     /// The store's own error mapping.
     map: MapError,
     driver: PhantomData<DB>,
@@ -92,6 +98,8 @@ impl<DB> ScheduleSql<DB> {
                 p(n + 1),
                 p(n + 2)
             ),
+            pruned: prune_sql::pruned_plan_time(dialect),
+            raise: prune_sql::raise_plan_time(dialect),
             select,
             map,
             driver: PhantomData,
@@ -146,7 +154,10 @@ where
 
     /// What a fire reads before the core decides it: schedule `req.name`
     /// (a fire locks no schedule row) and the job already enqueued under
-    /// the plan time's key, if any. A bad name is refused before any read.
+    /// the plan time's key, if any. A bad name is refused before any read;
+    /// with no job under the key, a plan time at or before the schedule's
+    /// latest pruned one is refused after them
+    /// ([`transition::refuse_pruned_plan_time`]): its job was pruned.
     pub async fn fire_reads(
         &self,
         conn: &mut DB::Connection,
@@ -160,7 +171,30 @@ where
         let schedule = self.load(&mut *conn, &req.name, false).await?;
         let key = transition::fire_key(req);
         let existing = jobs.find(&mut *conn, FindJob::Key(&key)).await?;
+        if existing.is_none() {
+            let q = sqlx::query(&self.pruned).bind(req.name.as_str());
+            let row = q.fetch_optional(&mut *conn).await.map_err(self.map)?;
+            let through: Option<i64> = row.map(|r| r.column(0)).transpose()?;
+            transition::refuse_pruned_plan_time(req, through.map(StoreTime))?;
+        }
         Ok((schedule, existing))
+    }
+
+    /// Raises each schedule's mark of its latest pruned plan time to the
+    /// one `plan` prunes; a mark is never lowered.
+    pub async fn raise_marks(
+        &self,
+        conn: &mut DB::Connection,
+        plan: &PrunePlan,
+    ) -> Result<(), StoreError>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    {
+        for (name, t) in &plan.plan_times {
+            let q = sqlx::query(&self.raise).bind(name.as_str()).bind(t.0);
+            q.execute(&mut *conn).await.map_err(self.map)?;
+        }
+        Ok(())
     }
 
     /// Puts `spec` as the core decides over `old`, the schedule's row as
@@ -284,6 +318,10 @@ mod tests {
              jitter_ms = $8, max_attempts = $9, version = $10, updated_at = $11 \
              WHERE name = $12 AND version = $13"
         );
+        assert_eq!(
+            pg.pruned,
+            "SELECT plan_time FROM leasehold_pruned_plan_times WHERE name = $1"
+        );
 
         let lite = ScheduleSql::<Sqlite>::new(SQLITE, no_map);
         let select = format!("SELECT {c} FROM leasehold_schedules WHERE name = ?");
@@ -309,6 +347,10 @@ mod tests {
             "UPDATE leasehold_schedules SET queue = ?, payload = ?, rule_kind = ?, \
              cron_expr = ?, time_zone = ?, interval_ms = ?, catch_up_max = ?, jitter_ms = ?, \
              max_attempts = ?, version = ?, updated_at = ? WHERE name = ? AND version = ?"
+        );
+        assert_eq!(
+            lite.pruned,
+            "SELECT plan_time FROM leasehold_pruned_plan_times WHERE name = ?"
         );
     }
 }

@@ -3,12 +3,45 @@
 //! database without the schema, or with a schema newer than the binary,
 //! is refused with a clear message instead of failing mid-command.
 
+use crate::job_sql::MapError;
+use leasehold_core::StoreError;
+use sqlx::{Database, Executor, FromRow, IntoArguments, Pool};
 use std::fmt;
 
 /// The successful migration versions a database records, in order (run
 /// once the `_sqlx_migrations` table is known to exist).
 pub const APPLIED_VERSIONS_SQL: &str =
     "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";
+
+/// The migration versions applied to the database `pool` reaches
+/// (successful ones, in order); empty when it was never migrated.
+/// `has_table` is the store's own statement answering whether the
+/// `_sqlx_migrations` table exists, as a truth value or a count (a `T`).
+pub async fn applied_versions<DB, T>(
+    pool: &Pool<DB>,
+    has_table: &str,
+    map: MapError,
+) -> Result<Vec<i64>, StoreError>
+where
+    DB: Database,
+    T: Into<i64> + Send + Unpin,
+    for<'r> (T,): FromRow<'r, DB::Row>,
+    for<'r> (i64,): FromRow<'r, DB::Row>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
+{
+    let exists: T = sqlx::query_scalar(has_table)
+        .fetch_one(pool)
+        .await
+        .map_err(map)?;
+    if exists.into() == 0 {
+        return Ok(Vec::new());
+    }
+    sqlx::query_scalar(APPLIED_VERSIONS_SQL)
+        .fetch_all(pool)
+        .await
+        .map_err(map)
+}
 
 /// The migrations an embedded `sqlx::migrate!` carries, in version order.
 pub fn migrations_of(migrator: &sqlx::migrate::Migrator) -> Vec<Migration> {
@@ -71,12 +104,7 @@ impl SchemaState {
     /// the `known` versions of this build.
     pub fn judge(applied: &[i64], known: &[i64]) -> SchemaState {
         let known_latest = known.iter().copied().max().unwrap_or(0);
-        let mut unknown: Vec<i64> = applied
-            .iter()
-            .copied()
-            .filter(|v| !known.contains(v))
-            .collect();
-        unknown.sort_unstable();
+        let mut unknown = not_in(applied, known);
         unknown.dedup();
         if !unknown.is_empty() {
             return SchemaState::Newer {
@@ -87,12 +115,7 @@ impl SchemaState {
         let Some(latest) = applied.iter().copied().max() else {
             return SchemaState::Missing;
         };
-        let mut pending: Vec<i64> = known
-            .iter()
-            .copied()
-            .filter(|v| !applied.contains(v))
-            .collect();
-        pending.sort_unstable();
+        let pending = not_in(known, applied);
         if pending.is_empty() {
             SchemaState::Current { version: latest }
         } else {
@@ -102,6 +125,17 @@ impl SchemaState {
             }
         }
     }
+}
+
+/// The versions of `these` that `others` lacks, in order.
+fn not_in(these: &[i64], others: &[i64]) -> Vec<i64> {
+    let mut out: Vec<i64> = these
+        .iter()
+        .copied()
+        .filter(|v| !others.contains(v))
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 impl fmt::Display for SchemaState {

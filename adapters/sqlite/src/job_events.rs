@@ -4,20 +4,14 @@
 
 use crate::{error, SqliteStore};
 use leasehold_core::{Event, JobId, StoreError};
-use leasehold_sql::job_trail::{decode_trail, job_param};
+use leasehold_sql::job_trail::read_trail;
+
+/// One job's events (job id, then limit), in commit order.
+const TRAIL: &str = "SELECT event FROM lease_events WHERE job_id = ? ORDER BY seq LIMIT ?";
 
 impl SqliteStore {
     /// Up to `limit` audit events of `job`, in commit order.
     pub async fn job_events(&self, job: JobId, limit: u32) -> Result<Vec<Event>, StoreError> {
-        let id = job_param(job)?;
-        let texts: Vec<String> = sqlx::query_scalar(
-            "SELECT event FROM lease_events WHERE job_id = ? ORDER BY seq LIMIT ?",
-        )
-        .bind(id)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(error::map)?;
-        decode_trail(job, &texts)
+        read_trail(&self.pool, TRAIL, job, limit, error::map).await
     }
 }

@@ -68,8 +68,9 @@
 //!
 //! ## Files
 //! One file per operation family, its batched and single paths together
-//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `cancel.rs`,
-//! `retry.rs`, `sweep.rs`, `batch.rs`, `schedules.rs`, `read.rs`, `events.rs`), on
+//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `row_change.rs`
+//! (cancel and retry), `sweep.rs`, `prune.rs`, `batch.rs`, `schedules.rs`,
+//! `read.rs`, `events.rs`), on
 //! `tx.rs` (the write transaction), `one_row.rs` and `set_sql.rs` (row
 //! writes); this file holds the store type, its builder and the `Store`
 //! wiring.
@@ -89,7 +90,6 @@ mod tx;
 
 mod batch;
 mod busy;
-mod cancel;
 mod claim;
 #[cfg(test)]
 mod close_tests;
@@ -102,7 +102,7 @@ mod prune;
 mod read;
 mod release;
 mod renew;
-mod retry;
+mod row_change;
 mod row_set;
 mod schedules;
 pub mod schema;
@@ -387,11 +387,15 @@ impl Store for SqliteStore {
     }
 
     async fn cancel(&self, job: JobId) -> Result<CancelOutcome, StoreError> {
-        in_write_tx!(self, |conn, now| self.cancel_in(conn, job, now).await)
+        in_write_tx!(self, |conn, now| self
+            .change_row(conn, job, now, transition::cancel)
+            .await)
     }
 
     async fn retry_dead(&self, job: JobId) -> Result<leasehold_core::RetryOutcome, StoreError> {
-        let answer = in_write_tx!(self, |conn, now| self.retry_dead_in(conn, job, now).await)?;
+        let answer = in_write_tx!(self, |conn, now| self
+            .change_row(conn, job, now, transition::retry)
+            .await)?;
         if answer == leasehold_core::RetryOutcome::Retried {
             self.announce_retried(job).await;
         }
@@ -433,7 +437,9 @@ impl Store for SqliteStore {
 
     async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
         req.validate()?;
-        in_write_tx!(self, |conn, now| self.prune_in(conn, &req, now).await)
+        in_write_tx!(self, |conn, now| self
+            .prune_in(conn, &req, now, &schedules::SQL)
+            .await)
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {

@@ -7,13 +7,18 @@
 //! The scan reads the partial index `leasehold_jobs_finished` (migration
 //! 0003) from its oldest entry: at most `limit` rows.
 
+use crate::read::JOBS;
 use crate::{error, SqliteStore};
-use leasehold_core::transition;
-use leasehold_core::{FireRequest, JobId, PruneRequest, StoreError, StoreTime};
-use leasehold_sql::dialect::SQLITE;
-use leasehold_sql::job_columns::{decode_job, COLUMNS};
+use leasehold_core::{JobId, PruneRequest, StoreError, StoreTime};
 use leasehold_sql::prune_sql;
-use sqlx::SqliteConnection;
+use leasehold_sql::schedule_sql::ScheduleSql;
+use sqlx::{Sqlite, SqliteConnection};
+
+/// Deletes the oldest events (at most the first bound) written at or
+/// before the second: a bounded walk of the primary key, whatever the
+/// table's size.
+const PRUNE_AUDIT: &str = "DELETE FROM lease_events WHERE seq IN (SELECT seq FROM \
+     (SELECT seq, at FROM lease_events ORDER BY seq LIMIT ?) WHERE at <= ?)";
 
 /// The next job id: above every row and every pruned id, so an id is never
 /// handed out twice. Ids are taken under the write lock.
@@ -31,42 +36,17 @@ pub(crate) async fn next_id(conn: &mut SqliteConnection) -> Result<JobId, StoreE
     ))
 }
 
-/// The fire guard for a plan time whose job is gone (see
-/// [`transition::refuse_pruned_plan_time`]).
-pub(crate) async fn refuse_pruned(
-    conn: &mut SqliteConnection,
-    req: &FireRequest,
-) -> Result<(), StoreError> {
-    let through: Option<i64> = sqlx::query_scalar(&prune_sql::pruned_plan_time(SQLITE))
-        .bind(&req.name)
-        .fetch_optional(&mut *conn)
-        .await
-        .map_err(error::map)?;
-    Ok(transition::refuse_pruned_plan_time(
-        req,
-        through.map(StoreTime),
-    )?)
-}
-
 impl SqliteStore {
+    /// Prunes by `req` at store time `now`, raising the marks through
+    /// `schedules` (passed in: `schedules.rs` takes its ids from this file).
     pub(crate) async fn prune_in(
         &self,
         conn: &mut SqliteConnection,
         req: &PruneRequest,
         now: StoreTime,
+        schedules: &ScheduleSql<Sqlite>,
     ) -> Result<Vec<JobId>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM leasehold_jobs WHERE {} ORDER BY updated_at, id LIMIT ?",
-            prune_sql::prunable_filter(SQLITE, 1)
-        );
-        let rows = sqlx::query(&sql)
-            .bind(req.cutoff(now).0)
-            .bind(i64::from(req.limit))
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(error::map)?;
-        let loaded = rows.iter().map(decode_job).collect::<Result<Vec<_>, _>>()?;
-        let plan = transition::prune(&loaded, req, now)?;
+        let plan = JOBS.prune_plan(&mut *conn, req, now).await?;
         for id in &plan.jobs {
             let gone = sqlx::query(&format!(
                 "DELETE FROM leasehold_jobs WHERE id = ? AND state IN {}",
@@ -91,25 +71,8 @@ impl SqliteStore {
             .await
             .map_err(error::map)?;
         }
-        for (name, t) in &plan.plan_times {
-            sqlx::query(&prune_sql::raise_plan_time(SQLITE))
-                .bind(name)
-                .bind(t.0)
-                .execute(&mut *conn)
-                .await
-                .map_err(error::map)?;
-        }
-        // The oldest `limit` events, those written at or before the audit
-        // cutoff: a bounded walk of the primary key, whatever the table's size.
-        sqlx::query(
-            "DELETE FROM lease_events WHERE seq IN (SELECT seq FROM \
-             (SELECT seq, at FROM lease_events ORDER BY seq LIMIT ?) WHERE at <= ?)",
-        )
-        .bind(i64::from(req.limit))
-        .bind(req.audit_cutoff(now).0)
-        .execute(&mut *conn)
-        .await
-        .map_err(error::map)?;
+        schedules.raise_marks(conn, &plan).await?;
+        prune_sql::prune_audit(&mut *conn, PRUNE_AUDIT, req, now, error::map).await?;
         Ok(plan.jobs)
     }
 }

@@ -51,9 +51,6 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<JobId, StoreError> {
         let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
-        if existing.is_none() {
-            crate::prune::refuse_pruned(conn, req).await?;
-        }
         let id = crate::prune::next_id(conn).await?;
         match transition::fire(schedule.as_ref(), req, id, existing.as_ref(), now)? {
             FirePlan::Existing(id) => Ok(id),

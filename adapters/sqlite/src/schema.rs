@@ -5,7 +5,11 @@
 
 use crate::{error, SqliteStore};
 use leasehold_core::StoreError;
-use leasehold_sql::schema_state::{migrations_of, Migration, SchemaState, APPLIED_VERSIONS_SQL};
+use leasehold_sql::schema_state::{applied_versions, migrations_of, Migration, SchemaState};
+
+/// How many migrations tables the file has (0 or 1).
+const HAS_TABLE: &str =
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'";
 
 /// The migrations this build carries, in version order.
 pub fn migrations() -> Vec<Migration> {
@@ -16,19 +20,7 @@ impl SqliteStore {
     /// The migration versions applied to this file (successful ones, in
     /// order); empty when it was never migrated.
     pub async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
-        let exists: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(error::map)?;
-        if exists == 0 {
-            return Ok(Vec::new());
-        }
-        sqlx::query_scalar(APPLIED_VERSIONS_SQL)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(error::map)
+        applied_versions::<_, i64>(&self.pool, HAS_TABLE, error::map).await
     }
 
     /// This file's schema against the migrations of this build.

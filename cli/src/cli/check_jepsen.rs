@@ -274,17 +274,13 @@ fn run_lease(ops: &[(Pos, Op)], file: &Path, limits: &Limits) -> ExitCode {
             }
         }
     }
-    let calls: Vec<String> = summary
-        .calls
-        .iter()
-        .map(|(f, n)| format!("{n} {f}"))
-        .collect();
+    let calls = super::tally::joined(&summary.calls, |(f, n)| format!("{n} {f}"));
     println!(
         "checked {} Jepsen operations ({} calls: {}; {} other calls left out) for I1 single grant, I2 single winner \
          and linearizability against the lease model ({} jobs; expiry on the store's clock {}): {} violations",
         summary.ops,
         summary.calls.values().sum::<usize>(),
-        calls.join(", "),
+        calls,
         summary.skipped,
         report.jobs,
         if report.expiry_judged { "judged" } else { "not judged: the grants do not all carry :lease-ms and :expires-ms" },

@@ -10,6 +10,7 @@
 use super::ExitCode;
 use clap::Args;
 use leasehold_core::variants::Variant;
+use leasehold_exhaustive::model::WORKER_VARIANTS;
 use leasehold_exhaustive::run::check_watched;
 use leasehold_exhaustive::{counterexample, trace, Report, Scope, ScopeError, Verdict, World};
 use std::io::IsTerminal;
@@ -55,19 +56,6 @@ pub struct ExhaustArgs {
 
 /// How often progress goes to a log (stderr not a terminal).
 const LOG_EVERY: Duration = Duration::from_secs(10);
-
-/// The catalogue variants whose bug is in the worker's lease decisions,
-/// the ones this world runs (the store-side ones live in the memory
-/// adapter, outside the core's transitions).
-pub const WORKER_VARIANTS: [Variant; 7] = [
-    Variant::FixedLockNoHeartbeat,
-    Variant::HeartbeatStopsOnError,
-    Variant::ExpiryDoesNotStopHandler,
-    Variant::WorkerWallClockDeadline,
-    Variant::ConflictAbandonsLease,
-    Variant::FenceFromAnswer,
-    Variant::HeartbeatStopsAtRelease,
-];
 
 /// Runs `leasehold exhaust`.
 pub fn run(a: &ExhaustArgs) -> ExitCode {

@@ -491,11 +491,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     };
     eprintln!("explore: {why}");
     progress(done, started, failures, &corpus);
-    let kinds: Vec<String> = corpus
-        .by_kind
-        .iter()
-        .map(|(k, n)| format!("{k} x{n}"))
-        .collect();
+    let kinds = super::tally::joined(&corpus.by_kind, |(k, n)| format!("{k} x{n}"));
     println!(
         "explored {done} seeds in {wall:.1}s ({:.1} seeds/s) from seed base {base}: {failures} \
          failures{}",
@@ -503,7 +499,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         if kinds.is_empty() {
             String::new()
         } else {
-            format!(" ({})", kinds.join(", "))
+            format!(" ({kinds})")
         }
     );
     for p in &corpus.written {

@@ -26,6 +26,7 @@ pub mod shard;
 pub mod shrink;
 pub mod stores;
 pub mod swarm_mix;
+pub mod tally;
 pub mod timeout;
 pub mod verdict;
 
@@ -76,8 +77,8 @@ pub fn main() -> i32 {
         args::Command::Status(a) => ops::status::run(a),
         args::Command::List(a) => ops::list::run(a),
         args::Command::Show(a) => ops::show::run(a),
-        args::Command::Retry(a) => ops::retry::run(a),
-        args::Command::Cancel(a) => ops::cancel::run(a),
+        args::Command::Retry(a) => ops::job_change::run(a, ops::job_change::JobChange::Retry),
+        args::Command::Cancel(a) => ops::job_change::run(a, ops::job_change::JobChange::Cancel),
         args::Command::Prune(a) => ops::prune::run(a),
         args::Command::Chaos(a) => {
             let argv = std::iter::once("leasehold chaos".into()).chain(a.args.iter().cloned());

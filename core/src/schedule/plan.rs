@@ -70,83 +70,59 @@ mod tests {
         v.iter().map(|&t| StoreTime(t)).collect()
     }
 
+    /// [`due`] with its times in ms (after, now, grace), the limit last.
+    fn due_ms(
+        r: &CompiledRule,
+        catch_up: CatchUp,
+        after: i64,
+        now: i64,
+        grace: u64,
+        limit: usize,
+    ) -> Vec<StoreTime> {
+        due(
+            r,
+            catch_up,
+            StoreTime(after),
+            StoreTime(now),
+            Millis(grace),
+            limit,
+        )
+    }
+
     #[test]
     fn on_time_plan_times_are_all_due() {
         let r = every(1000);
-        let d = due(
-            &r,
-            CatchUp::Latest,
-            StoreTime(1000),
-            StoreTime(3500),
-            Millis(5000),
-            100,
-        );
+        let d = due_ms(&r, CatchUp::Latest, 1000, 3500, 5000, 100);
         assert_eq!(d, ts(&[2000, 3000]));
     }
 
     #[test]
     fn nothing_is_due_at_or_before_after() {
         let r = every(1000);
-        assert!(due(
-            &r,
-            CatchUp::Latest,
-            StoreTime(3000),
-            StoreTime(3999),
-            Millis(5000),
-            100
-        )
-        .is_empty());
+        assert!(due_ms(&r, CatchUp::Latest, 3000, 3999, 5000, 100).is_empty());
     }
 
     #[test]
     fn latest_keeps_only_the_most_recent_late_plan_time() {
         let r = every(1000);
         // grace 1.5s at now=10.2s: 9s and 10s on time, 1..8s late.
-        let d = due(
-            &r,
-            CatchUp::Latest,
-            StoreTime(0),
-            StoreTime(10_200),
-            Millis(1500),
-            100,
-        );
+        let d = due_ms(&r, CatchUp::Latest, 0, 10_200, 1500, 100);
         assert_eq!(d, ts(&[8000, 9000, 10_000]));
     }
 
     #[test]
     fn each_keeps_the_most_recent_late_plan_times_up_to_its_bound() {
         let r = every(1000);
-        let d = due(
-            &r,
-            CatchUp::Each { max: 3 },
-            StoreTime(0),
-            StoreTime(10_200),
-            Millis(1500),
-            100,
-        );
+        let d = due_ms(&r, CatchUp::Each { max: 3 }, 0, 10_200, 1500, 100);
         assert_eq!(d, ts(&[6000, 7000, 8000, 9000, 10_000]));
-        let d = due(
-            &r,
-            CatchUp::Each { max: 100 },
-            StoreTime(4000),
-            StoreTime(10_200),
-            Millis(1500),
-            100,
-        );
+        let d = due_ms(&r, CatchUp::Each { max: 100 }, 4000, 10_200, 1500, 100);
         assert_eq!(d, ts(&[5000, 6000, 7000, 8000, 9000, 10_000]));
     }
 
     #[test]
     fn the_limit_bounds_on_time_plan_times() {
         let r = every(10);
-        let d = due(
-            &r,
-            CatchUp::Latest,
-            StoreTime(0),
-            StoreTime(100_000),
-            Millis(100_000),
-            5,
-        );
+        let d = due_ms(&r, CatchUp::Latest, 0, 100_000, 100_000, 5);
         assert_eq!(d, ts(&[99_960, 99_970, 99_980, 99_990, 100_000]));
     }
 
@@ -154,14 +130,7 @@ mod tests {
     fn a_schedule_put_long_ago_costs_a_bounded_walk() {
         let r = Rule::cron("* * * * * *").compile().unwrap();
         let now = StoreTime(1_704_067_200_000);
-        let d = due(
-            &r,
-            CatchUp::Each { max: 2 },
-            StoreTime(0),
-            now,
-            Millis(3000),
-            100,
-        );
+        let d = due_ms(&r, CatchUp::Each { max: 2 }, 0, now.0, 3000, 100);
         assert_eq!(d.len(), 2 + 4);
         assert_eq!(*d.last().unwrap(), now);
     }

@@ -275,13 +275,21 @@ mod tests {
         fwd
     }
 
+    /// The plan times of cron `expr` in Europe/Berlin within `[from, to]`
+    /// ([`walks_agree`]).
+    fn in_berlin(expr: &str, from: StoreTime, to: StoreTime) -> Vec<StoreTime> {
+        let r = Rule::cron_in(expr, "Europe/Berlin").compile().unwrap();
+        walks_agree(&r, from, to)
+    }
+
     #[test]
     fn a_fixed_time_in_the_spring_gap_runs_once_right_after_it() {
         // Europe/Berlin skips 02:00-03:00 on 2024-03-31.
-        let r = Rule::cron_in("30 2 * * *", "Europe/Berlin")
-            .compile()
-            .unwrap();
-        let got = walks_agree(&r, ms("2024-03-30T00:00:00Z"), ms("2024-04-01T12:00:00Z"));
+        let got = in_berlin(
+            "30 2 * * *",
+            ms("2024-03-30T00:00:00Z"),
+            ms("2024-04-01T12:00:00Z"),
+        );
         assert_eq!(
             got,
             vec![
@@ -295,19 +303,21 @@ mod tests {
     #[test]
     fn a_fixed_time_repeated_in_the_fall_runs_once() {
         // Europe/Berlin repeats 02:00-03:00 on 2024-10-27.
-        let r = Rule::cron_in("30 2 * * *", "Europe/Berlin")
-            .compile()
-            .unwrap();
-        let got = walks_agree(&r, ms("2024-10-26T12:00:00Z"), ms("2024-10-27T12:00:00Z"));
+        let got = in_berlin(
+            "30 2 * * *",
+            ms("2024-10-26T12:00:00Z"),
+            ms("2024-10-27T12:00:00Z"),
+        );
         assert_eq!(got, vec![ms("2024-10-27T00:30:00Z")]);
     }
 
     #[test]
     fn an_interval_pattern_runs_on_both_halves_of_a_repeated_hour() {
-        let r = Rule::cron_in("0 * * * *", "Europe/Berlin")
-            .compile()
-            .unwrap();
-        let got = walks_agree(&r, ms("2024-10-26T23:30:00Z"), ms("2024-10-27T02:30:00Z"));
+        let got = in_berlin(
+            "0 * * * *",
+            ms("2024-10-26T23:30:00Z"),
+            ms("2024-10-27T02:30:00Z"),
+        );
         assert_eq!(
             got,
             vec![

@@ -158,6 +158,10 @@ pub struct WorkerConfigBuilder {
     limits: Vec<(String, Option<u32>)>,
 }
 
+/// Builder setters: each `/// doc` `name: Type` becomes a method that sets
+/// `self.cfg.name` and returns the builder. Exported for the other
+/// crates' config builders (`leasehold-chaos`).
+#[macro_export]
 macro_rules! setter {
     ($(#[$doc:meta] $name:ident: $ty:ty),* $(,)?) => {$(
         #[$doc]

@@ -79,71 +79,40 @@ impl Kv {
 
 struct KvStore(Kv);
 
+/// One `Store` method on the service's table: a `write` through
+/// [`Kv::write`] (read, wait, write the copy back), a `read` on the table
+/// as it is now.
+macro_rules! on_table {
+    (write $op:ident($arg:ident: $ty:ty) -> $out:ty) => {
+        fn $op(&self, $arg: $ty) -> impl Future<Output = Result<$out, StoreError>> + Send {
+            self.0.write(move |s| async move { s.$op($arg).await })
+        }
+    };
+    (read $op:ident($($arg:ident: $ty:ty)?) -> $out:ty) => {
+        fn $op(&self $(, $arg: $ty)?) -> impl Future<Output = Result<$out, StoreError>> + Send {
+            let s = self.0.read();
+            async move { s.$op($($arg)?).await }
+        }
+    };
+}
+
+/// Every operation the simulation sends; the rest (`batch`, `retry_dead`,
+/// ...) are the trait's defaults.
 impl Store for KvStore {
-    fn now(&self) -> impl Future<Output = Result<StoreTime, StoreError>> + Send {
-        let s = self.0.read();
-        async move { s.now().await }
-    }
-    fn enqueue(&self, job: NewJob) -> impl Future<Output = Result<JobId, StoreError>> + Send {
-        self.0.write(|s| async move { s.enqueue(job).await })
-    }
-    fn claim(
-        &self,
-        r: ClaimRequest,
-    ) -> impl Future<Output = Result<Vec<Lease>, StoreError>> + Send {
-        self.0.write(|s| async move { s.claim(r).await })
-    }
-    fn renew(&self, r: RenewRequest) -> impl Future<Output = Result<Renewal, StoreError>> + Send {
-        self.0.write(|s| async move { s.renew(r).await })
-    }
-    fn release(
-        &self,
-        r: ReleaseRequest,
-    ) -> impl Future<Output = Result<Release, StoreError>> + Send {
-        self.0.write(|s| async move { s.release(r).await })
-    }
-    fn sweep(
-        &self,
-        r: SweepRequest,
-    ) -> impl Future<Output = Result<Vec<CrashReport>, StoreError>> + Send {
-        self.0.write(|s| async move { s.sweep(r).await })
-    }
-    fn cancel(&self, j: JobId) -> impl Future<Output = Result<CancelOutcome, StoreError>> + Send {
-        self.0.write(move |s| async move { s.cancel(j).await })
-    }
-    fn get(&self, j: JobId) -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send {
-        let s = self.0.read();
-        async move { s.get(j).await }
-    }
-    fn list(
-        &self,
-        r: ListRequest,
-    ) -> impl Future<Output = Result<Vec<JobRecord>, StoreError>> + Send {
-        let s = self.0.read();
-        async move { s.list(r).await }
-    }
-    fn put_schedule(&self, sc: Schedule) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.0.write(|s| async move { s.put_schedule(sc).await })
-    }
-    fn remove_schedule(&self, n: String) -> impl Future<Output = Result<bool, StoreError>> + Send {
-        self.0.write(|s| async move { s.remove_schedule(n).await })
-    }
-    fn fire(&self, r: FireRequest) -> impl Future<Output = Result<JobId, StoreError>> + Send {
-        self.0.write(|s| async move { s.fire(r).await })
-    }
-    fn list_schedules(
-        &self,
-        r: ListSchedulesRequest,
-    ) -> impl Future<Output = Result<Vec<ScheduleRecord>, StoreError>> + Send {
-        let s = self.0.read();
-        async move { s.list_schedules(r).await }
-    }
-    fn prune(
-        &self,
-        r: PruneRequest,
-    ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send {
-        self.0.write(move |s| async move { s.prune(r).await })
-    }
+    on_table!(read now() -> StoreTime);
+    on_table!(write enqueue(job: NewJob) -> JobId);
+    on_table!(write claim(r: ClaimRequest) -> Vec<Lease>);
+    on_table!(write renew(r: RenewRequest) -> Renewal);
+    on_table!(write release(r: ReleaseRequest) -> Release);
+    on_table!(write sweep(r: SweepRequest) -> Vec<CrashReport>);
+    on_table!(write cancel(j: JobId) -> CancelOutcome);
+    on_table!(read get(j: JobId) -> Option<JobRecord>);
+    on_table!(read list(r: ListRequest) -> Vec<JobRecord>);
+    on_table!(write put_schedule(sc: Schedule) -> ());
+    on_table!(write remove_schedule(n: String) -> bool);
+    on_table!(write fire(r: FireRequest) -> JobId);
+    on_table!(read list_schedules(r: ListSchedulesRequest) -> Vec<ScheduleRecord>);
+    on_table!(write prune(r: PruneRequest) -> Vec<JobId>);
 }
 
 /// No audit log, nothing to close; its `batch` is the trait's default,

@@ -77,6 +77,23 @@ pub struct World {
     stop_at_violation: bool,
 }
 
+/// The catalogue variants whose bug is in the worker's lease decisions,
+/// the ones [`World::with_variant`] runs (the store-side ones live in the
+/// memory adapter, outside the core's transitions).
+#[cfg(feature = "buggy-variants")]
+pub const WORKER_VARIANTS: [leasehold_core::variants::Variant; 7] = {
+    use leasehold_core::variants::Variant;
+    [
+        Variant::FixedLockNoHeartbeat,
+        Variant::HeartbeatStopsOnError,
+        Variant::ExpiryDoesNotStopHandler,
+        Variant::WorkerWallClockDeadline,
+        Variant::ConflictAbandonsLease,
+        Variant::FenceFromAnswer,
+        Variant::HeartbeatStopsAtRelease,
+    ]
+};
+
 impl World {
     /// The world of `scope`, with the correct core.
     pub fn new(scope: Scope) -> Self {

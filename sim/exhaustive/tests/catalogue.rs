@@ -4,21 +4,13 @@
 
 #![cfg(feature = "buggy-variants")]
 
-use leasehold_core::variants::Variant;
+use leasehold_exhaustive::model::WORKER_VARIANTS;
 use leasehold_exhaustive::{check, Scope, Verdict, World};
 
 #[test]
 #[ignore = "a measurement, run by hand"]
 fn worker_variants_through_s1() {
-    for v in [
-        Variant::FixedLockNoHeartbeat,
-        Variant::HeartbeatStopsOnError,
-        Variant::ExpiryDoesNotStopHandler,
-        Variant::WorkerWallClockDeadline,
-        Variant::ConflictAbandonsLease,
-        Variant::FenceFromAnswer,
-        Variant::HeartbeatStopsAtRelease,
-    ] {
+    for v in WORKER_VARIANTS {
         let r = check(World::with_variant(Scope::s1(), v), 2);
         match &r.verdict {
             Verdict::Holds => println!("{v}: not found ({} states)", r.unique_states),

@@ -372,17 +372,11 @@ fn swarm_size(cfg: &SimConfig, bad: &mut impl FnMut(&str, String)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn paths(cfg: &SimConfig) -> Vec<String> {
-        problems(cfg).into_iter().map(|p| p.path).collect()
-    }
+    use crate::builtin::{assert_defaults_and_builtins_pass, paths_of};
 
     #[test]
     fn defaults_and_builtin_scenarios_are_within_every_bound() {
-        assert_eq!(paths(&SimConfig::default()), Vec::<String>::new());
-        for cfg in crate::builtin::all() {
-            assert_eq!(paths(&cfg), Vec::<String>::new(), "{}", cfg.name);
-        }
+        assert_defaults_and_builtins_pass(problems);
     }
 
     #[test]
@@ -391,11 +385,14 @@ mod tests {
         cfg.workload.jobs = MAX_JOBS;
         cfg.seeds = MAX_SEEDS;
         cfg.duration = MAX_DURATION;
-        assert_eq!(paths(&cfg), Vec::<String>::new());
+        assert_eq!(paths_of(problems(&cfg)), Vec::<String>::new());
         cfg.workload.jobs += 1;
         cfg.seeds += 1;
         cfg.duration = Dur(leasehold_core::Millis(MAX_DURATION.as_ms() + 1));
-        assert_eq!(paths(&cfg), vec!["seeds", "workload.jobs", "duration"]);
+        assert_eq!(
+            paths_of(problems(&cfg)),
+            vec!["seeds", "workload.jobs", "duration"]
+        );
     }
 
     #[test]
@@ -403,7 +400,10 @@ mod tests {
         let mut cfg = SimConfig::default();
         cfg.faults.pause_rate = Range::new(f64::NAN, 1.0);
         cfg.workload.fail_rate = f64::INFINITY;
-        assert_eq!(paths(&cfg), vec!["workload.fail_rate", "faults.pause_rate"]);
+        assert_eq!(
+            paths_of(problems(&cfg)),
+            vec!["workload.fail_rate", "faults.pause_rate"]
+        );
     }
 
     #[test]
@@ -413,6 +413,6 @@ mod tests {
         cfg.faults.window = Dur::secs(3600);
         cfg.faults.pause_rate = Range::new(0.0, 10.0);
         cfg.faults.hold_rate = Range::new(0.0, 1.0);
-        assert_eq!(paths(&cfg), vec!["faults.pause_rate"]);
+        assert_eq!(paths_of(problems(&cfg)), vec!["faults.pause_rate"]);
     }
 }

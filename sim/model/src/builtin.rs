@@ -116,3 +116,22 @@ pub fn harsh() -> SimConfig {
 pub fn all() -> Vec<SimConfig> {
     vec![calm(), small_swarm(), standard(), harsh()]
 }
+
+/// The paths of `problems`, the part a check's tests compare.
+#[cfg(test)]
+pub(crate) fn paths_of(problems: Vec<crate::config::ConfigProblem>) -> Vec<String> {
+    problems.into_iter().map(|p| p.path).collect()
+}
+
+/// Asserts that `problems` finds none in the default configuration and in
+/// every built-in scenario: each check's first test.
+#[cfg(test)]
+pub(crate) fn assert_defaults_and_builtins_pass(
+    problems: fn(&SimConfig) -> Vec<crate::config::ConfigProblem>,
+) {
+    let none = Vec::<String>::new();
+    assert_eq!(paths_of(problems(&SimConfig::default())), none);
+    for cfg in all() {
+        assert_eq!(paths_of(problems(&cfg)), none, "{}", cfg.name);
+    }
+}

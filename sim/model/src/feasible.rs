@@ -162,17 +162,11 @@ fn store_limits(cfg: &SimConfig, out: &mut Vec<ConfigProblem>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn paths(cfg: &SimConfig) -> Vec<String> {
-        problems(cfg).into_iter().map(|p| p.path).collect()
-    }
+    use crate::builtin::{assert_defaults_and_builtins_pass, paths_of};
 
     #[test]
     fn defaults_and_builtin_scenarios_are_feasible() {
-        assert_eq!(paths(&SimConfig::default()), Vec::<String>::new());
-        for cfg in crate::builtin::all() {
-            assert_eq!(paths(&cfg), Vec::<String>::new(), "{}", cfg.name);
-        }
+        assert_defaults_and_builtins_pass(problems);
     }
 
     #[test]
@@ -182,12 +176,12 @@ mod tests {
             tick: Dur::ms(990),
             ..SimConfig::default()
         };
-        assert_eq!(paths(&cfg), Vec::<String>::new());
+        assert_eq!(paths_of(problems(&cfg)), Vec::<String>::new());
         cfg.tick = Dur::ms(1000);
-        assert_eq!(paths(&cfg), vec!["tick"]);
+        assert_eq!(paths_of(problems(&cfg)), vec!["tick"]);
         cfg.tick = Dur::ms(10);
         cfg.network.latency = crate::config::Range::exactly(Dur::ms(1000));
-        assert_eq!(paths(&cfg), vec!["network.latency"]);
+        assert_eq!(paths_of(problems(&cfg)), vec!["network.latency"]);
     }
 
     #[test]
@@ -198,7 +192,7 @@ mod tests {
         cfg.protocol.max_attempts = leasehold_core::DEFAULT_MAX_ATTEMPTS_CAP + 1;
         cfg.workload.queues = vec!["q".repeat(200)];
         assert_eq!(
-            paths(&cfg),
+            paths_of(problems(&cfg)),
             vec![
                 "protocol.fence_margin",
                 "protocol.concurrency",

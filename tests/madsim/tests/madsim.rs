@@ -118,32 +118,24 @@ fn caught(scenario: fn() -> Scenario, expect: InvariantId) -> Detection {
     d
 }
 
-#[test]
-fn catalogue_fixed_lock_no_heartbeat_is_caught() {
-    caught(Scenario::fixed_lock_no_heartbeat, InvariantId::I3);
+/// One test per catalogue bug: its scenario is caught breaking the
+/// invariant named.
+macro_rules! catalogue_is_caught {
+    ($($test:ident: $scenario:ident breaks $invariant:ident;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                caught(Scenario::$scenario, InvariantId::$invariant);
+            }
+        )*
+    };
 }
 
-#[test]
-fn catalogue_expiry_does_not_stop_handler_is_caught() {
-    caught(Scenario::expiry_does_not_stop_handler, InvariantId::I3);
-}
-
-#[test]
-fn catalogue_heartbeat_too_close_is_caught() {
-    caught(Scenario::heartbeat_too_close, InvariantId::I5);
-}
-
-#[test]
-fn catalogue_heartbeat_stops_on_error_is_caught() {
-    caught(Scenario::heartbeat_stops_on_error, InvariantId::I5);
-}
-
-#[test]
-fn catalogue_claim_without_cas_is_caught() {
-    caught(Scenario::claim_without_cas, InvariantId::I1);
-}
-
-#[test]
-fn catalogue_restart_reuses_identity_is_caught() {
-    caught(Scenario::restart_reuses_identity, InvariantId::I6);
+catalogue_is_caught! {
+    catalogue_fixed_lock_no_heartbeat_is_caught: fixed_lock_no_heartbeat breaks I3;
+    catalogue_expiry_does_not_stop_handler_is_caught: expiry_does_not_stop_handler breaks I3;
+    catalogue_heartbeat_too_close_is_caught: heartbeat_too_close breaks I5;
+    catalogue_heartbeat_stops_on_error_is_caught: heartbeat_stops_on_error breaks I5;
+    catalogue_claim_without_cas_is_caught: claim_without_cas breaks I1;
+    catalogue_restart_reuses_identity_is_caught: restart_reuses_identity breaks I6;
 }

@@ -9,13 +9,12 @@
 //! URL, a schema missing or newer than the binary, a retry of a job that
 //! is not dead), with nothing changed.
 
-pub mod cancel;
 pub mod format;
 pub mod job_arg;
+pub mod job_change;
 pub mod list;
 pub mod migrate;
 pub mod prune;
-pub mod retry;
 pub mod show;
 pub mod status;
 pub mod target;

@@ -202,22 +202,18 @@ mod tests {
 
     #[test]
     fn urls_pick_the_store() {
-        assert_eq!(
-            Target::parse("postgres://u@h/db"),
-            Ok(Target::Postgres("postgres://u@h/db".into()))
-        );
-        assert_eq!(
-            Target::parse("sqlite:///tmp/x.db"),
-            Ok(Target::Sqlite("/tmp/x.db".into()))
-        );
-        assert_eq!(
-            Target::parse("sqlite:jobs.db"),
-            Ok(Target::Sqlite("jobs.db".into()))
-        );
-        assert_eq!(
-            Target::parse("./jobs.db"),
-            Ok(Target::Sqlite("./jobs.db".into()))
-        );
+        let named = [
+            (
+                "postgres://u@h/db",
+                Target::Postgres("postgres://u@h/db".into()),
+            ),
+            ("sqlite:///tmp/x.db", Target::Sqlite("/tmp/x.db".into())),
+            ("sqlite:jobs.db", Target::Sqlite("jobs.db".into())),
+            ("./jobs.db", Target::Sqlite("./jobs.db".into())),
+        ];
+        for (url, want) in named {
+            assert_eq!(Target::parse(url), Ok(want), "{url}");
+        }
         let bad = Target::parse("mysql://h/db").unwrap_err();
         assert!(
             bad.contains("unsupported store URL scheme \"mysql\""),

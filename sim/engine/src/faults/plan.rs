@@ -156,13 +156,8 @@ impl FaultPlan {
                     from,
                     to,
                     oneway,
-                } => {
-                    let (x, y, flipped) = sorted_pair(a, b);
-                    let (ab, ba) = directions(*oneway, flipped);
-                    let drop = LinkKind::Drop { ab, ba };
-                    links.push(LinkFault::new(x, y, from, to, drop, &mut times));
                 }
-                ScriptedFault::Hold {
+                | ScriptedFault::Hold {
                     a,
                     b,
                     from,
@@ -171,8 +166,13 @@ impl FaultPlan {
                 } => {
                     let (x, y, flipped) = sorted_pair(a, b);
                     let (ab, ba) = directions(*oneway, flipped);
-                    let hold = LinkKind::Hold { ab, ba };
-                    links.push(LinkFault::new(x, y, from, to, hold, &mut times));
+                    // A partition drops, a hold delays; either may be one way.
+                    let kind = if matches!(f, ScriptedFault::Partition { .. }) {
+                        LinkKind::Drop { ab, ba }
+                    } else {
+                        LinkKind::Hold { ab, ba }
+                    };
+                    links.push(LinkFault::new(x, y, from, to, kind, &mut times));
                 }
                 ScriptedFault::Conflict { host, from, to } => conflicts
                     .entry(host.clone())
@@ -298,9 +298,15 @@ mod tests {
     use super::*;
     use leasehold_model::duration::Dur;
 
+    /// The plan of `faults`, each in the scenario files' grammar.
+    fn plan_of(faults: &[&str]) -> FaultPlan {
+        let s: Vec<ScriptedFault> = faults.iter().map(|s| s.parse().unwrap()).collect();
+        FaultPlan::new(&s)
+    }
+
     #[test]
     fn overlapping_link_faults_combine() {
-        let s: Vec<ScriptedFault> = [
+        let p = plan_of(&[
             "partition worker-1 -> store 1s..5s",
             "hold store worker-1 3s..8s",
             "pause worker-1 for 2s at 1s",
@@ -309,11 +315,7 @@ mod tests {
             "shutdown worker-1 at 9s",
             "shutdown worker-1 at 6s",
             "conflict worker-1 2s..2001ms",
-        ]
-        .iter()
-        .map(|s| s.parse().unwrap())
-        .collect();
-        let p = FaultPlan::new(&s);
+        ]);
         assert_eq!(p.link_pairs(), vec![("store".into(), "worker-1".into())]);
         let v = p.link_at("store", "worker-1", 3500);
         assert!(v.drop_ba && !v.drop_ab && v.held_ab && v.held_ba);
@@ -340,14 +342,10 @@ mod tests {
 
     #[test]
     fn a_one_way_hold_holds_only_its_own_direction() {
-        let s: Vec<ScriptedFault> = [
+        let p = plan_of(&[
             "hold worker-1 -> store 800ms..900ms",
             "hold store -> worker-1 900ms..1000ms",
-        ]
-        .iter()
-        .map(|s| s.parse().unwrap())
-        .collect();
-        let p = FaultPlan::new(&s);
+        ]);
         assert_eq!(p.link_pairs(), vec![("store".into(), "worker-1".into())]);
         // Sorted pair (store, worker-1): `ab` is store -> worker-1.
         let v = p.link_at("store", "worker-1", 850);

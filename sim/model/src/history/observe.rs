@@ -30,32 +30,29 @@ pub fn record_of_event(
             token,
             at,
             believe_until,
-        } => belief(
-            worker,
-            *job,
-            *token,
-            *at,
-            BeliefWhat::Claimed {
-                until_local: believe_until.0,
-                until_true: until_true(believe_until.0),
-            },
-        ),
-        RuntimeEvent::Renewed {
+        }
+        | RuntimeEvent::Renewed {
             worker,
             job,
             token,
             at,
             believe_until,
-        } => belief(
-            worker,
-            *job,
-            *token,
-            *at,
-            BeliefWhat::Renewed {
-                until_local: believe_until.0,
-                until_true: until_true(believe_until.0),
-            },
-        ),
+        } => {
+            let (until_local, until_true) = (believe_until.0, until_true(believe_until.0));
+            // A claim and a renew both start a belief until a local time.
+            let what = if matches!(e, RuntimeEvent::Claimed { .. }) {
+                BeliefWhat::Claimed {
+                    until_local,
+                    until_true,
+                }
+            } else {
+                BeliefWhat::Renewed {
+                    until_local,
+                    until_true,
+                }
+            };
+            belief(worker, *job, *token, *at, what)
+        }
         RuntimeEvent::RenewUnavailable {
             worker,
             job,

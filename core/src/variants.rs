@@ -74,11 +74,26 @@ pub enum Variant {
     ///     lapse, and the sweeper reports a live worker as crashed (found by
     ///     the simulator once it cancelled batches).
     HeartbeatStopsAtRelease,
+    /// 21. A prune that ignores the retention: the store judges a finished
+    ///     job's age against the wrong instant and deletes it as soon as it
+    ///     finished, with the result a caller was just told was committed
+    ///     (I4; the "delete at once" cleanup that graphile-worker users
+    ///     asked to make a retention, #174).
+    PruneIgnoresRetention,
+    /// 22. A prune that deletes a fired plan time's job without keeping the
+    ///     schedule's pruned mark: the key that made a re-fire answer the
+    ///     old job is gone, so a scheduler catching up fires that plan time
+    ///     again and a second job runs for it (I12).
+    PruneForgetsPlanTimeMark,
+    /// 23. A prune that frees the idempotency keys of every finished job it
+    ///     scanned, not only of the jobs it deleted: an enqueue retried
+    ///     within the retention makes a second job for its key (I11).
+    PruneFreesUnprunedKeys,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 20] = [
+    pub const ALL: [Variant; 23] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -99,6 +114,9 @@ impl Variant {
         Variant::WaitsOnlyForWakeUps,
         Variant::FenceFromAnswer,
         Variant::HeartbeatStopsAtRelease,
+        Variant::PruneIgnoresRetention,
+        Variant::PruneForgetsPlanTimeMark,
+        Variant::PruneFreesUnprunedKeys,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -124,6 +142,9 @@ impl Variant {
             Variant::WaitsOnlyForWakeUps => "waits-only-for-wake-ups",
             Variant::FenceFromAnswer => "fence-from-answer",
             Variant::HeartbeatStopsAtRelease => "heartbeat-stops-at-release",
+            Variant::PruneIgnoresRetention => "prune-ignores-retention",
+            Variant::PruneForgetsPlanTimeMark => "prune-forgets-plan-time-mark",
+            Variant::PruneFreesUnprunedKeys => "prune-frees-unpruned-keys",
         }
     }
 

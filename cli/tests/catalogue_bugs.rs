@@ -92,6 +92,9 @@ catalogue! {
     bug_13_scheduler_own_clock_is_caught => "scheduler_own_clock_fires_late_and_leaves_plan_times_unfired.toml",
     bug_14_fire_without_key_is_caught => "fire_without_key_runs_a_plan_time_twice.toml",
     bug_15_conflict_abandons_lease_is_caught => "conflict_abandons_lease_gives_a_false_crash_report.toml",
+    bug_21_prune_ignores_retention_is_caught => "prune_ignores_retention_loses_a_committed_result.toml",
+    bug_22_prune_forgets_plan_time_mark_is_caught => "prune_forgets_plan_time_mark_fires_a_plan_time_twice.toml",
+    bug_23_prune_frees_unpruned_keys_is_caught => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
 }
 
 #[test]

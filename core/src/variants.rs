@@ -84,11 +84,26 @@ pub enum Variant {
     ///     believes past the store's expiry, while another worker may
     ///     already hold the lease.
     FenceIgnoresDrift,
+    /// 23. A prune that ignores the retention: the store judges a finished
+    ///     job's age against the wrong instant and deletes it as soon as it
+    ///     finished, with the result a caller was just told was committed
+    ///     (I4; the "delete at once" cleanup that graphile-worker users
+    ///     asked to make a retention, #174).
+    PruneIgnoresRetention,
+    /// 24. A prune that deletes a fired plan time's job without keeping the
+    ///     schedule's pruned mark: the key that made a re-fire answer the
+    ///     old job is gone, so a scheduler catching up fires that plan time
+    ///     again and a second job runs for it (I12).
+    PruneForgetsPlanTimeMark,
+    /// 25. A prune that frees the idempotency keys of every finished job it
+    ///     scanned, not only of the jobs it deleted: an enqueue retried
+    ///     within the retention makes a second job for its key (I11).
+    PruneFreesUnprunedKeys,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 22] = [
+    pub const ALL: [Variant; 25] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -111,6 +126,9 @@ impl Variant {
         Variant::HeartbeatStopsAtRelease,
         Variant::FirstQueueLimitForAll,
         Variant::FenceIgnoresDrift,
+        Variant::PruneIgnoresRetention,
+        Variant::PruneForgetsPlanTimeMark,
+        Variant::PruneFreesUnprunedKeys,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -138,6 +156,9 @@ impl Variant {
             Variant::HeartbeatStopsAtRelease => "heartbeat-stops-at-release",
             Variant::FirstQueueLimitForAll => "first-queue-limit-for-every-queue",
             Variant::FenceIgnoresDrift => "fence-ignores-drift",
+            Variant::PruneIgnoresRetention => "prune-ignores-retention",
+            Variant::PruneForgetsPlanTimeMark => "prune-forgets-plan-time-mark",
+            Variant::PruneFreesUnprunedKeys => "prune-frees-unpruned-keys",
         }
     }
 

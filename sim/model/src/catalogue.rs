@@ -65,6 +65,9 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::ClaimWithoutCas
                 | Variant::LateCancelOverwrites
                 | Variant::FireWithoutKey
+                | Variant::PruneIgnoresRetention
+                | Variant::PruneForgetsPlanTimeMark
+                | Variant::PruneFreesUnprunedKeys
                 // Its worker reuses its name, but the bug that keeps a dead
                 // lease alive is the store's liveness-by-name renewal.
                 | Variant::RestartReusesIdentity

@@ -1,7 +1,7 @@
 //! The history, indexed for the checks: requests with their fate and
 //! answer, beliefs, handler executions, and fault intervals per host.
 
-use leasehold_core::{Event, JobId, JobRecord, Token, WorkerId};
+use leasehold_core::{Event, JobId, JobRecord, Millis, StoreTime, Token, WorkerId};
 use leasehold_model::config::{ScriptedFault, SimConfig};
 use leasehold_model::history::{BeliefWhat, Fate, HandlerPhase, History, Op, Record, Reply};
 use std::collections::BTreeMap;
@@ -31,6 +31,21 @@ impl ReqInfo {
     pub fn answered(&self) -> bool {
         matches!(&self.answer, Some((_, r)) if r.is_known())
     }
+}
+
+/// The prune that deleted a job, as the history shows it.
+#[derive(Clone, Debug)]
+pub struct PrunedJob {
+    /// True time it was served.
+    pub t: u64,
+    /// Store time it was served at: the `now` its age was judged by.
+    pub store_time: StoreTime,
+    /// Its retention `R`.
+    pub retention: Millis,
+    /// Who sent it.
+    pub host: String,
+    /// Its request id.
+    pub request: u64,
 }
 
 /// A belief milestone.
@@ -91,6 +106,9 @@ pub struct Facts {
     pub faults: Vec<ScriptedFault>,
     /// Final rows.
     pub finals: BTreeMap<JobId, JobRecord>,
+    /// The jobs the store answered it pruned, by the first prune naming
+    /// each (a pruned job has no final row).
+    pub pruned: BTreeMap<JobId, PrunedJob>,
     /// When the client finished its schedule.
     pub client_done: Option<u64>,
 }
@@ -201,10 +219,28 @@ impl Facts {
                         .push((*t, ids.clone()));
                 }
                 Record::Served {
-                    t, id, fate, reply, ..
+                    t,
+                    store_time,
+                    id,
+                    fate,
+                    reply,
+                    ..
                 } => {
                     if let Some(q) = f.requests.get_mut(id) {
                         q.served = Some((*t, *fate, reply.clone()));
+                        if let (Op::Prune { retention, .. }, Some(Reply::Pruned(ids))) =
+                            (&q.op, reply)
+                        {
+                            for job in ids {
+                                f.pruned.entry(*job).or_insert(PrunedJob {
+                                    t: *t,
+                                    store_time: *store_time,
+                                    retention: *retention,
+                                    host: q.host.clone(),
+                                    request: *id,
+                                });
+                            }
+                        }
                     }
                 }
                 Record::Answer { t, id, reply, .. } => {

@@ -31,8 +31,23 @@ pub fn check_workers(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     // (worker, time, starts?) per handler edge; an end sorts before a start
     // at the same millisecond (a slot freed, then taken).
     let mut edges: BTreeMap<&WorkerId, Vec<(u64, bool, JobId, &str)>> = BTreeMap::new();
+    let pruned_queues: BTreeMap<JobId, &str> = facts
+        .events
+        .iter()
+        .filter(|(_, _, e)| facts.pruned.contains_key(&e.job))
+        .filter_map(|(_, _, e)| match &e.kind {
+            leasehold_core::EventKind::Enqueued { queue, .. } => Some((e.job, queue.as_str())),
+            _ => None,
+        })
+        .collect();
     for ((w, job, _), steps) in &facts.handlers {
-        let Some(queue) = facts.finals.get(job).map(|r| r.queue.as_str()) else {
+        // A pruned job has no final row: its queue is in its enqueue event.
+        let Some(queue) = facts
+            .finals
+            .get(job)
+            .map(|r| r.queue.as_str())
+            .or_else(|| pruned_queues.get(job).copied())
+        else {
             continue;
         };
         let host = Facts::host_of(w);

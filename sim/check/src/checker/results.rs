@@ -1,11 +1,17 @@
 //! I4 no lost results: every `Committed` answer is reflected in the final
 //! store state with the same result bytes and token, across store crashes;
 //! no reader ever sees a terminal job without its result.
+//!
+//! Across pruning (spec §3 "Retention"): a committed result must stay for
+//! at least `R` after its job finished. A job the store answered it pruned
+//! has no final row; that is its lawful end only when the prune's store
+//! time is at least `R` after the store time its success was accepted.
+//! Pruned any sooner, the result was lost.
 
-use super::facts::Facts;
+use super::facts::{Facts, PrunedJob};
 use super::replay::{JobView, Step};
 use super::Violation;
-use leasehold_core::{EventKind, JobId, JobState, Outcome, Token};
+use leasehold_core::{EventKind, JobId, JobState, Outcome, StoreTime, Token};
 use leasehold_model::config::InvariantId::I4;
 use leasehold_model::history::{Blob, Op, Reply};
 use std::collections::BTreeMap;
@@ -65,6 +71,17 @@ pub fn check_events(steps: &[Step<'_>], finals: &BTreeMap<JobId, JobView>) -> Ve
 /// Committed answers against the final rows, and what readers saw.
 pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
     let ok = successes(steps, Some(facts));
+    // When each job's success was accepted (store time).
+    let mut finished: BTreeMap<JobId, StoreTime> = BTreeMap::new();
+    for s in steps {
+        if let EventKind::Released {
+            outcome: Outcome::Succeeded(_),
+            ..
+        } = &s.event.kind
+        {
+            finished.entry(s.event.job).or_insert(s.event.at);
+        }
+    }
     let mut out = Vec::new();
     for (id, q) in &facts.requests {
         let Some((t, reply)) = &q.answer else {
@@ -79,6 +96,16 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                 },
                 Reply::Committed,
             ) => {
+                if let Some(p) = facts.pruned.get(job) {
+                    out.extend(pruned_early(
+                        *job,
+                        *token,
+                        *id,
+                        p,
+                        finished.get(job).copied(),
+                    ));
+                    continue;
+                }
                 let row = facts.finals.get(job);
                 let good = row.is_some_and(|r| {
                     r.state == JobState::Succeeded
@@ -134,6 +161,38 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
         }
     }
     out
+}
+
+/// A committed result whose job was pruned: lost when the prune came
+/// sooner than `R` after the success was accepted at `finished`.
+fn pruned_early(
+    job: JobId,
+    token: Token,
+    release: u64,
+    p: &PrunedJob,
+    finished: Option<StoreTime>,
+) -> Option<Violation> {
+    let finished = finished?;
+    let age = p.store_time.0.saturating_sub(finished.0);
+    if age >= i64::try_from(p.retention.0).unwrap_or(i64::MAX) {
+        return None;
+    }
+    Some(
+        Violation::new(
+            I4,
+            format!(
+                "release #{release} of token {token} was answered Committed with a result, \
+                 accepted at {finished}, but prune #{} by {} deleted the job at {}, {age}ms \
+                 later, before its retention R = {}: the result was lost",
+                p.request, p.host, p.store_time, p.retention
+            ),
+        )
+        .job(job)
+        .tokens([token])
+        .hosts([p.host.as_str()])
+        .at(p.t)
+        .store_at(p.store_time),
+    )
 }
 
 fn check_read(

@@ -7,7 +7,9 @@
 //! Read from the history and the scenario, sharing no code with the core:
 //! - **jobs of a plan time** are the final rows whose idempotency key is
 //!   `leasehold:schedule:<name>@<plan time ms>` (the spec's key of a fire,
-//!   parsed here on its own);
+//!   parsed here on its own), and the jobs fires were answered with that a
+//!   prune later deleted (so a plan time fired again after its job was
+//!   pruned has two jobs);
 //! - **plan times** of an `every` rule are the multiples of its interval
 //!   (computed here); cron rules are judged for at most one job only;
 //! - **healed** means after the last fault that could keep a plan time from
@@ -114,6 +116,21 @@ pub fn check(h: &History, facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     for row in facts.finals.values() {
         if let Some(k) = row.idempotency_key.as_deref().and_then(parse_key) {
             jobs.entry(k).or_default().push(row.id);
+        }
+    }
+    // A plan time's job that was pruned has no final row, but it was that
+    // plan time's job all the same: a later job for the plan time is a
+    // second one, and the plan time is not missing.
+    for q in facts.requests.values() {
+        if let (Op::Fire { name, plan_time }, Some((_, _, Some(Reply::Job(job))))) =
+            (&q.op, &q.served)
+        {
+            if facts.pruned.contains_key(job) {
+                let ids = jobs.entry((name.clone(), plan_time.0)).or_default();
+                if !ids.contains(job) {
+                    ids.push(*job);
+                }
+            }
         }
     }
     // Who fired each plan time, for the reports.
@@ -828,5 +845,64 @@ mod tests {
         );
         let v = check(&h, &Facts::of(&h, &c2), &c2);
         assert!(v.is_empty(), "{v:?}");
+    }
+
+    /// A prune at store time `st` answered with `ids`.
+    fn prune(id: u64, st: i64, ids: &[u64]) -> Vec<Record> {
+        let r = leasehold_core::Millis(60_000);
+        exchange(
+            id,
+            "pruner-1",
+            st as u64,
+            Some(st),
+            Op::Prune {
+                retention: r,
+                limit: 10,
+                audit_retention: r,
+            },
+            Reply::Pruned(ids.iter().map(|i| JobId(*i)).collect()),
+        )
+    }
+
+    #[test]
+    fn a_plan_time_fired_again_after_its_job_was_pruned_has_two_jobs() {
+        let c = cfg();
+        let fire = |id, t: u64, reply| {
+            exchange(
+                id,
+                "scheduler-1",
+                t,
+                Some(t as i64),
+                Op::Fire {
+                    name: "s".into(),
+                    plan_time: StoreTime(10_000),
+                },
+                reply,
+            )
+        };
+        // Fired (job 10), pruned, then refused: one job, though no final row.
+        let mut ok = tick(2, "scheduler-1", 10_000, 10_000, &[10_000]);
+        ok.extend(prune(4, 80_000, &[10]));
+        ok.extend(fire(
+            5,
+            80_001,
+            Reply::Rejected("PlanTimePruned(\"s\", @10000ms, @10000ms)".into()),
+        ));
+        let h = with(history(vec![], 0), ok.clone());
+        let v = check(&h, &Facts::of(&h, &c), &c);
+        assert!(v.is_empty(), "{v:?}");
+        // Fired again after the prune: a second job for the plan time.
+        let mut again = ok;
+        again.truncate(again.len() - 3);
+        again.extend(fire(5, 80_001, Reply::Job(JobId(11))));
+        let h = with(history(vec![row(11, &key(10_000))], 0), again);
+        let v = check(&h, &Facts::of(&h, &c), &c);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(
+            v[0].message
+                .contains("plan time @10000ms of schedule \"s\" has 2 jobs (job-11, job-10)"),
+            "{}",
+            v[0].message
+        );
     }
 }

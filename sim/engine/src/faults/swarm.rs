@@ -130,7 +130,8 @@ pub fn swarm_faults(cfg: &SimConfig, seed: u64) -> Vec<ScriptedFault> {
         let crash_rate = match h.kind {
             HostKind::Store => d.store_crash_rate,
             HostKind::Worker(_) => d.worker_crash_rate,
-            HostKind::Sweeper(_) => d.sweeper_crash_rate,
+            // A pruner is a background service like the sweeper.
+            HostKind::Sweeper(_) | HostKind::Pruner(_) => d.sweeper_crash_rate,
             HostKind::Scheduler(_) => d.scheduler_crash_rate,
             HostKind::Client => 0.0,
         };

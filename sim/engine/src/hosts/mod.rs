@@ -1,9 +1,10 @@
-//! The simulated hosts' software: store, workers, sweepers, schedulers and
-//! the client, each running real code on its own machine
+//! The simulated hosts' software: store, workers, sweepers, schedulers,
+//! the client and pruners, each running real code on its own machine
 //! ([`crate::machine`]), given only what it reads ([`software`]).
 
 pub mod client;
 pub mod handler;
+pub mod pruner;
 pub mod scheduler;
 pub mod software;
 pub mod store;

@@ -12,6 +12,7 @@
 
 use super::client::{self, ClientSettings};
 use super::handler::HandlerSettings;
+use super::pruner::{run_pruner, PrunerSettings};
 use super::scheduler::{run_scheduler, SchedulerSettings};
 use super::store::{self, StoreSettings};
 use super::store_faults::StoreFaults;
@@ -45,6 +46,8 @@ pub enum Settings {
     Scheduler(Arc<SchedulerSettings>),
     /// The client's.
     Client(Arc<ClientSettings>),
+    /// A pruner host's.
+    Pruner(Arc<PrunerSettings>),
 }
 
 impl Settings {
@@ -62,6 +65,7 @@ impl Settings {
             Settings::Sweeper(s) => Box::pin(run_sweeper(r, *s)),
             Settings::Scheduler(s) => Box::pin(run_scheduler(r, s.clone())),
             Settings::Client(s) => Box::pin(client::run(r, s.clone())),
+            Settings::Pruner(s) => Box::pin(run_pruner(r, s.clone())),
         };
         let gated = rt.gate(fut);
         Box::pin(async move {
@@ -121,6 +125,7 @@ pub fn contexts(run: &Run<'_>, recorder: &Arc<Recorder>) -> Vec<(Host, HostRunti
         variant: run.variant,
     };
     let scheduler = Arc::new(SchedulerSettings::of(cfg, run.variant));
+    let pruner = Arc::new(PrunerSettings::of(cfg));
     let (shared_cfg, variant) = (Arc::new(cfg.clone()), run.variant);
     let configure: Arc<ConfigureWorker> =
         Arc::new(move |id, queues| worker_config(&shared_cfg, id, queues, variant));
@@ -144,6 +149,7 @@ pub fn contexts(run: &Run<'_>, recorder: &Arc<Recorder>) -> Vec<(Host, HostRunti
                 HostKind::Sweeper(_) => Settings::Sweeper(sweeper),
                 HostKind::Scheduler(_) => Settings::Scheduler(scheduler.clone()),
                 HostKind::Client => Settings::Client(run.client.clone()),
+                HostKind::Pruner(_) => Settings::Pruner(pruner.clone()),
             };
             let clock = Arc::new(ClockModel::of_host(&h.name, run.schedule));
             let pauses = run.plan.pauses_of(&h.name);

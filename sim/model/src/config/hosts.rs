@@ -7,10 +7,10 @@
 //! matter to every history hash, so both are written down here and
 //! nowhere else:
 //! - the registration order ([`Hosts::registration`]): store, workers,
-//!   sweepers, schedulers, client. It numbers the hosts on the engine's
-//!   executor and network, and is the order they first start in;
+//!   sweepers, schedulers, client, pruners. It numbers the hosts on the
+//!   engine's executor and network, and is the order they first start in;
 //! - the draw order ([`Hosts::draw`]): store, client, workers, sweepers,
-//!   schedulers. The swarm draws each host's faults in this order, the
+//!   schedulers, pruners. The swarm draws each host's faults in this order, the
 //!   schedule keeps faults of one instant in it (a stable sort), and
 //!   validation lists the hosts in it.
 
@@ -30,6 +30,9 @@ pub enum HostKind {
     Scheduler(u32),
     /// The client: enqueues, cancels and operator actions.
     Client,
+    /// Pruner host `n` (from 1), only under `[pruner]`. Last in both
+    /// orders, so a scenario without pruners numbers and draws as before.
+    Pruner(u32),
 }
 
 impl HostKind {
@@ -41,6 +44,7 @@ impl HostKind {
             HostKind::Sweeper(n) => format!("sweeper-{n}"),
             HostKind::Scheduler(n) => format!("scheduler-{n}"),
             HostKind::Client => "client".into(),
+            HostKind::Pruner(n) => format!("pruner-{n}"),
         }
     }
 }
@@ -84,6 +88,21 @@ impl Hosts {
         )
     }
 
+    /// These hosts and `n` pruner hosts after them (last: see the module
+    /// docs).
+    pub fn with_pruners(mut self, n: u32) -> Self {
+        let first = self.0.len();
+        self.0.extend((1..=n).enumerate().map(|(i, k)| {
+            let kind = HostKind::Pruner(k);
+            Host {
+                kind,
+                name: kind.name(),
+                index: first + i,
+            }
+        }));
+        self
+    }
+
     /// In registration order: the index of each is its number on the
     /// executor and the network.
     pub fn registration(&self) -> &[Host] {
@@ -93,11 +112,12 @@ impl Hosts {
     /// In the swarm's draw order: the store, the client, then the rest in
     /// registration order.
     pub fn draw(&self) -> impl Iterator<Item = &Host> {
-        let n = self.0.len();
-        // Registration puts the store first and the client last.
-        [&self.0[0], &self.0[n - 1]]
-            .into_iter()
-            .chain(&self.0[1..n - 1])
+        let first = |k: HostKind| self.0.iter().filter(move |h| h.kind == k);
+        first(HostKind::Store).chain(first(HostKind::Client)).chain(
+            self.0
+                .iter()
+                .filter(|h| !matches!(h.kind, HostKind::Store | HostKind::Client)),
+        )
     }
 
     /// The host named `name`, if there is one.
@@ -178,6 +198,18 @@ mod tests {
                 "scheduler-2"
             ]
         );
+    }
+
+    #[test]
+    fn pruners_come_last_in_both_orders() {
+        let h = hosts().with_pruners(2);
+        let all = names(h.registration().iter());
+        assert_eq!(all[..7], names(hosts().registration().iter())[..]);
+        assert_eq!(all[7..], ["pruner-1", "pruner-2"]);
+        assert_eq!(h.named("pruner-2").map(|p| p.index), Some(8));
+        let drawn = names(h.draw());
+        assert_eq!(drawn[..7], names(hosts().draw())[..]);
+        assert_eq!(drawn[7..], ["pruner-1", "pruner-2"]);
     }
 
     #[test]

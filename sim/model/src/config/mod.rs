@@ -10,6 +10,7 @@
 //! One file per part, each name reachable as `config::Name`: this file
 //! holds the scenario ([`SimConfig`]) and its problems; `settings` the
 //! `[topology]`, `[protocol]`, `[workload]` and `[network]` tables;
+//! `pruner` the `[pruner]` table;
 //! `hosts` the one typed list of the world's hosts the topology makes;
 //! `swarm` the `[faults]` ranges; `scripted` the grammar of
 //! `events = [...]`; `invariant` the invariant ids; `range` the `[min, max]`
@@ -20,6 +21,7 @@
 
 mod hosts;
 mod invariant;
+pub mod pruner;
 mod range;
 mod scripted;
 mod settings;
@@ -101,6 +103,9 @@ pub struct SimConfig {
     pub expect: Expect,
     /// Schedules (periodic jobs), put by every scheduler host at its start.
     pub schedules: Vec<crate::schedules::ScheduleSpec>,
+    /// Pruner hosts (`[pruner]`); none when absent (pruning is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruner: Option<pruner::PrunerSpec>,
 }
 
 impl Default for SimConfig {
@@ -122,6 +127,7 @@ impl Default for SimConfig {
             events: Vec::new(),
             expect: Expect::default(),
             schedules: Vec::new(),
+            pruner: None,
         }
     }
 }
@@ -138,7 +144,7 @@ pub struct ConfigProblem {
 impl SimConfig {
     /// Every host of the world, typed (the one list: see [`Hosts`]).
     pub fn hosts(&self) -> Hosts {
-        Hosts::of(&self.topology)
+        Hosts::of(&self.topology).with_pruners(self.pruner.as_ref().map_or(0, |p| p.hosts))
     }
 
     /// The plain probabilities of the workload and the faults (single

@@ -305,6 +305,9 @@ pub(crate) fn want_text(w: &Want) -> String {
         Want::Read(None) => "no row".into(),
         Want::Read(Some(j)) => format!("row {j}"),
         Want::List(ids) => format!("rows {}", list(ids, JobId::to_string)),
+        Want::Prunable { cutoff, limit } => {
+            format!("at most {limit} jobs that finished at or before {cutoff}")
+        }
         Want::Unjudged => "anything".into(),
     }
 }

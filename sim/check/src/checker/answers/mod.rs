@@ -45,7 +45,8 @@
 //! request that may touch rows the model cannot name (enqueue, claim,
 //! sweep) the model no longer knows the set of rows, and stops judging the
 //! rest of the run rather than raise false alarms; it still follows the
-//! row images for [`model_events`].
+//! row images for [`model_events`]. A prune of unknown outcome is bounded:
+//! only the rows it could have deleted are no longer judged (see `prune`).
 //!
 //! **Where the spec and the core differ.** PROTOCOL.md §3 answers a repeat
 //! of *any* committed release `Committed`. The core remembers only the last
@@ -56,7 +57,7 @@
 //! answers there rather than fail the core or a store that follows the
 //! spec to the letter; every other repeat is judged exactly.
 //!
-//! **Conflicts.** A renew, release, cancel or claim answered `Conflict` was
+//! **Conflicts.** A renew, release, cancel, claim or prune answered `Conflict` was
 //! not applied (the protocol's rule for that answer, which a store may give
 //! any write it could not serialize, and gives every part of a batch whose
 //! transaction failed): the model applies nothing, and the image of each
@@ -69,12 +70,20 @@
 //! it that committed anyway shows up at the next claim or sweep of the
 //! rows it took, whose answers the model then disagrees with.
 //!
+//! **Pruning.** The model prunes exactly what the store pruned, judges
+//! each pruned job was prunable (terminal, finished at or before
+//! `now − R`, at most `limit`), and judges every later answer against what
+//! is left: a pruned job is an unknown job, its key is free, its plan time
+//! is refused. A prune of unknown outcome suspends judging only the jobs it
+//! could have deleted (see `prune`).
+//!
 //! [`model_events`] gives the accepted transitions as store events, for
 //! stores without an audit log.
 
 mod backoff;
 mod compare;
 mod model;
+mod prune;
 pub mod reference;
 mod schedule_book;
 mod schedules;
@@ -159,7 +168,7 @@ impl Served<'_> {
     /// Whether the store answered this write `Conflict`: not applied. A
     /// claim may be answered so too (its batch's transaction failed).
     fn conflict(&self) -> bool {
-        (self.job().is_some() || matches!(self.op, Op::Claim { .. }))
+        (self.job().is_some() || matches!(self.op, Op::Claim { .. } | Op::Prune { .. }))
             && matches!(self.reply, Reply::Rejected(text) if variant_of(text) == "Conflict")
     }
 
@@ -288,9 +297,7 @@ impl Replay {
         let unknown = matches!(s.reply, Reply::Unavailable(_));
         let plan = (!unknown && !self.blind).then(|| self.model.plan(s.op, s.store_time));
         let pre = self.touched_rows(s, plan.as_ref());
-        // Prune is not in the reference model yet (issue 44, part 2): any
-        // prune, answered or not, leaves the model unable to judge rows.
-        if unknown || matches!(s.op, Op::Prune { .. }) {
+        if unknown {
             self.lose_track(s);
         }
         let verdict = match &plan {
@@ -300,6 +307,11 @@ impl Replay {
         if let (Verdict::Agrees, Some(p)) = (verdict, &plan) {
             self.apply(s, p);
         }
+        // What the store pruned is gone, whatever the verdict (see `prune`).
+        if let Reply::Pruned(ids) = s.reply {
+            self.model.forget(ids);
+        }
+        self.model.settle(s.op, s.reply);
         self.follow_schedules(s, plan.as_ref(), verdict);
         let mut flagged = verdict == Verdict::Differs;
         for img in s.after.iter().chain(s.read_rows()) {
@@ -352,11 +364,11 @@ impl Replay {
                     r.known = false;
                 }
             }
-            Op::Enqueue { .. }
-            | Op::Claim { .. }
-            | Op::Sweep { .. }
-            | Op::Fire { .. }
-            | Op::Prune { .. } => self.blind = true,
+            Op::Enqueue { .. } | Op::Claim { .. } | Op::Sweep { .. } | Op::Fire { .. } => {
+                self.blind = true
+            }
+            // Bounded: only the rows it could have deleted (see `prune`).
+            Op::Prune { retention, .. } => self.model.maybe_prune(*retention, s.store_time),
             Op::PutSchedule { .. } | Op::RemoveSchedule { .. } => self.model.schedules.blind = true,
             Op::Now | Op::Get { .. } | Op::List { .. } | Op::ListSchedules { .. } => {}
         }
@@ -367,7 +379,26 @@ impl Replay {
         let ok = match (&plan.want, s.reply) {
             (Want::Unjudged, _) => return Verdict::Skipped,
             (Want::Exact(w), r) => w == r,
-            (Want::NewJob, Reply::Job(j)) => !self.model.rows.contains_key(j),
+            (Want::NewJob, Reply::Job(j)) => {
+                !self.model.rows.contains_key(j) && !self.model.pruned.contains(j)
+            }
+            (Want::Prunable { cutoff, limit }, Reply::Pruned(ids)) => {
+                let Some((job, why)) = self.model.prune_problem(ids, *cutoff, *limit) else {
+                    return Verdict::Agrees;
+                };
+                let mut v = s.violation(format!(
+                    "{}: the store pruned {why}{}",
+                    s.text(),
+                    plan.note
+                        .as_ref()
+                        .map_or(String::new(), |n| format!(" ({n})"))
+                ));
+                if let Some(j) = job {
+                    v = v.job(j);
+                }
+                self.violations.push(v);
+                return Verdict::Differs;
+            }
             (Want::Rejected(v), Reply::Rejected(text)) => variant_of(text) == *v,
             (Want::CommittedOrLost, Reply::Committed | Reply::ReleaseLost) => true,
             (Want::Read(None), Reply::Row(None)) => true,
@@ -388,7 +419,11 @@ impl Replay {
             }));
         }
         if let (Want::NewJob, Reply::Job(j)) = (&plan.want, s.reply) {
-            context.push(format!("{j} already exists"));
+            if self.model.pruned.contains(j) {
+                context.push(format!("{j} was pruned; ids are never given out again"));
+            } else {
+                context.push(format!("{j} already exists"));
+            }
         }
         let context = if context.is_empty() {
             String::new()
@@ -481,7 +516,12 @@ impl Replay {
             self.model.apply_schedule(c);
         }
         for r in &plan.changes {
-            self.model.rows.insert(r.job, r.clone());
+            let mut r = r.clone();
+            // The instant it finished, which a prune's age is judged by.
+            if model::terminal(r.state) && r.finished_at.is_none() {
+                r.finished_at = Some(s.store_time);
+            }
+            self.model.rows.insert(r.job, r);
         }
         if let (Some(row), Reply::Job(j)) = (&plan.new_row, s.reply) {
             let mut row = row.clone();

@@ -142,6 +142,11 @@ pub(crate) struct Row {
     /// False after an answer of unknown outcome on this job: the model does
     /// not judge it until an image shows the row again.
     pub known: bool,
+    /// The store time the job reached its terminal state, when the model
+    /// applied that transition itself; `None` while it is not terminal, or
+    /// when only an image showed it terminal (the instant is then unknown,
+    /// and a prune of it is not judged by age).
+    pub finished_at: Option<StoreTime>,
 }
 
 impl Row {
@@ -190,6 +195,10 @@ impl Row {
             key: img.key.clone(),
             version: img.version,
             known: true,
+            // The same terminal state as the model had: it finished then.
+            finished_at: prev
+                .filter(|p| p.state == img.state && terminal(img.state))
+                .and_then(|p| p.finished_at),
         }
     }
 
@@ -223,6 +232,7 @@ impl Row {
             key,
             version: 1,
             known: true,
+            finished_at: None,
         }
     }
 
@@ -286,6 +296,14 @@ impl Row {
     }
 }
 
+/// Whether a state is terminal (spec §1: succeeded, dead, cancelled).
+pub(crate) fn terminal(s: JobState) -> bool {
+    matches!(
+        s,
+        JobState::Succeeded | JobState::Dead | JobState::Cancelled
+    )
+}
+
 fn said_kind(s: &Said) -> &'static str {
     match s {
         Said::Succeeded(_) => "succeeded",
@@ -312,6 +330,14 @@ pub(crate) enum Want {
     Read(Option<JobId>),
     /// `list`: these rows, in this order.
     List(Vec<JobId>),
+    /// `prune`: distinct ids, at most `limit`, each a terminal job that
+    /// finished at or before `cutoff` (`now − R`); see `prune`.
+    Prunable {
+        /// `now − R`.
+        cutoff: StoreTime,
+        /// Most ids.
+        limit: u32,
+    },
     /// The model cannot tell (a row of unknown state is involved).
     Unjudged,
 }
@@ -360,6 +386,11 @@ pub(crate) struct Model {
     pub keys: BTreeMap<String, JobId>,
     /// The schedules.
     pub schedules: Schedules,
+    /// Jobs the store pruned: ids never given out again.
+    pub pruned: BTreeSet<JobId>,
+    /// Jobs a prune of unknown outcome may have deleted: nothing naming
+    /// one is judged until an answer or image tells (see `prune`).
+    pub maybe_pruned: BTreeSet<JobId>,
 }
 
 /// Whether a queue name is acceptable: non-empty, bounded, no control or
@@ -403,6 +434,8 @@ impl Model {
             rows: BTreeMap::new(),
             keys: BTreeMap::new(),
             schedules: Default::default(),
+            pruned: BTreeSet::new(),
+            maybe_pruned: BTreeSet::new(),
         }
     }
 
@@ -429,7 +462,14 @@ impl Model {
 
     /// Records a row (a new job, or an image adopted), with its key.
     pub fn put(&mut self, row: Row) {
+        self.maybe_pruned.remove(&row.job);
         if let Some(k) = &row.key {
+            // Another job under the key of one a prune of unknown outcome
+            // may have deleted: that prune did delete it.
+            let old = self.keys.get(k).copied();
+            if let Some(old) = old.filter(|o| *o != row.job && self.maybe_pruned.contains(o)) {
+                self.forget(&[old]);
+            }
             self.keys.entry(k.clone()).or_insert(row.job);
         }
         self.rows.insert(row.job, row);
@@ -437,6 +477,10 @@ impl Model {
 
     /// What `op` at store time `now` must answer and change.
     pub fn plan(&self, op: &Op, now: StoreTime) -> Plan {
+        if self.names_maybe_pruned(op) {
+            return Plan::want(Want::Unjudged)
+                .note("a prune of unknown outcome may have deleted it");
+        }
         match op {
             Op::Now => Plan::want(Want::Exact(Reply::Time(now))),
             Op::Enqueue {
@@ -473,7 +517,10 @@ impl Model {
                     .take(*limit as usize)
                     .map(|(_, r)| r)
                     .collect();
-                if rows.iter().any(|r| !r.known) {
+                if rows
+                    .iter()
+                    .any(|r| !r.known || self.maybe_pruned.contains(&r.job))
+                {
                     return Plan::want(Want::Unjudged);
                 }
                 Plan::want(Want::List(rows.iter().map(|r| r.job).collect()))
@@ -482,8 +529,11 @@ impl Model {
             | Op::RemoveSchedule { .. }
             | Op::Fire { .. }
             | Op::ListSchedules { .. } => self.plan_schedule(op, now),
-            // Not modelled yet (issue 44, part 2); the checker goes blind.
-            Op::Prune { .. } => Plan::want(Want::Unjudged),
+            Op::Prune {
+                retention,
+                limit,
+                audit_retention,
+            } => self.prune(*retention, *limit, *audit_retention, now),
         }
     }
 

@@ -22,6 +22,12 @@ pub(crate) fn fire_key(name: &str, plan_time: StoreTime) -> String {
     format!("{FIRE_KEY_PREFIX}{name}@{}", plan_time.0)
 }
 
+/// The schedule and plan time a fire's key names, if it is one.
+pub(crate) fn parse_fire_key(key: &str) -> Option<(&str, StoreTime)> {
+    let (name, t) = key.strip_prefix(FIRE_KEY_PREFIX)?.rsplit_once('@')?;
+    Some((name, StoreTime(t.parse().ok()?)))
+}
+
 /// The model's schedules.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Schedules {
@@ -29,6 +35,19 @@ pub(crate) struct Schedules {
     pub by_name: BTreeMap<String, ScheduleView>,
     /// The model lost track (an answer it could not judge or that differed).
     pub blind: bool,
+    /// Per schedule name, the latest plan time whose job the store pruned
+    /// (spec §3 "Retention": a fire at or before it with no job is
+    /// refused). Kept across removals, as the store keeps it.
+    pub pruned_through: BTreeMap<String, StoreTime>,
+    /// The same for prunes of unknown outcome: a fire at or before it with
+    /// no job is not judged.
+    pub maybe_through: BTreeMap<String, StoreTime>,
+}
+
+/// Raises `marks[name]` to at least `t`.
+pub(crate) fn raise(marks: &mut BTreeMap<String, StoreTime>, name: &str, t: StoreTime) {
+    let m = marks.entry(name.to_string()).or_insert(t);
+    *m = (*m).max(t);
 }
 
 /// A change to the schedules an agreeing answer makes.

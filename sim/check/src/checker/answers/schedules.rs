@@ -141,10 +141,24 @@ impl Model {
         if self.schedules.blind {
             return Plan::want(Want::Unjudged);
         }
+        let key = fire_key(name, plan_time);
+        // A plan time with no job at or before the schedule's pruned mark
+        // fired once and its job is gone (spec §3 "Retention"): refused,
+        // whether or not the schedule still exists.
+        if !self.keys.contains_key(&key) {
+            let at_or_before = |m: Option<&StoreTime>| m.is_some_and(|m| plan_time <= *m);
+            if at_or_before(self.schedules.pruned_through.get(name)) {
+                return Plan::want(Want::Rejected("PlanTimePruned")).note(format!(
+                    "{plan_time} of {name:?} is at or before its pruned mark"
+                ));
+            }
+            if at_or_before(self.schedules.maybe_through.get(name)) {
+                return Plan::want(Want::Unjudged);
+            }
+        }
         let Some(s) = self.schedules.by_name.get(name) else {
             return Plan::want(Want::Rejected("UnknownSchedule"));
         };
-        let key = fire_key(name, plan_time);
         if let Some(id) = self.keys.get(&key) {
             return Plan::want(Want::Exact(Reply::Job(*id)))
                 .note(format!("{plan_time} of {name:?} already made {id}"));

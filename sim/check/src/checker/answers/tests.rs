@@ -696,3 +696,5 @@ fn strip_reply(s: &mut Script, id: u64) {
         }
     }
 }
+
+mod prune;

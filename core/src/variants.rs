@@ -74,11 +74,19 @@ pub enum Variant {
     ///     lapse, and the sweeper reports a live worker as crashed (found by
     ///     the simulator once it cancelled batches).
     HeartbeatStopsAtRelease,
+    /// 21. After a renew that failed or whose outcome is unknown, the worker
+    ///     waits a whole renew interval before it renews again instead of
+    ///     half of one (no later than halfway to its belief deadline): it
+    ///     keeps renewing, but a renew that times out leaves no time for
+    ///     another before the fence, so the lease lapses under a live
+    ///     worker that a correct one would have kept (issue 48, class 1:
+    ///     renews the protocol owes).
+    RenewRetryWaitsFullInterval,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 20] = [
+    pub const ALL: [Variant; 21] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -99,6 +107,7 @@ impl Variant {
         Variant::WaitsOnlyForWakeUps,
         Variant::FenceFromAnswer,
         Variant::HeartbeatStopsAtRelease,
+        Variant::RenewRetryWaitsFullInterval,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -124,6 +133,7 @@ impl Variant {
             Variant::WaitsOnlyForWakeUps => "waits-only-for-wake-ups",
             Variant::FenceFromAnswer => "fence-from-answer",
             Variant::HeartbeatStopsAtRelease => "heartbeat-stops-at-release",
+            Variant::RenewRetryWaitsFullInterval => "renew-retry-waits-full-interval",
         }
     }
 

@@ -41,7 +41,7 @@ use super::replay::Step;
 use super::Violation;
 use leasehold_core::{EventKind, JobId, Token, WorkerId};
 use leasehold_model::config::{InvariantId::I5, SimConfig};
-use leasehold_model::history::{BeliefWhat, Fate, Op};
+use leasehold_model::history::{BeliefWhat, Fate, Op, Reply};
 use std::collections::BTreeMap;
 
 struct Grant {
@@ -173,6 +173,27 @@ fn waited_behind_a_faulted_batch(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bo
         })
 }
 
+/// Tries of a release before a `Worker` gives it up: the simulator's
+/// workers run the default (`docs/PROTOCOL.md` §3, "The renew schedule").
+const RELEASE_TRIES: usize = 10;
+
+/// Whether the holder gave its release up at `at` on a `Conflict` before
+/// its last try. A conflict applied nothing and is retried, so giving up
+/// on one is no legitimate end: the lease's life, and the renews it owes,
+/// go on (catalogue bug 15).
+fn gave_up_on_a_conflict(facts: &Facts, host: &str, job: JobId, token: Token, at: u64) -> bool {
+    let tries: Vec<&ReqInfo> = facts
+        .requests
+        .values()
+        .filter(|q| q.t <= at && matches!(q.op, Op::Release { .. }))
+        .filter(|q| is_own_attempt(q, host, job, token))
+        .collect();
+    tries.len() < RELEASE_TRIES
+        && tries.iter().max_by_key(|q| q.t).is_some_and(|q| {
+            matches!(&q.answer, Some((_, Reply::Rejected(text))) if text.starts_with("Conflict"))
+        })
+}
+
 fn unexplained(
     s: &Step<'_>,
     t_sweep: u64,
@@ -221,7 +242,7 @@ fn unexplained(
     for b in steps.into_iter().flatten() {
         let stops = match &b.what {
             BeliefWhat::Ended { why } => why == "Fenced" || why == "Lost",
-            BeliefWhat::Released { .. } => true,
+            BeliefWhat::Released { .. } => !gave_up_on_a_conflict(facts, &host, job, token, b.t),
             _ => false,
         };
         if stops {

@@ -114,7 +114,7 @@ fn caught(file: &Path, inv: &str) -> u64 {
 const FIXED_LOCK: &str =
     "scenarios/exhaustive/fixed_lock_no_heartbeat_shortest_counterexample.toml";
 const CONFLICT_ABANDONS: &str =
-    "sim/exhaustive/counterexamples/conflict_abandons_lease_shortest_counterexample.toml";
+    "scenarios/exhaustive/conflict_abandons_lease_shortest_counterexample.toml";
 
 #[test]
 fn fixed_lock_no_heartbeat_counterexample_is_found_and_written() {
@@ -143,8 +143,6 @@ fn fixed_lock_no_heartbeat_counterexample_fails_the_simulator_the_same_way() {
 }
 
 #[test]
-#[ignore = "the simulator's I5 counts the path's holds as faults that excuse the reclaim \
-            (docs/EXHAUSTIVE.md, Counterexamples)"]
 fn conflict_abandons_lease_counterexample_fails_the_simulator_the_same_way() {
     breaks_i5_in_the_simulator(CONFLICT_ABANDONS);
 }

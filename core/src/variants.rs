@@ -99,11 +99,19 @@ pub enum Variant {
     ///     scanned, not only of the jobs it deleted: an enqueue retried
     ///     within the retention makes a second job for its key (I11).
     PruneFreesUnprunedKeys,
+    /// 26. After a renew that failed or whose outcome is unknown, the worker
+    ///     waits a whole renew interval before it renews again instead of
+    ///     half of one (no later than halfway to its belief deadline): it
+    ///     keeps renewing, but a renew that times out leaves no time for
+    ///     another before the fence, so the lease lapses under a live
+    ///     worker that a correct one would have kept (issue 48, class 1:
+    ///     renews the protocol owes).
+    RenewRetryWaitsFullInterval,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 25] = [
+    pub const ALL: [Variant; 26] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -129,6 +137,7 @@ impl Variant {
         Variant::PruneIgnoresRetention,
         Variant::PruneForgetsPlanTimeMark,
         Variant::PruneFreesUnprunedKeys,
+        Variant::RenewRetryWaitsFullInterval,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -159,6 +168,7 @@ impl Variant {
             Variant::PruneIgnoresRetention => "prune-ignores-retention",
             Variant::PruneForgetsPlanTimeMark => "prune-forgets-plan-time-mark",
             Variant::PruneFreesUnprunedKeys => "prune-frees-unpruned-keys",
+            Variant::RenewRetryWaitsFullInterval => "renew-retry-waits-full-interval",
         }
     }
 

@@ -320,13 +320,24 @@ impl LeaseMachine {
             Ok(Renewal::Lost) => Renewed::Ended(Ended::Abandoned(BeliefEnd::Lost)),
             Err(e) if worth_retrying(e, self.quirks.retry_conflicts) => {
                 self.next_renew = if self.quirks.heartbeat_survives_errors {
-                    renew_retry_at(now, self.fence.poll_deadline(), self.renew_interval)
+                    self.retry_at(now)
                 } else {
                     Millis(u64::MAX)
                 };
                 Renewed::Unavailable
             }
             Err(_) => Renewed::Ended(Ended::Abandoned(BeliefEnd::Lost)),
+        }
+    }
+
+    /// When to retry a renew that failed or whose outcome was unknown at
+    /// local time `now` ([`renew_retry_at`]; a whole renew interval later
+    /// under the catalogue's `renew-retry-waits-full-interval`).
+    fn retry_at(&self, now: Millis) -> Millis {
+        if self.quirks.retry_at_half_interval {
+            renew_retry_at(now, self.fence.poll_deadline(), self.renew_interval)
+        } else {
+            now.saturating_add(self.renew_interval)
         }
     }
 
@@ -381,8 +392,7 @@ impl LeaseMachine {
                 if self.quirks.heartbeat_survives_errors
                     && worth_retrying(e, self.quirks.retry_conflicts) =>
             {
-                self.next_renew =
-                    renew_retry_at(now, self.fence.poll_deadline(), self.renew_interval);
+                self.next_renew = self.retry_at(now);
                 true
             }
             Ok(Renewal::Lost) | Err(_) => false,

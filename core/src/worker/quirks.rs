@@ -21,6 +21,9 @@ pub(crate) struct Quirks {
     pub retry_conflicts: bool,
     /// The heartbeat goes on while the release is retried.
     pub renew_while_releasing: bool,
+    /// A failed or unknown renew is retried after half the renew interval
+    /// (no later than halfway to the fence), not after a whole one.
+    pub retry_at_half_interval: bool,
 }
 
 impl Quirks {
@@ -35,6 +38,7 @@ impl Quirks {
             wall_deadline: false,
             retry_conflicts: true,
             renew_while_releasing: true,
+            retry_at_half_interval: true,
         };
         #[cfg(feature = "buggy-variants")]
         {
@@ -55,6 +59,7 @@ impl Quirks {
                 Some(Variant::WorkerWallClockDeadline) => q.wall_deadline = true,
                 Some(Variant::ConflictAbandonsLease) => q.retry_conflicts = false,
                 Some(Variant::HeartbeatStopsAtRelease) => q.renew_while_releasing = false,
+                Some(Variant::RenewRetryWaitsFullInterval) => q.retry_at_half_interval = false,
                 _ => {}
             }
         }

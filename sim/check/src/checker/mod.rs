@@ -15,6 +15,7 @@ mod cancel;
 pub mod facts;
 mod grant;
 pub(crate) mod liveness;
+mod owed_renews;
 mod parallelism;
 mod reclaim;
 pub mod replay;

@@ -15,18 +15,19 @@
 //!   longer than a healthy holder ever is between two renew or release
 //!   attempts (`request_timeout + renew_interval` on its clock) until it
 //!   legitimately stopped (self-fenced, lost the lease, or gave up a release
-//!   whose every try failed); and every one of its attempts that failed is
-//!   explained by such a fault at that moment.
+//!   whose every try failed); it sent every renew the protocol owed it, from
+//!   the grant to that stop, after every answer it got, failed and unknown
+//!   ones included ([`owed_renews`](super::owed_renews)); and every one of
+//!   its attempts that failed is explained by such a fault at that moment.
 //!
 //! A release asked of a worker process's merger waits there while earlier
 //! merged batches are in flight (the history's `sent` records say when it
 //! left). One that had not left by the reclaim could not have prevented
 //! it, so its failure needs no explanation. A failed attempt is judged from
 //! when it was asked, which covers its whole wait, and waiting behind a
-//! merged batch a fault took explains it too. Renews are never merged:
-//! after one answered `Renewed`, the next is due a renew interval after it
-//! was sent, and a holder that stops renewing while its release waits let
-//! its lease go (catalogue bug 20).
+//! merged batch a fault took explains it too. Renews are never merged: a
+//! holder owes them on its own timer while its release waits, and one that
+//! stops renewing then let its lease go (catalogue bug 20).
 //!
 //! Latency inside the scenario's normal range is not a fault: a worker
 //! whose renewals arrive late because it renews too close to the lease's end
@@ -35,6 +36,7 @@
 //! A skewed worker or sweeper clock never explains a reclaim.
 
 use super::facts::{Facts, ReqInfo};
+use super::owed_renews::{self, Lease, Schedule};
 use super::replay::Step;
 use super::Violation;
 use leasehold_core::{EventKind, JobId, Token, WorkerId};
@@ -54,17 +56,20 @@ struct Limits {
     renew: u64,
     slack: u64,
     rho: u64,
+    owed: Schedule,
 }
 
 /// Checks every reclaim.
 pub fn check(steps: &[Step<'_>], facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     let p = &cfg.protocol;
+    let slack = 4 * facts.tick_ms + 2 * cfg.network.latency.hi.as_ms() + 100;
     let lim = Limits {
         lease: p.lease.as_ms(),
         timeout: p.request_timeout.as_ms(),
         renew: p.renew_interval.as_ms(),
-        slack: 4 * facts.tick_ms + 2 * cfg.network.latency.hi.as_ms() + 100,
+        slack,
         rho: facts.rho_ppm,
+        owed: Schedule::of(cfg, slack),
     };
     let mut grants: BTreeMap<(JobId, Token), Grant> = BTreeMap::new();
     let mut out = Vec::new();
@@ -168,6 +173,27 @@ fn waited_behind_a_faulted_batch(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bo
         })
 }
 
+/// Tries of a release before a `Worker` gives it up: the simulator's
+/// workers run the default (`docs/PROTOCOL.md` §3, "The renew schedule").
+const RELEASE_TRIES: usize = 10;
+
+/// Whether the holder gave its release up at `at` on a `Conflict` before
+/// its last try. A conflict applied nothing and is retried, so giving up
+/// on one is no legitimate end: the lease's life, and the renews it owes,
+/// go on (catalogue bug 15).
+fn gave_up_on_a_conflict(facts: &Facts, host: &str, job: JobId, token: Token, at: u64) -> bool {
+    let tries: Vec<&ReqInfo> = facts
+        .requests
+        .values()
+        .filter(|q| q.t <= at && matches!(q.op, Op::Release { .. }))
+        .filter(|q| is_own_attempt(q, host, job, token))
+        .collect();
+    tries.len() < RELEASE_TRIES
+        && tries.iter().max_by_key(|q| q.t).is_some_and(|q| {
+            matches!(&q.answer, Some((_, Reply::Rejected(text))) if text.starts_with("Conflict"))
+        })
+}
+
 fn unexplained(
     s: &Step<'_>,
     t_sweep: u64,
@@ -216,7 +242,7 @@ fn unexplained(
     for b in steps.into_iter().flatten() {
         let stops = match &b.what {
             BeliefWhat::Ended { why } => why == "Fenced" || why == "Lost",
-            BeliefWhat::Released { .. } => true,
+            BeliefWhat::Released { .. } => !gave_up_on_a_conflict(facts, &host, job, token, b.t),
             _ => false,
         };
         if stops {
@@ -252,61 +278,19 @@ fn unexplained(
             ).hosts([holder.as_str()]));
         }
     }
-    // After a renew answered `Renewed`, a healthy holder sends its next
-    // renew `renew_interval` (on its clock) after that one was sent, or at
-    // once if the answer came later, and keeps renewing while its release
-    // is under way. Only a legitimate stop (the release answered, a fence,
-    // a lost lease, its belief deadline) ends that cadence, and its pauses
-    // do not count.
-    let cadence =
-        (u128::from(lim.renew) * 1_000_000 / (1_000_000 - u128::from(drift))) as u64 + lim.slack;
-    let renews: Vec<&ReqInfo> = sends
-        .iter()
-        .copied()
-        .filter(|q| matches!(q.op, Op::Renew { .. }))
-        .collect();
-    for q in &renews {
-        let Some((answered, Reply::Renewed { .. })) = &q.answer else {
-            continue;
-        };
-        let due = (q.t + cadence).max(answered + lim.slack);
-        // Past its belief deadline (the one this renew gave it) a holder
-        // stops renewing by design: it can no longer know the lease lives.
-        let deadline = steps
-            .into_iter()
-            .flatten()
-            .filter(|b| b.t <= *answered)
-            .filter_map(|b| match &b.what {
-                BeliefWhat::Claimed { until_true, .. } | BeliefWhat::Renewed { until_true, .. } => {
-                    Some(until_true.unwrap_or(u64::MAX))
-                }
-                _ => None,
-            })
-            .next_back()
-            .unwrap_or(u64::MAX);
-        let next = renews
-            .iter()
-            .map(|r| r.t)
-            .filter(|&t| t > q.t)
-            .min()
-            .unwrap_or(end)
-            .min(end)
-            .min(deadline);
-        let awake = next
-            .saturating_sub(q.t)
-            .saturating_sub(facts.paused_within(&host, q.t, next));
-        if q.t + awake > due {
-            return Some(
-                Violation::new(
-                    I5,
-                    format!(
-                        "{holder} renewed at {}ms (answered at {answered}ms) and sent no renew after it until {next}ms, past its next renew ({due}ms at the latest); then its lease was reclaimed",
-                        q.t
-                    ),
-                )
-                .hosts([holder.as_str()]),
-            );
-        }
+    // Every renew the protocol owed the holder, from its grant to its
+    // end: after the grant, after `Renewed`, and after a failed or unknown
+    // renew (whether the handler runs or its release is retried).
+    let lease = Lease {
+        holder,
+        job,
+        token,
+        claim: g.first_req.and_then(|r| facts.requests.get(&r)),
+        beliefs: steps.map_or(&[], Vec::as_slice),
+        end,
+    };
+    if let Some(v) = owed_renews::first_missing(facts, &lim.owed, &lease) {
+        return Some(v);
     }
     let mut faulted = false;
     for q in &sends {

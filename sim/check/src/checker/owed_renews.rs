@@ -1,0 +1,256 @@
+//! I5, the renews a holder owes over the whole life of a lease: the
+//! schedule `docs/PROTOCOL.md` promises (§3, "The renew schedule"), judged
+//! from the grant to the lease's end against the renews the holder sent.
+//!
+//! Written from that table, not from the worker's code: this module never
+//! reads the core's lease machine. In the holder's local clock, with `R`
+//! the renew interval and `T` the request timeout:
+//! - after the grant (claim sent at `t`, answered at `a`): the first renew
+//!   by `max(t + R, a)`;
+//! - after `Renewed` (renew sent at `s`, answered at `a`): the next by
+//!   `max(s + R, a)`;
+//! - after an unknown outcome or a `Conflict` answered at `a` (a timeout is
+//!   an unknown outcome answered at `s + T`): the retry by
+//!   `a + max(MIN_RETRY, min(R/2, (D − a)/2))`, `D` the belief deadline;
+//! - after `Lost` or any other rejection: nothing more.
+//!
+//! Every obligation ends at the lease's end (the release answered or given
+//! up, the handler stopped as lost or fenced) and at the belief deadline,
+//! past which the holder stops renewing by design (it also does so while
+//! its release is retried). Each is mapped to true time with the holder's
+//! drift `d` (a local wait `w` lasts at most `w/(1−d)`), plus the slack of
+//! a tick and a message's latency. Pauses of the holder do not count (a
+//! paused process sends nothing); a crash ends the lease and is judged by
+//! the caller. A partition does not stop a holder from sending: its renews
+//! are lost, but they are sent.
+
+use super::facts::{BeliefStep, Facts, ReqInfo};
+use super::Violation;
+use leasehold_core::{JobId, Token, WorkerId};
+use leasehold_model::config::{InvariantId::I5, SimConfig};
+use leasehold_model::history::{BeliefWhat, Op, Reply};
+
+/// The shortest wait before a retry the protocol states (`docs/PROTOCOL.md`
+/// §3, "The renew schedule"): a retry is never owed sooner than this.
+const MIN_RETRY_MS: u64 = 100;
+
+/// The schedule's constants for one run, in the holder's local ms.
+pub(super) struct Schedule {
+    renew: u64,
+    slack: u64,
+    /// The usable part of a lease, `L·(1−ρ)/(1+ρ) − margin`.
+    safe: u64,
+}
+
+impl Schedule {
+    /// The schedule of `cfg`'s workers; `slack` covers a tick and latency.
+    pub(super) fn of(cfg: &SimConfig, slack: u64) -> Schedule {
+        let p = &cfg.protocol;
+        let rho = u128::from(p.max_drift_ppm).min(900_000);
+        let lease = u128::from(p.lease.as_ms());
+        let safe = (lease * (1_000_000 - rho) / (1_000_000 + rho)) as u64;
+        Schedule {
+            renew: p.renew_interval.as_ms(),
+            slack,
+            safe: safe.saturating_sub(p.fence_margin.as_ms()),
+        }
+    }
+}
+
+/// One lease as its holder saw it.
+pub(super) struct Lease<'a> {
+    pub holder: &'a WorkerId,
+    pub job: JobId,
+    pub token: Token,
+    /// The claim that granted it, when the history names it.
+    pub claim: Option<&'a ReqInfo>,
+    /// The holder's belief milestones of this lease.
+    pub beliefs: &'a [BeliefStep],
+    /// When the holder's obligations end: its legitimate stop, or the
+    /// reclaim.
+    pub end: u64,
+}
+
+/// One renew owed: counted from `from`, sent by `due` at the latest, owed
+/// because of what the holder learned at `answered`.
+struct Owed {
+    from: u64,
+    due: u64,
+    answered: u64,
+    after: After,
+}
+
+/// What a renew was owed after.
+enum After {
+    Grant,
+    Renewed,
+    Failed(String),
+}
+
+/// A local wait `w` in true time at most, for drift `d` ppm.
+fn stretch(w: u64, d: u64) -> u64 {
+    (u128::from(w) * 1_000_000 / (1_000_000 - u128::from(d))) as u64
+}
+
+/// The first renew `l`'s holder owed and did not send before the lease
+/// ended, as an I5 violation naming it.
+pub(super) fn first_missing(facts: &Facts, s: &Schedule, l: &Lease<'_>) -> Option<Violation> {
+    let host = Facts::host_of(l.holder);
+    let d = facts.drift.get(&host).copied().unwrap_or(0).min(900_000);
+    let granted = l.beliefs.iter().find_map(|b| match b.what {
+        BeliefWhat::Claimed { .. } => Some(b.t),
+        _ => None,
+    })?;
+    let sent = l
+        .claim
+        .filter(|q| q.host == host && matches!(q.op, Op::Claim { .. }))
+        .map_or(granted, |q| q.t.min(granted));
+    let renews = own_renews(facts, &host, l, sent);
+    let mut owed = vec![Owed {
+        from: sent,
+        due: (sent + stretch(s.renew, d)).max(granted) + s.slack,
+        answered: granted,
+        after: After::Grant,
+    }];
+    for q in &renews {
+        let Some((a, reply)) = &q.answer else {
+            continue;
+        };
+        match reply {
+            Reply::Renewed { .. } => owed.push(Owed {
+                from: q.t,
+                due: (q.t + stretch(s.renew, d)).max(*a) + s.slack,
+                answered: *a,
+                after: After::Renewed,
+            }),
+            Reply::Unavailable(_) => owed.push(retry(s, l, &renews, d, q, *a, "no outcome")),
+            Reply::Rejected(text) if text.starts_with("Conflict") => {
+                owed.push(retry(s, l, &renews, d, q, *a, "Conflict"))
+            }
+            _ => {}
+        }
+    }
+    for o in owed {
+        if o.answered >= l.end {
+            continue;
+        }
+        // Past the belief deadline the holder stops renewing by design.
+        let deadline = deadline_low(s, l, &renews, d, o.answered);
+        let next = renews
+            .iter()
+            .map(|r| r.t)
+            .find(|&t| t > o.from)
+            .unwrap_or(l.end)
+            .min(l.end)
+            .min(deadline);
+        if next <= o.from {
+            continue;
+        }
+        let awake = (next - o.from).saturating_sub(facts.paused_within(&host, o.from, next));
+        if o.from + awake <= o.due {
+            continue;
+        }
+        let (holder, from, answered, due) = (l.holder, o.from, o.answered, o.due);
+        let what = match o.after {
+            After::Grant => format!(
+                "{holder} was granted the lease by its claim at {from}ms (known at {answered}ms) and sent no renew until {next}ms, past its first renew ({due}ms at the latest)"
+            ),
+            After::Renewed => format!(
+                "{holder} renewed at {from}ms (answered at {answered}ms) and sent no renew after it until {next}ms, past its next renew ({due}ms at the latest)"
+            ),
+            After::Failed(why) => format!(
+                "{holder}'s renew {why} at {answered}ms and it sent no retry until {next}ms, past the retry the protocol owes ({due}ms at the latest: half a renew interval after the failure, or halfway to its belief deadline if sooner)"
+            ),
+        };
+        return Some(
+            Violation::new(I5, format!("{what}; then its lease was reclaimed"))
+                .hosts([holder.as_str()]),
+        );
+    }
+    None
+}
+
+/// The holder's renews of `l`, from its claim to its end, by send time.
+fn own_renews<'a>(facts: &'a Facts, host: &str, l: &Lease<'_>, claimed: u64) -> Vec<&'a ReqInfo> {
+    let mut v: Vec<&ReqInfo> = facts
+        .requests
+        .values()
+        .filter(|q| q.host == host && q.t >= claimed && q.t <= l.end)
+        .filter(
+            |q| matches!(q.op, Op::Renew { job, token, .. } if job == l.job && token == l.token),
+        )
+        .collect();
+    v.sort_by_key(|q| q.t);
+    v
+}
+
+/// The retry owed after renew `q` failed (or timed out) at `a`.
+fn retry(
+    s: &Schedule,
+    l: &Lease<'_>,
+    renews: &[&ReqInfo],
+    d: u64,
+    q: &ReqInfo,
+    a: u64,
+    why: &str,
+) -> Owed {
+    // Halfway to the deadline on the holder's clock: at most half the true
+    // time left, stretched by its fastest rate.
+    let left = deadline_high(s, l, renews, d, a).saturating_sub(a);
+    let half_left = (u128::from(left) * (1_000_000 + u128::from(d)) / 2_000_000) as u64;
+    let wait = (s.renew / 2).min(half_left).max(MIN_RETRY_MS);
+    Owed {
+        from: a,
+        due: a + stretch(wait, d) + s.slack,
+        answered: a,
+        after: After::Failed(format!("sent at {}ms ended with {why}", q.t)),
+    }
+}
+
+/// Belief deadlines known at `at` (true time): the holder's belief
+/// records, and one per renew answered `Renewed` by then once the handler
+/// was done (a renew while the release is retried moves the fence without
+/// a belief record), its local safe lease mapped to true time by `to_true`.
+fn deadlines(
+    s: &Schedule,
+    l: &Lease<'_>,
+    renews: &[&ReqInfo],
+    at: u64,
+    to_true: impl Fn(u64) -> u64,
+) -> Option<u64> {
+    let believed = l
+        .beliefs
+        .iter()
+        .filter(|b| b.t <= at)
+        .filter_map(|b| match &b.what {
+            BeliefWhat::Claimed { until_true, .. } | BeliefWhat::Renewed { until_true, .. } => {
+                Some(until_true.unwrap_or(u64::MAX))
+            }
+            _ => None,
+        });
+    let releasing = l
+        .beliefs
+        .iter()
+        .find(|b| matches!(b.what, BeliefWhat::Ended { .. }))
+        .map_or(u64::MAX, |b| b.t);
+    let renewed = renews
+        .iter()
+        .filter(|q| {
+            matches!(&q.answer, Some((a, Reply::Renewed { .. })) if *a <= at && *a >= releasing)
+        })
+        .map(|q| q.t.saturating_add(to_true(s.safe)));
+    believed.chain(renewed).max()
+}
+
+/// The earliest the holder's belief deadline at `at` can be in true time:
+/// where obligations end.
+fn deadline_low(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
+    let fast = |w: u64| (u128::from(w) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
+    deadlines(s, l, renews, at, fast).unwrap_or(u64::MAX)
+}
+
+/// The latest the holder's belief deadline at `at` can be in true time:
+/// how long a retry may wait.
+fn deadline_high(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
+    deadlines(s, l, renews, at, |w| stretch(w, d)).map_or(u64::MAX, |t| t.saturating_add(s.slack))
+}

@@ -153,6 +153,24 @@ impl Settings {
             Backend::Both => vec!["postgres", "sqlite"],
         }
     }
+    /// Runs `run` on each selected store by name, printing a store's
+    /// error; answers whether every store ran and passed.
+    pub fn each_backend(
+        &self,
+        mut run: impl FnMut(&'static str) -> Result<bool, leasehold_core::StoreError>,
+    ) -> bool {
+        let mut ok = true;
+        for b in self.backends() {
+            match run(b) {
+                Ok(passed) => ok &= passed,
+                Err(e) => {
+                    eprintln!("{b}: failed: {e}");
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
     /// Rounds as a count.
     pub fn rounds(&self) -> usize {
         usize::try_from(self.rounds).unwrap_or(1)

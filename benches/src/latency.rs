@@ -281,16 +281,8 @@ async fn sqlite(s: &Settings) -> Result<(), StoreError> {
 
 /// Runs latency mode on each selected store; answers whether all succeeded.
 pub fn main(s: &Settings, rt: &tokio::runtime::Runtime) -> bool {
-    let mut ok = true;
-    for b in s.backends() {
-        let r = match b {
-            "postgres" => rt.block_on(postgres(s)),
-            _ => rt.block_on(sqlite(s)),
-        };
-        if let Err(e) = r {
-            eprintln!("{b}: failed: {e}");
-            ok = false;
-        }
-    }
-    ok
+    s.each_backend(|b| match b {
+        "postgres" => rt.block_on(postgres(s)).map(|()| true),
+        _ => rt.block_on(sqlite(s)).map(|()| true),
+    })
 }

@@ -2,7 +2,7 @@
 //! `pg_total_relation_size` of `leasehold_jobs` (the store's schema is on
 //! its connections' `search_path`), and exact row counts.
 
-use crate::store_sizes::{finished_by_sql, unavailable, Inspect, Sizes, UNFINISHED};
+use crate::store_sizes::{unavailable, Inspect, Sizes};
 use leasehold_core::StoreError;
 use leasehold_postgres::PgStore;
 
@@ -12,6 +12,8 @@ const SIZES: &str = "SELECT (SELECT count(*) FROM leasehold_jobs), \
      pg_total_relation_size('leasehold_jobs')";
 
 impl Inspect for PgStore {
+    const PLACEHOLDER: &'static str = "$1";
+
     async fn sizes(&self) -> Result<Sizes, StoreError> {
         let (jobs, audit, table, index, total): (i64, i64, i64, i64, i64) = sqlx::query_as(SIZES)
             .fetch_one(self.pool())
@@ -27,20 +29,12 @@ impl Inspect for PgStore {
         })
     }
 
-    async fn unfinished(&self) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar(UNFINISHED)
-            .fetch_one(self.pool())
+    async fn count(&self, sql: String, bind: Option<i64>) -> Result<u64, StoreError> {
+        let q = sqlx::query_scalar::<_, i64>(&sql);
+        let q = if let Some(b) = bind { q.bind(b) } else { q };
+        q.fetch_one(self.pool())
             .await
-            .map_err(unavailable)?;
-        Ok(n as u64)
-    }
-
-    async fn finished_by(&self, cutoff: i64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar(&finished_by_sql("$1"))
-            .bind(cutoff)
-            .fetch_one(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(n as u64)
+            .map(|n| n as u64)
+            .map_err(unavailable)
     }
 }

@@ -434,19 +434,8 @@ async fn sqlite(s: &Settings) -> Result<bool, StoreError> {
 
 /// Runs soak mode on each selected store; answers whether all passed.
 pub fn main(s: &Settings, rt: &tokio::runtime::Runtime) -> bool {
-    let mut ok = true;
-    for b in s.backends() {
-        let r = match b {
-            "postgres" => rt.block_on(postgres(s)),
-            _ => rt.block_on(sqlite(s)),
-        };
-        match r {
-            Ok(passed) => ok &= passed,
-            Err(e) => {
-                eprintln!("{b}: failed: {e}");
-                ok = false;
-            }
-        }
-    }
-    ok
+    s.each_backend(|b| match b {
+        "postgres" => rt.block_on(postgres(s)),
+        _ => rt.block_on(sqlite(s)),
+    })
 }

@@ -3,7 +3,7 @@
 //! (else `n/a`), the file as `page_count · page_size`, and the `-wal`
 //! file's size on disk.
 
-use crate::store_sizes::{finished_by_sql, unavailable, Inspect, Sizes, UNFINISHED};
+use crate::store_sizes::{unavailable, Inspect, Sizes};
 use leasehold_core::StoreError;
 use leasehold_sqlite::SqliteStore;
 
@@ -19,6 +19,8 @@ const DBSTAT: &str = "SELECT \
      (SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'leasehold_jobs')";
 
 impl Inspect for SqliteStore {
+    const PLACEHOLDER: &'static str = "?";
+
     async fn sizes(&self) -> Result<Sizes, StoreError> {
         let (jobs, audit, file): (i64, i64, i64) = sqlx::query_as(COUNTS)
             .fetch_one(self.pool())
@@ -43,20 +45,12 @@ impl Inspect for SqliteStore {
         })
     }
 
-    async fn unfinished(&self) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar(UNFINISHED)
-            .fetch_one(self.pool())
+    async fn count(&self, sql: String, bind: Option<i64>) -> Result<u64, StoreError> {
+        let q = sqlx::query_scalar::<_, i64>(&sql);
+        let q = if let Some(b) = bind { q.bind(b) } else { q };
+        q.fetch_one(self.pool())
             .await
-            .map_err(unavailable)?;
-        Ok(n as u64)
-    }
-
-    async fn finished_by(&self, cutoff: i64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar(&finished_by_sql("?"))
-            .bind(cutoff)
-            .fetch_one(self.pool())
-            .await
-            .map_err(unavailable)?;
-        Ok(n as u64)
+            .map(|n| n as u64)
+            .map_err(unavailable)
     }
 }

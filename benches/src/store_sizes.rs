@@ -7,33 +7,45 @@
 use leasehold_core::{Store, StoreError};
 use std::future::Future;
 
-/// One look at a store's tables.
+/// One look at a store's tables:
+/// - `jobs_rows`, `audit_rows`: rows in `leasehold_jobs` and in the audit
+///   table (PostgreSQL: `leasehold_audit`, one row per write statement;
+///   SQLite: `lease_events`, one row per event);
+/// - `table_bytes`, `index_bytes`: bytes of `leasehold_jobs`' heap and of
+///   its indexes (`None`: the store cannot tell);
+/// - `total_bytes`: PostgreSQL: `leasehold_jobs` with its indexes and
+///   TOAST; SQLite: the whole database file;
+/// - `wal_bytes`: SQLite's write-ahead log file.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Sizes {
-    /// Rows in `leasehold_jobs`.
-    pub jobs_rows: u64,
-    /// Rows in the audit table (PostgreSQL: `leasehold_audit`, one row per
-    /// write statement; SQLite: `lease_events`, one row per event).
-    pub audit_rows: u64,
-    /// Bytes of `leasehold_jobs`' heap (`None`: the store cannot tell).
-    pub table_bytes: Option<u64>,
-    /// Bytes of `leasehold_jobs`' indexes.
-    pub index_bytes: Option<u64>,
-    /// PostgreSQL: `leasehold_jobs` with its indexes and TOAST; SQLite:
-    /// the whole database file.
-    pub total_bytes: u64,
-    /// SQLite: the write-ahead log file.
-    pub wal_bytes: Option<u64>,
+    pub(crate) jobs_rows: u64,
+    pub(crate) audit_rows: u64,
+    pub(crate) table_bytes: Option<u64>,
+    pub(crate) index_bytes: Option<u64>,
+    pub(crate) total_bytes: u64,
+    pub(crate) wal_bytes: Option<u64>,
 }
 
 /// Read-only looks at a SQL store's tables.
 pub trait Inspect: Store {
     /// Row counts and sizes.
     fn sizes(&self) -> impl Future<Output = Result<Sizes, StoreError>> + Send;
+    /// The dialect's first bind placeholder.
+    const PLACEHOLDER: &'static str;
+    /// Runs a `count(*)` query, with `bind` as its one parameter if given.
+    fn count(
+        &self,
+        sql: String,
+        bind: Option<i64>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
     /// Jobs still `pending` or `running`.
-    fn unfinished(&self) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    fn unfinished(&self) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.count(UNFINISHED.to_string(), None)
+    }
     /// Finished jobs whose `updated_at` (store ms) is at or before `cutoff`.
-    fn finished_by(&self, cutoff: i64) -> impl Future<Output = Result<u64, StoreError>> + Send;
+    fn finished_by(&self, cutoff: i64) -> impl Future<Output = Result<u64, StoreError>> + Send {
+        self.count(finished_by_sql(Self::PLACEHOLDER), Some(cutoff))
+    }
 }
 
 /// The SQL both stores answer for [`Inspect::unfinished`].

@@ -82,6 +82,10 @@ pub struct ChaosArgs {
     /// the production shape; 8 in the single shape).
     #[arg(long)]
     pub concurrency: Option<u32>,
+    /// Shortest and longest work of a job in milliseconds, as `MIN-MAX`
+    /// (default: 5-60 in the single shape, 20-1000 in the production shape).
+    #[arg(long, value_name = "MIN-MAX", value_parser = parse_work_ms)]
+    pub work_ms: Option<(u64, u64)>,
     /// Lease in milliseconds.
     #[arg(long, default_value_t = crate::config::DEFAULT_LEASE.0)]
     pub lease_ms: u64,
@@ -120,6 +124,16 @@ pub struct ChaosArgs {
     /// The user the server runs as (`runuser -u USER pg_ctl …` when root).
     #[arg(long, env = "LEASEHOLD_PG_USER")]
     pub pg_user: Option<String>,
+}
+
+/// Parses `MIN-MAX` milliseconds (bounds are checked at build time).
+fn parse_work_ms(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("{s:?} is not MIN-MAX in whole milliseconds, e.g. 200-1000");
+    let (min, max) = s.split_once('-').ok_or_else(bad)?;
+    Ok((
+        min.trim().parse().map_err(|_| bad())?,
+        max.trim().parse().map_err(|_| bad())?,
+    ))
 }
 
 /// Parses `1h2m3s400ms`-style durations.
@@ -184,6 +198,9 @@ impl ChaosArgs {
         }
         if let Some(n) = self.concurrency {
             b = b.concurrency(n);
+        }
+        if let Some((min, max)) = self.work_ms {
+            b = b.work_ms(min, max);
         }
         b.build()
     }

@@ -76,6 +76,8 @@ pub struct ChaosConfig {
     pub faults: Vec<FaultKind>,
     /// The bug planted in the workers, if any.
     pub planted_bug: Option<PlantedBug>,
+    /// Shortest and longest work of a job in ms (default: the shape's).
+    pub work_ms: (u64, u64),
     /// The worker program.
     pub worker_bin: PathBuf,
     /// Where to keep logs and the audit export (default: a temporary
@@ -90,6 +92,7 @@ pub struct ChaosConfigBuilder {
     faults: Option<Vec<FaultKind>>,
     workers_per_process: Option<u32>,
     concurrency: Option<u32>,
+    work_ms: Option<(u64, u64)>,
 }
 
 impl ChaosConfig {
@@ -112,12 +115,14 @@ impl ChaosConfig {
                 fault_every: DEFAULT_FAULT_EVERY,
                 faults: Vec::new(),
                 planted_bug: None,
+                work_ms: (0, 0),
                 worker_bin,
                 work_dir: None,
             },
             faults: None,
             workers_per_process: None,
             concurrency: None,
+            work_ms: None,
         }
     }
 
@@ -194,6 +199,12 @@ impl ChaosConfigBuilder {
         self
     }
 
+    /// Shortest and longest work of a job in ms (default: the shape's).
+    pub fn work_ms(mut self, min: u64, max: u64) -> Self {
+        self.work_ms = Some((min, max));
+        self
+    }
+
     /// The fault kinds (default: every kind that applies to the store and
     /// the shape; the restart only with server control).
     pub fn faults(mut self, kinds: Vec<FaultKind>) -> Self {
@@ -233,6 +244,17 @@ impl ChaosConfigBuilder {
                 format!(
                     "{} is outside 1..={MAX_WORKERS_PER_PROCESS}",
                     c.workers_per_process
+                ),
+            );
+        }
+        c.work_ms = self.work_ms.unwrap_or_else(|| c.shape.work_ms());
+        let (min, max) = c.work_ms;
+        if min == 0 || min > max || max > u64::from(crate::job::MAX_WORK_MS) {
+            return bad(
+                "--work-ms",
+                format!(
+                    "{min}-{max} must be MIN-MAX with 1 <= MIN <= MAX <= {}",
+                    crate::job::MAX_WORK_MS
                 ),
             );
         }
@@ -366,8 +388,10 @@ mod tests {
                 FaultKind::KillWriterQueued
             ]
         );
+        assert_eq!(c.work_ms, Shape::Production.work_ms());
         let c = sqlite().shape(Shape::Single).build().unwrap();
         assert_eq!((c.workers_per_process, c.concurrency), (1, 8));
+        assert_eq!(c.work_ms, Shape::Single.work_ms());
         assert_eq!(
             c.faults,
             [FaultKind::Kill, FaultKind::Pause, FaultKind::KillWriter]
@@ -426,6 +450,10 @@ mod tests {
         assert_eq!(flag(sqlite().lease(Millis(50))), "--lease-ms");
         assert_eq!(flag(sqlite().renew(Millis(3_000))), "--lease-ms/--renew-ms");
         assert_eq!(flag(sqlite().faults(vec![FaultKind::Restart])), "--faults");
+        assert_eq!(flag(sqlite().work_ms(0, 10)), "--work-ms");
+        assert_eq!(flag(sqlite().work_ms(20, 10)), "--work-ms");
+        let too_long = u64::from(crate::job::MAX_WORK_MS) + 1;
+        assert_eq!(flag(sqlite().work_ms(1, too_long)), "--work-ms");
         assert_eq!(
             flag(sqlite().workers_per_process(0)),
             "--workers-per-process"

@@ -158,7 +158,7 @@ async fn run_on(
     let started = Instant::now();
     let mut rng = Rng::new(cfg.seed, 2);
     let jobs: Vec<ChaosJob> = (0..cfg.jobs)
-        .map(|n| ChaosJob::draw_in(&mut rng, n, cfg.shape.work_ms()))
+        .map(|n| ChaosJob::draw_in(&mut rng, n, cfg.work_ms))
         .collect();
     let queues = cfg.shape.job_queues(cfg.seed, cfg.jobs);
     let schedule = plan(

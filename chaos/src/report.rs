@@ -281,6 +281,8 @@ pub fn rerun_command(program: &str, cfg: &ChaosConfig) -> String {
         cfg.concurrency.to_string(),
         cfg.shape.default_concurrency().to_string(),
     );
+    let work = |(min, max): (u64, u64)| format!("{min}-{max}");
+    flag("work-ms", work(cfg.work_ms), work(cfg.shape.work_ms()));
     flag(
         "lease-ms",
         cfg.lease.0.to_string(),

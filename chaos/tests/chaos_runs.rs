@@ -151,6 +151,10 @@ fn assert_caught(ran: &Ran, seed: &str) {
         text.contains("--planted-bug detached-handler"),
         "the rerun command's bug: {text}"
     );
+    assert!(
+        text.contains("--work-ms 200-1000"),
+        "the rerun command's work: {text}"
+    );
 }
 
 #[test]
@@ -168,16 +172,18 @@ fn a_clean_run_on_sqlite_passes() {
 /// cancellation-safe (`adapters/sqlite/src/write_conn.rs`), this seed
 /// wedged the file in about half the runs; now the planted bug is caught.
 ///
-/// The bug shows only when a pause outlasts a lease that another process
-/// then sweeps. In one CI run under the parallel tests' load, none of the 3
-/// pauses of a 15 s window led to a sweep (0 crash reports, so nothing to
-/// catch; run alone it was caught 3 times of 3). The likely cause: a
-/// process paused while it holds SQLite's one write lock stops every sweep
-/// until it resumes, and then its own late release can come first. So the
-/// window is 30 s, with more pauses.
+/// The bug shows only when a pause stops a handler between two side
+/// effects and another process reclaims and runs the job before the
+/// paused one resumes. With the single shape's short work (5-60 ms) that
+/// was left to timing: on a quiet machine SQLite's one writer is the
+/// bottleneck, so a paused process's 8 leases were mostly handlers already
+/// done and waiting for their release, and one warm CI run of 8,000 jobs
+/// got 53 sweep reclaims and not one overlap. Work of 200-1000 ms keeps
+/// every slot mid-handler whenever a pause lands (under load: 63 and 64
+/// reclaims, 13 and 12 overlaps, 37 s each).
 #[test]
 fn the_planted_bug_is_caught_on_sqlite() {
-    let ran = chaos("--store sqlite --shape single --seed 12 --jobs 8000 --duration 30s --faults pause --fault-every 1s --planted-bug detached-handler");
+    let ran = chaos("--store sqlite --shape single --seed 12 --jobs 1200 --duration 30s --work-ms 200-1000 --faults pause --fault-every 1s --planted-bug detached-handler");
     assert_caught(&ran, "12");
 }
 
@@ -188,15 +194,16 @@ fn a_clean_run_on_postgres_passes() {
     assert_clean(&ran);
 }
 
-/// Seed 22 on PostgreSQL, 12,000 jobs over 30 s: 8 pauses, 400 jobs/s.
-/// At 4,000 jobs over 15 s (3 pauses, 267 jobs/s) a LISTEN wake-up often
-/// let the unpaused processes take nearly all the work, so the paused ones
-/// held no lease to lose: 0 and 1 sweep reclaims in 2 of 6 runs (one of them
-/// in CI), nothing to catch. At this rate 4 local runs gave 31-41 reclaims.
+/// Seed 22 on PostgreSQL. With the single shape's short work a LISTEN
+/// wake-up often let the unpaused processes take nearly all the work, so
+/// the paused ones held no lease to lose (0 and 1 sweep reclaims in 2 of 6
+/// runs at 4,000 jobs over 15 s); and, as on SQLite, a pause could land
+/// between handlers. Work of 200-1000 ms keeps every process's slots
+/// mid-handler (64 reclaims, 13 overlaps, 37 s, under load).
 #[test]
 fn the_planted_bug_is_caught_on_postgres() {
     let Some(url) = database_url() else { return };
-    let ran = chaos(&format!("--store postgres --database-url {url} --shape single --seed 22 --jobs 12000 --duration 30s --faults pause --fault-every 1s --planted-bug detached-handler"));
+    let ran = chaos(&format!("--store postgres --database-url {url} --shape single --seed 22 --jobs 1200 --duration 30s --work-ms 200-1000 --faults pause --fault-every 1s --planted-bug detached-handler"));
     assert_caught(&ran, "22");
 }
 

@@ -337,6 +337,8 @@ fn bad_arguments_exit_2_naming_the_flag() {
             "kill-listener does not apply to sqlite",
         ),
         ("--store sqlite --duration ten", "--duration"),
+        ("--store sqlite --work-ms 50", "not MIN-MAX"),
+        ("--store sqlite --work-ms 60-5", "--work-ms"),
     ];
     for (args, says) in cases {
         let (code, err) = run(args);

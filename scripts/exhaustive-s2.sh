@@ -10,8 +10,8 @@
 # build without its 12-minute fat LTO). Flags after `--` replace S2's scope
 # (e.g. `-- --workers 3 --jobs 2 --lost 1 --conflicts 0` for a smaller
 # S2-like scope). The run is capped at LEASEHOLD_S2_LIMIT seconds (default
-# 900) and at LEASEHOLD_S2_MEM_GB of address space (default 16): a capped
-# run prints how far it got.
+# 900) and at LEASEHOLD_S2_MEM_GB of address space (default 8: the machine
+# is shared): a capped run prints how far it got.
 set -uo pipefail
 bin=${1:-target/debug/leasehold}
 [ "$#" -gt 0 ] && shift
@@ -19,7 +19,7 @@ bin=${1:-target/debug/leasehold}
 scope=(--workers 3 --jobs 2 --crashes 1 --lost 2 --conflicts 1 --unavailable 1 --cancels 1)
 [ "$#" -gt 0 ] && scope=("$@")
 limit=${LEASEHOLD_S2_LIMIT:-900}
-mem_gb=${LEASEHOLD_S2_MEM_GB:-16}
+mem_gb=${LEASEHOLD_S2_MEM_GB:-8}
 [ -x "$bin" ] || { echo "no binary at $bin (cargo build --profile test -p leasehold-cli --bin leasehold)" >&2; exit 2; }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

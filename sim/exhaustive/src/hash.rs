@@ -4,9 +4,11 @@
 //!
 //! Hosts are interchangeable with their clocks (a host's drift is hashed
 //! with it); jobs are all alike. What a row's future cannot depend on is
-//! left out (its version, timestamps and error text), so histories that
+//! left out (its version, timestamps and error text), and so is what no
+//! step reads any more (a claim due time already past), so histories that
 //! reach the same situation by different routes merge.
 
+use crate::clock::local_at;
 use crate::world::{Body, ClaimAns, Ident, Msg, Phase, State, Task};
 use leasehold_core::{JobId, JobRecord, WorkerId};
 use std::collections::hash_map::DefaultHasher;
@@ -118,7 +120,10 @@ fn under(s: &State, n: &Renaming<'_>) -> u64 {
     by_host.sort_by_key(|&i| n.hosts[i]);
     for &i in &by_host {
         let x = &s.hosts[i];
-        (x.drift_ppm, x.inc, x.claim_due, &x.claim_out).hash(&mut h);
+        // A claim due time already past reads as the present: the claim is
+        // due either way, and time only moves on (`reduce.rs`).
+        let claim_due = x.claim_due.max(local_at(x.drift_ppm, s.now));
+        (x.drift_ppm, x.inc, claim_due, &x.claim_out).hash(&mut h);
         (x.slots.alive(), x.slots.tasks()).hash(&mut h);
         let mut tasks: Vec<u64> = x.tasks.iter().map(|t| task(t, n)).collect();
         tasks.sort_unstable();

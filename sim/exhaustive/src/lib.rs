@@ -15,7 +15,8 @@
 //!
 //! What it holds: the scope ([`scope`]), the world's state ([`world`]) and
 //! steps ([`model`]), the invariants ([`ghost`]), the planted wrong
-//! transitions of the negative tests ([`plant`]), and the run report
+//! transitions of the negative tests ([`plant`]), the search's reductions
+//! and why they lose no violation ([`reduce`]), and the run report
 //! ([`run`]).
 //!
 //! ## Depends on
@@ -34,6 +35,7 @@ pub mod ident;
 pub mod model;
 pub mod plant;
 pub mod record;
+pub mod reduce;
 pub mod run;
 pub mod scope;
 pub mod trace;

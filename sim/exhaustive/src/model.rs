@@ -75,13 +75,16 @@ pub struct World {
     plant: Option<Plant>,
     fence_from_answer: bool,
     stop_at_violation: bool,
+    /// The search's reductions are on (`reduce.rs`); off only to compare
+    /// verdicts with the whole world.
+    pub(crate) reduced: bool,
 }
 
 /// The catalogue variants whose bug is in the worker's lease decisions,
 /// the ones [`World::with_variant`] runs (the store-side ones live in the
 /// memory adapter, outside the core's transitions).
 #[cfg(feature = "buggy-variants")]
-pub const WORKER_VARIANTS: [leasehold_core::variants::Variant; 7] = {
+pub const WORKER_VARIANTS: [leasehold_core::variants::Variant; 9] = {
     use leasehold_core::variants::Variant;
     [
         Variant::FixedLockNoHeartbeat,
@@ -91,6 +94,8 @@ pub const WORKER_VARIANTS: [leasehold_core::variants::Variant; 7] = {
         Variant::ConflictAbandonsLease,
         Variant::FenceFromAnswer,
         Variant::HeartbeatStopsAtRelease,
+        Variant::FenceIgnoresDrift,
+        Variant::RenewRetryWaitsFullInterval,
     ]
 };
 
@@ -148,6 +153,7 @@ impl World {
             plant,
             fence_from_answer: false,
             stop_at_violation: true,
+            reduced: true,
         }
     }
 
@@ -155,6 +161,14 @@ impl World {
     /// there), so that what else the run breaks is found too.
     pub fn explore_past_violations(mut self) -> Self {
         self.stop_at_violation = false;
+        self
+    }
+
+    /// The same world without the search's reductions (`reduce.rs`): every
+    /// state the reduced search skips is visited too. For the tests that
+    /// compare verdicts; it reaches only small scopes.
+    pub fn unreduced(mut self) -> Self {
+        self.reduced = false;
         self
     }
 
@@ -198,7 +212,7 @@ impl World {
     }
 
     /// Every lease task timer due now, as actions.
-    fn due_timers(&self, s: &State, out: &mut Vec<Action>) {
+    pub(crate) fn due_timers(&self, s: &State, out: &mut Vec<Action>) {
         for (h, host) in s.hosts.iter().enumerate() {
             let local = local_at(host.drift_ppm, s.now);
             for t in &host.tasks {
@@ -896,7 +910,11 @@ impl Model for World {
             // Only a worker with work in hand: crashing an idle one changes
             // nothing but its name.
             let busy = !host.tasks.is_empty() || host.claim_out.is_some();
-            if faults && busy && s.spent.crashes < self.scope.crashes {
+            if faults
+                && busy
+                && s.spent.crashes < self.scope.crashes
+                && (!self.reduced || self.crash_instant(s, h))
+            {
                 out.push(Action::Crash(h as u8));
             }
         }

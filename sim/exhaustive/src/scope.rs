@@ -40,7 +40,7 @@ pub const MAX_WORKERS: u8 = 4;
 pub const MAX_JOBS: u8 = 3;
 
 /// A validated scope. Build one with [`Scope::builder`], or take
-/// [`Scope::s1`] / [`Scope::s2`].
+/// [`Scope::s1`], [`Scope::s1_crash`] or [`Scope::s2`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scope {
     /// Worker hosts (each restarts with a fresh identity after a crash).
@@ -129,11 +129,12 @@ impl Scope {
         }
     }
 
-    /// S1 as pinned in CI: 2 workers, 1 job, 1 lost message, 1 `Conflict`,
-    /// drift at the bound. The S1 also has a crash and a second
-    /// lost message; measured on the 2-core machine, 1 crash + 1 conflict
-    /// alone is 3.7 M states in 74 s, so the full S1 does not fit 60 s
-    /// with this world (see `docs/EXHAUSTIVE.md`).
+    /// S1 as pinned in CI, first half: 2 workers, 1 job, 1 lost message,
+    /// 1 `Conflict`, drift at the bound. The S1 also has a crash
+    /// and a second lost message, which do not fit 60 s together even
+    /// with the search's reductions (`reduce.rs`): 1 crash, 1 lost and 1
+    /// `Conflict` are 3.0 M states, 133 s on the shared 2-core machine
+    /// (`docs/EXHAUSTIVE.md`). The crash is pinned in [`Scope::s1_crash`].
     pub fn s1() -> Scope {
         Scope::builder()
             .workers(2)
@@ -142,6 +143,18 @@ impl Scope {
             .conflicts(1)
             .build()
             .expect("S1 is valid")
+    }
+
+    /// S1 as pinned in CI, second half: 2 workers, 1 job, 1 crash (with a
+    /// restart under a fresh identity), 1 `Conflict`, drift at the bound.
+    pub fn s1_crash() -> Scope {
+        Scope::builder()
+            .workers(2)
+            .jobs(1)
+            .crashes(1)
+            .conflicts(1)
+            .build()
+            .expect("S1 with a crash is valid")
     }
 
     /// S2: 3 workers, 2 jobs, at most 1 crash, 2 lost messages, 1

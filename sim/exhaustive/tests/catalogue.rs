@@ -1,6 +1,8 @@
-//! The catalogue's worker variants through S1 (a measurement, run by hand
-//! with `--features buggy-variants -- --ignored --nocapture`): which are
-//! found, with which invariant and the shortest counterexample's length.
+//! The catalogue's worker variants through S1's two pinned halves (a
+//! measurement, run by hand with `--features buggy-variants -- --ignored
+//! --nocapture`): which are found, with which invariant and the shortest
+//! counterexample's length. `LEASEHOLD_VARIANTS=name,name` runs only
+//! those.
 
 #![cfg(feature = "buggy-variants")]
 
@@ -10,17 +12,27 @@ use leasehold_exhaustive::{check, Scope, Verdict, World};
 #[test]
 #[ignore = "a measurement, run by hand"]
 fn worker_variants_through_s1() {
-    for v in WORKER_VARIANTS {
-        let r = check(World::with_variant(Scope::s1(), v), 2);
-        match &r.verdict {
-            Verdict::Holds => println!("{v}: not found ({} states)", r.unique_states),
-            Verdict::Violated { inv, path, .. } => println!(
-                "{v}: {inv}, shortest path {} steps ({} states, {:.1?}; all: {:?})",
-                path.len(),
-                r.unique_states,
-                r.elapsed,
-                r.violated
-            ),
+    for (name, scope) in [("S1", Scope::s1()), ("S1 crash", Scope::s1_crash())] {
+        // `LEASEHOLD_VARIANTS=a,b` measures only those.
+        let only = std::env::var("LEASEHOLD_VARIANTS").unwrap_or_default();
+        for v in WORKER_VARIANTS {
+            if !only.is_empty() && !only.split(',').any(|n| n == v.to_string()) {
+                continue;
+            }
+            let r = check(World::with_variant(scope.clone(), v), 2);
+            match &r.verdict {
+                Verdict::Holds => println!(
+                    "{name}: {v}: not found ({} states, {:.1?})",
+                    r.unique_states, r.elapsed
+                ),
+                Verdict::Violated { inv, path, .. } => println!(
+                    "{name}: {v}: {inv}, shortest path {} steps ({} states, {:.1?}; all: {:?})",
+                    path.len(),
+                    r.unique_states,
+                    r.elapsed,
+                    r.violated
+                ),
+            }
         }
     }
 }

@@ -1,17 +1,42 @@
 //! Every catalogued lease bug is caught by its scenario within the
 //! scenario's seed budget, and the correct core survives the very seed
 //! that caught it (so the detection is the bug's doing, not the world's).
+//! The bugs the SQL stores carry (the pruning ones) are caught on SQLite
+//! and PostgreSQL too (PostgreSQL when `DATABASE_URL` is set, as
+//! `scripts/with-postgres.sh` does), and the SQL stores refuse to run
+//! the store-side bugs they do not carry.
 //!
 //! Each test prints the seeds and wall time to first detection.
+
+mod cli_support;
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
 use leasehold_model::scenario::load_file;
+use leasehold_model::store_kind::StoreKind;
 use leasehold_sim::runner::PreparedConfig;
 use std::path::Path;
 use std::time::Instant;
 
 fn catches(file: &str) {
+    catches_on(file, StoreArgs::default());
+}
+
+/// The store flags of a run on `kind` (PostgreSQL's URL from the
+/// environment), or `None` when PostgreSQL has no database to run on.
+fn on(kind: StoreKind) -> Option<StoreArgs> {
+    let database_url = match kind {
+        StoreKind::Postgres => Some(cli_support::database_url()?),
+        _ => None,
+    };
+    Some(StoreArgs {
+        store: Some(kind),
+        database_url,
+        ..StoreArgs::default()
+    })
+}
+
+fn catches_on(file: &str, args: StoreArgs) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios/catalogue")
         .join(file);
@@ -26,7 +51,7 @@ fn catches(file: &str) {
         .violation
         .expect("a catalogue scenario names its invariant");
     let shown = path.to_string_lossy();
-    let stores = Stores::new(&StoreArgs::default());
+    let stores = Stores::new(&args);
     let valid = PreparedConfig::new(cfg.clone()).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
     for seed in 0..cfg.seeds {
@@ -34,7 +59,8 @@ fn catches(file: &str) {
             .unwrap_or_else(|e| panic!("harness error: {e}"));
         if run.violations().iter().any(|v| v.invariant == inv) {
             eprintln!(
-                "caught {variant}: {inv} at seed {seed} ({} seeds, {:.2}s)",
+                "caught {variant} on {:?}: {inv} at seed {seed} ({} seeds, {:.2}s)",
+                args.store.unwrap_or(StoreKind::Memory),
                 seed + 1,
                 started.elapsed().as_secs_f64()
             );
@@ -92,9 +118,72 @@ catalogue! {
     bug_13_scheduler_own_clock_is_caught => "scheduler_own_clock_fires_late_and_leaves_plan_times_unfired.toml",
     bug_14_fire_without_key_is_caught => "fire_without_key_runs_a_plan_time_twice.toml",
     bug_15_conflict_abandons_lease_is_caught => "conflict_abandons_lease_gives_a_false_crash_report.toml",
-    bug_21_prune_ignores_retention_is_caught => "prune_ignores_retention_loses_a_committed_result.toml",
-    bug_22_prune_forgets_plan_time_mark_is_caught => "prune_forgets_plan_time_mark_fires_a_plan_time_twice.toml",
-    bug_23_prune_frees_unpruned_keys_is_caught => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
+    bug_23_prune_ignores_retention_is_caught => "prune_ignores_retention_loses_a_committed_result.toml",
+    bug_24_prune_forgets_plan_time_mark_is_caught => "prune_forgets_plan_time_mark_fires_a_plan_time_twice.toml",
+    bug_25_prune_frees_unpruned_keys_is_caught => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
+}
+
+/// The bugs the SQL stores carry, each caught on SQLite and on PostgreSQL
+/// within the same seed budget as on memory.
+macro_rules! catalogue_on_sql {
+    ($($sqlite:ident, $postgres:ident => $file:literal,)*) => {
+        $(
+            #[test]
+            fn $sqlite() {
+                catches_on($file, on(StoreKind::Sqlite).expect("sqlite needs no setup"));
+            }
+
+            #[test]
+            fn $postgres() {
+                let Some(args) = on(StoreKind::Postgres) else { return };
+                catches_on($file, args);
+            }
+        )*
+    };
+}
+
+catalogue_on_sql! {
+    bug_23_prune_ignores_retention_is_caught_on_sqlite,
+    bug_23_prune_ignores_retention_is_caught_on_postgres
+        => "prune_ignores_retention_loses_a_committed_result.toml",
+    bug_24_prune_forgets_plan_time_mark_is_caught_on_sqlite,
+    bug_24_prune_forgets_plan_time_mark_is_caught_on_postgres
+        => "prune_forgets_plan_time_mark_fires_a_plan_time_twice.toml",
+    bug_25_prune_frees_unpruned_keys_is_caught_on_sqlite,
+    bug_25_prune_frees_unpruned_keys_is_caught_on_postgres
+        => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
+}
+
+/// The SQL stores carry exactly the pruning bugs among the store-side
+/// ones: every other store-side variant is refused on them (the run says
+/// which store does not carry it), never run as if it tested the bug.
+#[test]
+fn the_sql_stores_carry_the_pruning_bugs_and_refuse_the_other_store_side_ones() {
+    use leasehold_core::variants::Variant;
+    use leasehold_model::catalogue::is_store_side;
+    let stores = Stores::new(&on(StoreKind::Sqlite).expect("sqlite needs no setup"));
+    let pruning = [
+        Variant::PruneIgnoresRetention,
+        Variant::PruneForgetsPlanTimeMark,
+        Variant::PruneFreesUnprunedKeys,
+    ];
+    for v in Variant::ALL.into_iter().filter(|v| is_store_side(*v)) {
+        let carried = pruning.contains(&v);
+        assert!(stores.carries(StoreKind::Memory, v), "{v}");
+        assert_eq!(stores.carries(StoreKind::Sqlite, v), carried, "{v}");
+        assert_eq!(stores.carries(StoreKind::Postgres, v), carried, "{v}");
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/catalogue/claim_without_cas_grants_one_lease_twice.toml");
+    let s = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let valid = PreparedConfig::new(s.config).unwrap_or_else(|e| panic!("{e}"));
+    let Err(refused) = engine::run(&valid, 0, &path.to_string_lossy(), &stores) else {
+        panic!("sqlite does not run a bug it does not carry");
+    };
+    assert!(
+        refused.contains("claim-without-cas") && refused.contains("sqlite store does not carry it"),
+        "{refused}"
+    );
 }
 
 #[test]

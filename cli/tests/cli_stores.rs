@@ -61,10 +61,17 @@ fn sqlite_runs_the_same_answers_as_memory_and_prints_store_replays() {
 fn memory_only_catalogue_bugs_are_skipped_on_sqlite_with_a_note() {
     let memory_only = "scenarios/catalogue/claim_without_cas_grants_one_lease_twice.toml";
     let both = "scenarios/catalogue/fixed_lock_no_heartbeat_runs_a_job_twice_at_once.toml";
-    let o = leasehold(&["run", memory_only, both, "--store", "sqlite"]);
+    // A store-side bug the SQL stores carry: run, not skipped.
+    let carried = "scenarios/catalogue/prune_ignores_retention_loses_a_committed_result.toml";
+    let o = leasehold(&["run", memory_only, both, carried, "--store", "sqlite"]);
     let t = all(&o);
     assert!(t.contains("skipped 1 catalogue scenarios"), "{t}");
+    assert!(
+        t.contains("claim_without_cas_grants_one_lease_twice"),
+        "{t}"
+    );
     assert!(t.contains("caught fixed-lock-no-heartbeat"), "{t}");
+    assert!(t.contains("caught prune-ignores-retention"), "{t}");
     exits(&o, 0);
 }
 

@@ -138,6 +138,7 @@ use leasehold_core::{
 };
 use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
+use leasehold_sql::variant_hook::VariantHook;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -165,6 +166,7 @@ pub struct PgStoreBuilder {
     application_name: String,
     batch_flushers: usize,
     vacuum_every: Option<Duration>,
+    variant: VariantHook,
 }
 
 impl PgStoreBuilder {
@@ -243,6 +245,19 @@ impl PgStoreBuilder {
         self
     }
 
+    /// Runs the store with a catalogue variant in force (the simulator's
+    /// bug catalogue only; default none), refused unless the SQL stores
+    /// carry it.
+    #[cfg(feature = "buggy-variants")]
+    #[doc(hidden)]
+    pub fn variant(
+        mut self,
+        v: Option<leasehold_core::variants::Variant>,
+    ) -> Result<Self, leasehold_sql::variant_hook::NotCarried> {
+        self.variant = VariantHook::new(v)?;
+        Ok(self)
+    }
+
     /// Connects. Does not migrate: call [`PgStore::migrate`] once.
     pub async fn connect(self) -> Result<PgStore, StoreError> {
         let vacuum_every = self.vacuum_every.map(vacuum::check_period).transpose()?;
@@ -274,6 +289,7 @@ impl PgStoreBuilder {
             clock_override: self.clock_override,
             audit: self.audit,
             channel: self.channel,
+            variant: self.variant,
         })
     }
 }
@@ -310,6 +326,9 @@ pub struct PgStore {
     vacuum: Option<vacuum::Vacuum>,
     /// Rollbacks of transactions their callers dropped, still under way.
     rollbacks: Arc<rollback::Rollbacks>,
+    /// The catalogue variant in force (none outside the simulator's
+    /// catalogue; see `leasehold_sql::variant_hook`).
+    variant: VariantHook,
 }
 
 impl PgStore {
@@ -327,7 +346,16 @@ impl PgStore {
             application_name: "leasehold".to_string(),
             batch_flushers: DEFAULT_MERGE_FLUSHERS,
             vacuum_every: None,
+            variant: VariantHook::NONE,
         }
+    }
+
+    /// Whether this store can run the catalogue variant `v`
+    /// ([`PgStoreBuilder::variant`]).
+    #[cfg(feature = "buggy-variants")]
+    #[doc(hidden)]
+    pub fn carries_variant(v: leasehold_core::variants::Variant) -> bool {
+        leasehold_sql::variant_hook::carries(v)
     }
 
     /// Connects to `url` with `policy`, and migrates.

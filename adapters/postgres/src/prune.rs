@@ -21,7 +21,9 @@ use crate::read::JOBS;
 use crate::schedules::SQL;
 use crate::{error, PgStore};
 use leasehold_core::{JobId, PruneRequest, StoreError};
+use leasehold_sql::dialect::POSTGRES;
 use leasehold_sql::prune_sql;
+use leasehold_sql::prune_variants;
 use sqlx::postgres::PgConnection;
 
 /// Deletes the oldest audit rows (at most `$1`) whose newest event was
@@ -38,7 +40,10 @@ impl PgStore {
         req: &PruneRequest,
     ) -> Result<Vec<JobId>, StoreError> {
         let now = self.clock_now(conn).await?;
-        let plan = JOBS.prune_plan(&mut *conn, req, now).await?;
+        // Three steps take the catalogue's prune bugs when one is in force
+        // (the instant ages are judged at, the marks, the keys).
+        let judged_at = prune_variants::judged_at(self.variant, req, now);
+        let plan = JOBS.prune_plan(&mut *conn, req, judged_at).await?;
         if !plan.jobs.is_empty() {
             let ids: Vec<i64> = plan.jobs.iter().map(|j| j.0 as i64).collect();
             let gone = sqlx::query(&format!(
@@ -54,7 +59,11 @@ impl PgStore {
                 return Err(StoreError::Conflict(plan.jobs[0]));
             }
         }
-        SQL.raise_marks(conn, &plan).await?;
+        if prune_variants::raises_marks(self.variant) {
+            SQL.raise_marks(conn, &plan).await?;
+        }
+        prune_variants::free_unpruned_keys(self.variant, &mut *conn, POSTGRES, now, error::map)
+            .await?;
         prune_sql::prune_audit(&mut *conn, PRUNE_AUDIT, req, now, error::map).await?;
         Ok(plan.jobs)
     }

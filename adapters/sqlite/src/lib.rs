@@ -122,6 +122,7 @@ use leasehold_core::{
 };
 use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
+use leasehold_sql::variant_hook::VariantHook;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
@@ -160,6 +161,7 @@ pub struct SqliteStoreBuilder {
     busy_timeout: Duration,
     max_connections: u32,
     durability: Durability,
+    variant: VariantHook,
 }
 
 impl SqliteStoreBuilder {
@@ -203,6 +205,19 @@ impl SqliteStoreBuilder {
         self
     }
 
+    /// Runs the store with a catalogue variant in force (the simulator's
+    /// bug catalogue only; default none), refused unless the SQL stores
+    /// carry it.
+    #[cfg(feature = "buggy-variants")]
+    #[doc(hidden)]
+    pub fn variant(
+        mut self,
+        v: Option<leasehold_core::variants::Variant>,
+    ) -> Result<Self, leasehold_sql::variant_hook::NotCarried> {
+        self.variant = VariantHook::new(v)?;
+        Ok(self)
+    }
+
     /// Opens (creating if missing) the database file. Does not migrate: call
     /// [`SqliteStore::migrate`] once.
     pub async fn open(self) -> Result<SqliteStore, StoreError> {
@@ -239,6 +254,7 @@ impl SqliteStoreBuilder {
             wake: WorkSignal::new(),
             merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
             tx_faults: TxFaults::default(),
+            variant: self.variant,
         })
     }
 }
@@ -261,6 +277,9 @@ pub struct SqliteStore {
     merger: BatchMerger,
     /// Faults the simulator arms at commit points (never in production).
     tx_faults: TxFaults,
+    /// The catalogue variant in force (none outside the simulator's
+    /// catalogue; see `leasehold_sql::variant_hook`).
+    variant: VariantHook,
 }
 
 impl SqliteStore {
@@ -274,7 +293,16 @@ impl SqliteStore {
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             durability: Durability::Full,
+            variant: VariantHook::NONE,
         }
+    }
+
+    /// Whether this store can run the catalogue variant `v`
+    /// ([`SqliteStoreBuilder::variant`]).
+    #[cfg(feature = "buggy-variants")]
+    #[doc(hidden)]
+    pub fn carries_variant(v: leasehold_core::variants::Variant) -> bool {
+        leasehold_sql::variant_hook::carries(v)
     }
 
     /// Opens `path` with `policy` and the system store clock, and migrates it.

@@ -10,7 +10,9 @@
 use crate::read::JOBS;
 use crate::{error, SqliteStore};
 use leasehold_core::{JobId, PruneRequest, StoreError, StoreTime};
+use leasehold_sql::dialect::SQLITE;
 use leasehold_sql::prune_sql;
+use leasehold_sql::prune_variants;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::{Sqlite, SqliteConnection};
 
@@ -46,7 +48,10 @@ impl SqliteStore {
         now: StoreTime,
         schedules: &ScheduleSql<Sqlite>,
     ) -> Result<Vec<JobId>, StoreError> {
-        let plan = JOBS.prune_plan(&mut *conn, req, now).await?;
+        // Three steps take the catalogue's prune bugs when one is in force
+        // (the instant ages are judged at, the marks, the keys).
+        let judged_at = prune_variants::judged_at(self.variant, req, now);
+        let plan = JOBS.prune_plan(&mut *conn, req, judged_at).await?;
         for id in &plan.jobs {
             let gone = sqlx::query(&format!(
                 "DELETE FROM leasehold_jobs WHERE id = ? AND state IN {}",
@@ -71,7 +76,11 @@ impl SqliteStore {
             .await
             .map_err(error::map)?;
         }
-        schedules.raise_marks(conn, &plan).await?;
+        if prune_variants::raises_marks(self.variant) {
+            schedules.raise_marks(conn, &plan).await?;
+        }
+        prune_variants::free_unpruned_keys(self.variant, &mut *conn, SQLITE, now, error::map)
+            .await?;
         prune_sql::prune_audit(&mut *conn, PRUNE_AUDIT, req, now, error::map).await?;
         Ok(plan.jobs)
     }

@@ -334,7 +334,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     let mut scenarios: Vec<Scenario> = loaded
         .into_iter()
         .filter(|s| args.include_catalogue || s.config.expect.violation.is_none())
-        .filter(|s| !super::run::memory_only(s) || stores.kind_for(&s.config) == StoreKind::Memory)
+        .filter(|s| !super::run::not_carried(s, stores.kind_for(&s.config), &stores))
         .collect();
     if scenarios.len() < total {
         eprintln!(

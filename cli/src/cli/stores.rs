@@ -4,11 +4,12 @@
 use super::timeout::{RunTimeout, DEFAULT_RUN_TIMEOUT};
 use super::ExitCode;
 use clap::Args;
+use leasehold_model::catalogue::Variant;
 use leasehold_model::config::SimConfig;
 use leasehold_model::scenario::{load_file, Scenario};
 use leasehold_model::store_kind::StoreKind;
 use leasehold_sim::runner::{run_seed, HarnessError, PreparedConfig, RunOptions, SeedOutcome};
-use leasehold_sim::stores::{MemoryFactory, PostgresFactory, SqliteFactory};
+use leasehold_sim::stores::{MemoryFactory, PostgresFactory, SqliteFactory, StoreFactory};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -102,6 +103,17 @@ impl Stores {
     /// The store a scenario runs on.
     pub fn kind_for(&self, cfg: &SimConfig) -> StoreKind {
         self.flag.or(cfg.store).unwrap_or(StoreKind::Memory)
+    }
+
+    /// Whether the `kind` store carries the catalogue's store-side bug `v`
+    /// (asked of its factory, or of the PostgreSQL adapter before a URL
+    /// is given).
+    pub fn carries(&self, kind: StoreKind, v: Variant) -> bool {
+        match kind {
+            StoreKind::Memory => self.memory.carries_store_variant(v),
+            StoreKind::Sqlite => self.sqlite.carries_store_variant(v),
+            StoreKind::Postgres => PostgresFactory::carries(v),
+        }
     }
 
     /// Checks up front that `kind` can be used (a URL is given and the

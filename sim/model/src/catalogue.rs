@@ -1,8 +1,8 @@
 //! The bug catalogue's hooks: the one place the simulator touches the
 //! deliberately broken protocol variants.
 //!
-//! The variants live in `leasehold-core` and `leasehold-memory` behind their
-//! `buggy-variants` feature, which this crate turns on only with its own
+//! The variants live in `leasehold-core`, `leasehold-memory` and the SQL
+//! adapters behind their `buggy-variants` feature, which this crate turns on only with its own
 //! `catalogue` feature (on in the `leasehold` command-line tool, off by
 //! default; the engine's hooks into the memory store are in
 //! `leasehold_sim::stores::memory`). Cargo unifies features across a build, so a user who depends
@@ -52,7 +52,10 @@ impl std::fmt::Display for Variant {
 }
 
 /// Whether the variant is a bug of the store rather than of the worker or
-/// sweeper: only the memory store carries those.
+/// sweeper: the memory store carries every one, the SQL stores the few
+/// their adapters plant (the pruning bugs), and a run on a store that does
+/// not carry it is skipped (`StoreFactory::carries_store_variant` in the
+/// engine says which).
 pub fn is_store_side(v: Variant) -> bool {
     #[cfg(feature = "catalogue")]
     {

@@ -185,9 +185,10 @@ pub fn run_seed<F: StoreFactory>(
     let deadline = opts.limit.map(|l| (std::time::Instant::now() + l, l));
     let variant = cfg.variant();
     if let Some(v) = variant {
-        if catalogue::is_store_side(v) && !factory.carries_store_variants() {
+        if catalogue::is_store_side(v) && !factory.carries_store_variant(v) {
             return Err(HarnessError::Store(format!(
-                "variant {v} is a bug of the memory store; the {} store does not carry it",
+                "variant {v} is a bug planted in the memory store only; the {} store \
+                 does not carry it",
                 factory.name()
             )));
         }

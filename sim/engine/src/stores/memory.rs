@@ -75,8 +75,8 @@ pub trait OnMemoryRows: Send + Sync + 'static {
     type Store: SimStore;
     /// A short name for reports (`memory`, ...).
     const NAME: &'static str;
-    /// Whether the store carries the catalogue's store-side bugs (only the
-    /// memory store does).
+    /// Whether the store carries every one of the catalogue's store-side
+    /// bugs (the memory store does; a double around it does not).
     #[doc(hidden)]
     const CARRIES_STORE_VARIANTS: bool = false;
 
@@ -115,7 +115,7 @@ impl<T: OnMemoryRows> StoreFactory for T {
         false
     }
 
-    fn carries_store_variants(&self) -> bool {
+    fn carries_store_variant(&self, _: Variant) -> bool {
         T::CARRIES_STORE_VARIANTS
     }
 

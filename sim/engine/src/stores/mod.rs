@@ -189,10 +189,14 @@ pub trait StoreFactory: Send + Sync + 'static {
         clock: SimStoreClock,
     ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send;
 
-    /// Whether the store carries the catalogue's store-side bugs (only the
-    /// memory store does).
+    /// Whether the store carries the catalogue's store-side bug `v`
+    /// (default: none). The memory store carries every one; the SQL stores
+    /// carry those their adapters plant (the pruning bugs); a run of any
+    /// other store-side variant on a store that does not carry it is
+    /// refused, not run as if it tested the bug.
     #[doc(hidden)]
-    fn carries_store_variants(&self) -> bool {
+    fn carries_store_variant(&self, v: Variant) -> bool {
+        let _ = v;
         false
     }
 
@@ -219,6 +223,15 @@ impl StoreClock for SimStoreClock {
     fn now(&self) -> StoreTime {
         StoreTime(self.0.load(Ordering::Relaxed))
     }
+}
+
+/// The variant a SQL store is built with: the seed's, when it is a bug of
+/// the store (a worker-side variant leaves the store correct). The runner
+/// has already refused a store-side one the store does not carry, and the
+/// adapter's builder refuses it again.
+#[cfg(all(feature = "sql", feature = "catalogue"))]
+fn store_side(v: Option<Variant>) -> Option<Variant> {
+    v.filter(|v| leasehold_model::catalogue::is_store_side(*v))
 }
 
 /// Most real time a dropped call's cleanup may take ([`SimStore::settle`]).

@@ -14,6 +14,7 @@
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{Event, StoreError};
+use leasehold_model::catalogue::Variant;
 use leasehold_postgres::PgStore;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -81,6 +82,18 @@ impl PostgresFactory {
         }
     }
 
+    /// Whether the PostgreSQL store carries the catalogue's store-side bug
+    /// `v` (the same without a factory, for a command deciding what it
+    /// skips before it has a database URL).
+    pub fn carries(v: Variant) -> bool {
+        #[cfg(feature = "catalogue")]
+        {
+            PgStore::carries_variant(v)
+        }
+        #[cfg(not(feature = "catalogue"))]
+        match v {}
+    }
+
     /// Connects once and reports whether the server is reachable.
     pub fn probe(&self) -> impl Future<Output = Result<(), SetupError>> + Send {
         let admin = self.admin();
@@ -137,6 +150,10 @@ impl StoreFactory for PostgresFactory {
         "postgres".into()
     }
 
+    fn carries_store_variant(&self, v: Variant) -> bool {
+        Self::carries(v)
+    }
+
     fn create(
         &self,
         ctx: &SeedContext,
@@ -188,14 +205,21 @@ impl StoreFactory for PostgresFactory {
         clock: SimStoreClock,
     ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
         let (url, schema, policy) = (self.url.clone(), db.clone(), ctx.policy.clone());
+        let variant = ctx.variant;
         async move {
-            PgStore::builder(&url)
+            let builder = PgStore::builder(&url)
                 .schema(schema.clone())
                 .policy(policy)
                 .clock_override(clock)
                 .max_connections(POOL)
                 .acquire_timeout(CONNECT_TIMEOUT)
-                .application_name("leasehold-sim")
+                .application_name("leasehold-sim");
+            #[cfg(feature = "catalogue")]
+            let builder = builder
+                .variant(super::store_side(variant))
+                .map_err(|e| SetupError::new(format!("postgres: catalogue: {e}")))?;
+            let _ = variant;
+            builder
                 .connect()
                 .await
                 .map_err(|e| SetupError::new(format!("postgres: schema {schema}: {e}")))

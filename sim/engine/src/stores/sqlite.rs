@@ -13,6 +13,7 @@
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{Event, StoreError};
+use leasehold_model::catalogue::Variant;
 use leasehold_sqlite::{Durability, SqliteStore};
 use std::future::Future;
 use std::path::PathBuf;
@@ -89,11 +90,16 @@ impl SqliteFactory {
         ctx: &SeedContext,
         clock: SimStoreClock,
     ) -> Result<SqliteStore, SetupError> {
-        SqliteStore::builder(&path)
+        let builder = SqliteStore::builder(&path)
             .policy(ctx.policy.clone())
             .clock(clock)
             .durability(Durability::Normal)
-            .max_connections(POOL)
+            .max_connections(POOL);
+        #[cfg(feature = "catalogue")]
+        let builder = builder
+            .variant(super::store_side(ctx.variant))
+            .map_err(|e| setup("catalogue", e))?;
+        builder
             .open()
             .await
             .map_err(|e| setup(&format!("cannot open {}", path.display()), e))
@@ -106,6 +112,15 @@ impl StoreFactory for SqliteFactory {
 
     fn name(&self) -> String {
         "sqlite".into()
+    }
+
+    fn carries_store_variant(&self, v: Variant) -> bool {
+        #[cfg(feature = "catalogue")]
+        {
+            SqliteStore::carries_variant(v)
+        }
+        #[cfg(not(feature = "catalogue"))]
+        match v {}
     }
 
     fn create(

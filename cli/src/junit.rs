@@ -2,7 +2,10 @@
 //!
 //! The shape CI systems read: `<testsuites>` holding one `<testsuite>` per
 //! scenario, holding one `<testcase>` per seed, with a `<failure>` or
-//! `<error>` child when the seed's expectation did not hold. Written by the
+//! `<error>` child when the seed's expectation did not hold, and the
+//! scenario's coverage as `<properties>` of its suite
+//! (`coverage.seeds`, and `coverage.<situation>` = `SEEDS/OF seeds, TIMES
+//! times` for each situation reached). Written by the
 //! `quick-junit` crate (nextest's JUnit writer), which escapes all text and
 //! drops characters XML 1.0 cannot carry, so any report text is safe to
 //! embed.
@@ -17,6 +20,20 @@ pub struct Suite {
     pub name: String,
     /// One case per seed.
     pub cases: Vec<Case>,
+    /// Name and value of each property of the suite, in order.
+    pub properties: Vec<(String, String)>,
+}
+
+/// A scenario's coverage as suite properties.
+pub fn coverage_properties(t: &crate::cli::coverage::Tally) -> Vec<(String, String)> {
+    let mut out = vec![("coverage.seeds".to_string(), t.seeds.to_string())];
+    for (name, r) in &t.reached {
+        out.push((
+            format!("coverage.{name}"),
+            format!("{}/{} seeds, {} times", r.seeds, t.seeds, r.times),
+        ));
+    }
+    out
 }
 
 /// One seed's result.
@@ -109,6 +126,11 @@ pub fn render(name: &str, suites: &[Suite]) -> String {
     for s in suites {
         let mut suite = TestSuite::new(s.name.as_str());
         suite.add_test_cases(s.cases.iter().map(case));
+        suite.add_properties(
+            s.properties
+                .iter()
+                .map(|(k, v)| quick_junit::Property::new(k.as_str(), v.as_str())),
+        );
         suite.set_time(s.time());
         total += s.time();
         report.add_test_suite(suite);
@@ -133,6 +155,10 @@ mod tests {
         };
         let suite = Suite {
             name: "s".into(),
+            properties: vec![(
+                "coverage.one-way-partition".into(),
+                "1/3 seeds, 2 times".into(),
+            )],
             cases: vec![
                 case(CaseOutcome::Passed),
                 case(CaseOutcome::Failed {
@@ -151,5 +177,11 @@ mod tests {
             assert!(xml.contains(attr), "{attr}: {xml}");
         }
         assert!(xml.contains("&lt;boom&gt;"), "{xml}");
+        assert!(
+            xml.contains(
+                r#"<property name="coverage.one-way-partition" value="1/3 seeds, 2 times"/>"#
+            ),
+            "{xml}"
+        );
     }
 }

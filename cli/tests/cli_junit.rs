@@ -17,6 +17,7 @@ fn nasty_suites() -> Vec<Suite> {
     vec![
         Suite {
             name: "cancel_racing <completion> & 'friends'".into(),
+            properties: vec![("coverage.<odd> & \"name\"".into(), "1/3 seeds, 2 times".into())],
             cases: vec![
                 case("seed 0", CaseOutcome::Passed),
                 case(
@@ -39,6 +40,7 @@ fn nasty_suites() -> Vec<Suite> {
         Suite {
             name: "empty".into(),
             cases: vec![],
+            properties: vec![],
         },
     ]
 }

@@ -159,6 +159,11 @@ pub struct RunArgs {
     /// first answer in which the two stores differ.
     #[arg(long, value_enum, value_name = "STORE")]
     pub against: Option<StoreKind>,
+    /// Observe no built-in situation (to measure what observing costs):
+    /// coverage then shows only what simulated code marked, and declared
+    /// situations fail. Histories are the same either way.
+    #[arg(long)]
+    pub no_coverage: bool,
     /// The store to run on.
     #[command(flatten)]
     pub stores: StoreArgs,

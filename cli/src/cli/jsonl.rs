@@ -7,28 +7,35 @@
 //!   (`shard`, `"I/N"`, `"1/1"` unsharded) and the whole plan it belongs to
 //!   (`plan`: `id`, a fingerprint of every scenario and seed that every
 //!   shard of one run shares; `runs`, the unsharded run count; `scenarios`,
-//!   every scenario's `name` and `path` in load order), which `leasehold
-//!   merge` checks;
+//!   every scenario's `name`, `path` and declared situations `expects` in
+//!   load order), which `leasehold merge` checks and judges coverage by;
 //! - `run`: one seed, written as soon as it finishes (`scenario`, `path`,
 //!   `seed`, `store`, `expect`, `status`, `violations`, `hash`, `sim_ms`,
-//!   `wall_s`, `replayed`, `replay`). `status` is `passed`, `failed` or `error` for a
+//!   `wall_s`, `replayed`, `replay`, and `coverage`: each named situation
+//!   the seed reached with its times, `{"name": n}`). A seed's `status` is
+//!   its own and never depends on coverage. `status` is `passed`, `failed` or `error` for a
 //!   correct-core scenario; a catalogue scenario's seed says `caught` (this
 //!   seed showed the expected violation), `not_caught`, or `error`, and
 //!   its verdict comes with its `scenario` line;
 //! - `scenario`: written when a scenario's last seed finishes, with its
 //!   `verdict` (`passed`, `failed` or `error`), counts, and for a catalogue
-//!   scenario what caught the bug (`caught`, or `null`);
+//!   scenario what caught the bug (`caught`, or `null`), its seeds that
+//!   caught it (`caught_seeds`), its coverage over its seeds (`coverage`:
+//!   `seeds`, and `reached`, each situation's `seeds` and `times`) and the
+//!   declared situations none reached (`uncovered`, which fails it);
 //! - `summary`: the last line, with the totals and the scenarios that
 //!   passed, correct-core ones (`held`) apart from catalogue ones
-//!   (`caught`).
+//!   (`caught`), and the coverage of every seed (`coverage`, as on a
+//!   `scenario` line).
 //!
 //! Store times never appear here as text: `sim_ms` and `wall_s` are
 //! numbers, durations from the run's start and of wall time.
 //! Human lines go to stderr while `--json` is on, so stdout is pure JSON.
 
+use super::coverage::{seed_json, Tally};
 use super::engine::{self, Shown};
 use super::plan::{Shard, Task};
-use super::verdict::{judge, seed_status, Detection, Verdict};
+use super::verdict::{self, judge, seed_status, Detection, Verdict};
 use leasehold_model::scenario::Scenario;
 use leasehold_model::store_kind::StoreKind;
 use serde_json::{json, Value};
@@ -43,6 +50,8 @@ pub struct JsonLines<'a> {
     left: Vec<usize>,
     /// Per task: its result and wall seconds, once finished.
     finished: Vec<Option<(Result<Shown, String>, f64)>>,
+    /// Whether scenarios are held to their declared situations.
+    coverage: verdict::Coverage,
 }
 
 /// The plan a run (or one shard of it) belongs to, for the `start` line.
@@ -71,11 +80,18 @@ pub struct Totals<'a> {
     pub held: &'a [&'a str],
     /// Catalogue scenarios whose bug was caught.
     pub caught: &'a [&'a str],
+    /// The coverage of every seed that ran.
+    pub coverage: &'a Tally,
 }
 
 impl<'a> JsonLines<'a> {
     /// A stream over `tasks` of `scenarios`; silent unless `enabled`.
-    pub fn new(enabled: bool, scenarios: &'a [Scenario], tasks: &'a [Task]) -> JsonLines<'a> {
+    pub fn new(
+        enabled: bool,
+        scenarios: &'a [Scenario],
+        tasks: &'a [Task],
+        coverage: verdict::Coverage,
+    ) -> JsonLines<'a> {
         let mut left = vec![0; scenarios.len()];
         for t in tasks {
             left[t.scenario] += 1;
@@ -86,6 +102,7 @@ impl<'a> JsonLines<'a> {
             tasks,
             left,
             finished: (0..tasks.len()).map(|_| None).collect(),
+            coverage,
         }
     }
 
@@ -111,7 +128,12 @@ impl<'a> JsonLines<'a> {
         let all: Vec<Value> = self
             .scenarios
             .iter()
-            .map(|s| json!({"name": s.config.name, "path": s.path.to_string_lossy()}))
+            .map(|s| {
+                json!({
+                    "name": s.config.name, "path": s.path.to_string_lossy(),
+                    "expects": s.config.coverage.expects,
+                })
+            })
             .collect();
         self.emit(&json!({
             "type": "start", "runs": self.tasks.len(), "scenarios": names,
@@ -152,7 +174,16 @@ impl<'a> JsonLines<'a> {
             .iter()
             .filter_map(|&k| self.finished[k].clone())
             .unzip();
-        let (verdicts, detections) = judge(&[&s.config], &tasks, &results, &walls);
+        let (verdicts, detections) = judge(&[&s.config], &tasks, &results, &walls, self.coverage);
+        let tally = verdict::tallies(1, &tasks, &results).remove(0);
+        let uncovered = match self.coverage {
+            verdict::Coverage::Judge => tally.missing(&s.config.coverage.expects),
+            verdict::Coverage::Skip => Vec::new(),
+        };
+        let caught_seeds = results
+            .iter()
+            .filter(|r| seed_status(&s.config, r) == "caught")
+            .count();
         let count = |f: fn(&Verdict) -> bool| verdicts.iter().filter(|v| f(v)).count();
         let (passed, errors) = (
             count(|v| *v == Verdict::Passed),
@@ -166,7 +197,7 @@ impl<'a> JsonLines<'a> {
             "failed"
         };
         let reason = verdicts.iter().find_map(|v| match v {
-            Verdict::Failed(r) | Verdict::Error(r) => Some(r.clone()),
+            Verdict::Failed(r) | Verdict::Error(r) | Verdict::Uncovered(r) => Some(r.clone()),
             Verdict::Passed => None,
         });
         json!({
@@ -175,6 +206,8 @@ impl<'a> JsonLines<'a> {
             "verdict": verdict, "reason": reason, "seeds": verdicts.len(), "passed": passed,
             "failed": verdicts.len() - passed - errors, "errors": errors,
             "caught": detections.first().and_then(|d| caught(s, d)),
+            "caught_seeds": s.config.expect.violation.map(|_| caught_seeds),
+            "coverage": tally.to_json(), "uncovered": uncovered,
         })
     }
 
@@ -186,7 +219,7 @@ impl<'a> JsonLines<'a> {
             "seeds": self.tasks.len(), "wall_s": t.wall_s,
             "seeds_per_s": self.tasks.len() as f64 / wall,
             "sim_over_wall": t.sim_ms as f64 / 1000.0 / wall,
-            "held": t.held, "caught": t.caught,
+            "held": t.held, "caught": t.caught, "coverage": t.coverage.to_json(),
         }));
     }
 }
@@ -216,6 +249,7 @@ fn run_line(s: &Scenario, seed: u64, result: &Result<Shown, String>, wall_s: f64
         "sim_ms": ok.map(|r| r.outcome.sim_time_ms),
         "wall_s": wall_s, "replayed": ok.is_some_and(|r| r.replayed),
         "replay": engine::replay_command(&path, seed, store_of(s)),
+        "coverage": ok.map(|r| seed_json(r.outcome.coverage.iter())),
     })
 }
 

@@ -11,9 +11,13 @@
 //! - the verdict is the one the unsharded run gives: a correct-core
 //!   scenario holds when every seed on every shard held; a catalogue
 //!   scenario's bug is caught when any of its seeds caught it, whichever
-//!   shard ran that seed; a seed that could not be run is an error.
+//!   shard ran that seed; a seed that could not be run is an error;
+//! - coverage merges across shards: a scenario's declared situations
+//!   (`expects` on the `start` line) must be reached on some seed of some
+//!   shard, or its passing seeds fail, as in the unsharded run.
 
 use super::args::MergeArgs;
+use super::coverage::{missing_reason, Tally};
 use super::plan::Task;
 use super::ExitCode;
 use crate::junit;
@@ -71,6 +75,9 @@ struct RunLine {
     sim_ms: u64,
     wall_s: f64,
     replay: String,
+    /// The situations the seed reached, with their times (none on a line
+    /// written before coverage was reported).
+    coverage: Vec<(String, u64)>,
 }
 
 /// One shard file, read whole.
@@ -79,8 +86,9 @@ struct ShardFile {
     shard: (u64, u64),
     plan_id: String,
     plan_runs: usize,
-    /// (name, path) of every scenario of the plan, in load order.
-    scenarios: Vec<(String, String)>,
+    /// (name, path, declared situations) of every scenario of the plan,
+    /// in load order.
+    scenarios: Vec<(String, String, Vec<String>)>,
     runs: Vec<RunLine>,
     wall_s: f64,
 }
@@ -163,7 +171,7 @@ fn read_shard(file: &Path) -> Result<ShardFile, String> {
     })
 }
 
-type Start = (u64, u64, String, usize, Vec<(String, String)>);
+type Start = (u64, u64, String, usize, Vec<(String, String, Vec<String>)>);
 
 fn start_line(file: &Path, n: usize, v: &Value) -> Result<Start, String> {
     let old = || {
@@ -188,7 +196,15 @@ fn start_line(file: &Path, n: usize, v: &Value) -> Result<Start, String> {
         .map(|s| {
             let name = s["name"].as_str().unwrap_or_default().to_string();
             let path = s["path"].as_str().unwrap_or_default().to_string();
-            (name, path)
+            let expects = s["expects"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| e.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (name, path, expects)
         })
         .collect();
     Ok((shard.index, shard.count, id, runs, scenarios))
@@ -236,6 +252,7 @@ fn run_line(file: &Path, n: usize, v: &Value) -> Result<RunLine, String> {
         sim_ms: v["sim_ms"].as_u64().unwrap_or(0),
         wall_s: v["wall_s"].as_f64().unwrap_or(0.0),
         replay: text("replay")?,
+        coverage: super::coverage::seed_from_json(&v["coverage"]).unwrap_or_default(),
     })
 }
 
@@ -309,6 +326,8 @@ enum Merged {
     Passed,
     Failed(String),
     Error(String),
+    /// Passed, but a declared situation was reached on no seed.
+    Uncovered(String),
 }
 
 /// Runs the command.
@@ -346,11 +365,20 @@ pub fn run(args: &MergeArgs) -> ExitCode {
     let (mut passed, mut failed, mut errors, mut sim_ms) = (0usize, 0usize, 0usize, 0u64);
     let (mut held, mut caught) = (Vec::new(), Vec::new());
     let mut suites = Vec::new();
-    for (name, path) in &order {
+    let mut total = Tally::default();
+    let mut by_scenario = Vec::new();
+    for (name, path, expects) in &order {
         let Some(runs) = by_path.get_mut(path.as_str()) else {
             continue;
         };
         runs.sort_by_key(|r| r.seed);
+        let mut tally = Tally::default();
+        for r in runs.iter().filter(|r| r.status != "error") {
+            tally.add_seed(r.coverage.iter().map(|(k, n)| (k.as_str(), *n)));
+        }
+        total.merge(&tally);
+        let missing = tally.missing(expects);
+        let uncovered = (!missing.is_empty()).then(|| missing_reason(&missing, tally.seeds));
         let expect = runs[0].expect.clone();
         let first_caught = runs.iter().position(|r| r.status == "caught");
         let verdicts: Vec<Merged> = runs
@@ -367,6 +395,10 @@ pub fn run(args: &MergeArgs) -> ExitCode {
                 (_, Some(inv)) => Merged::Failed(format!(
                     "expected a violation of {inv} within the seed budget; none found"
                 )),
+            })
+            .map(|v| match (v, &uncovered) {
+                (Merged::Passed, Some(reason)) => Merged::Uncovered(reason.clone()),
+                (v, _) => v,
             })
             .collect();
         let mut cases = Vec::new();
@@ -388,6 +420,20 @@ pub fn run(args: &MergeArgs) -> ExitCode {
                     junit::CaseOutcome::Error {
                         message: e.clone(),
                         text: format!("replay: {}", r.replay),
+                    }
+                }
+                Merged::Uncovered(reason) => {
+                    failed += 1;
+                    if !told_missing {
+                        told_missing = true;
+                        human(&format!(
+                            "FAILED {name}: {reason} (declared in [coverage] expects of {path})\n"
+                        ));
+                    }
+                    junit::CaseOutcome::Failed {
+                        message: reason.clone(),
+                        kind: "coverage".into(),
+                        text: format!("declared in [coverage] expects of {path}"),
                     }
                 }
                 Merged::Failed(reason) => {
@@ -445,7 +491,9 @@ pub fn run(args: &MergeArgs) -> ExitCode {
         suites.push(junit::Suite {
             name: name.clone(),
             cases,
+            properties: junit::coverage_properties(&tally),
         });
+        by_scenario.push((name.as_str(), tally, expects.as_slice()));
     }
     human(&format!(
         "correct core, every invariant held ({}): {}",
@@ -458,6 +506,13 @@ pub fn run(args: &MergeArgs) -> ExitCode {
             caught.len(),
             caught.join(", ")
         ));
+    }
+    human("coverage by scenario (declared situations: seeds reaching / seeds):");
+    for (name, tally, expects) in &by_scenario {
+        human(&super::coverage::scenario_line(name, tally, expects));
+    }
+    for line in super::coverage::total_lines(&total) {
+        human(&line);
     }
     let runs = passed + failed;
     let longest = files.iter().map(|f| f.wall_s).fold(0.0, f64::max);
@@ -478,7 +533,7 @@ pub fn run(args: &MergeArgs) -> ExitCode {
                 "seeds_per_s": runs as f64 / longest.max(1e-9),
                 "sim_over_wall": sim_ms as f64 / 1000.0 / longest.max(1e-9),
                 "held": held, "caught": caught, "shards": files.len(),
-                "plan": files[0].plan_id,
+                "plan": files[0].plan_id, "coverage": total.to_json(),
             })
         );
     }

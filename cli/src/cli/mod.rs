@@ -10,6 +10,7 @@ pub mod args;
 pub mod check;
 pub mod check_input;
 pub mod check_jepsen;
+pub mod coverage;
 pub mod engine;
 pub mod exhaustive;
 pub mod explore;

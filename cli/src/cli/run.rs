@@ -3,6 +3,7 @@
 
 use super::args::RunArgs;
 use super::args::SeedBase;
+use super::coverage::{self, Tally};
 use super::engine::{self, Shown};
 use super::jsonl::{JsonLines, Totals};
 use super::parallel::run_parallel;
@@ -10,7 +11,7 @@ use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
 use super::progress::Progress;
 use super::shard;
 use super::stores::Stores;
-use super::verdict::{judge, Detection, Verdict};
+use super::verdict::{self, judge, Detection, Verdict};
 use super::ExitCode;
 use crate::junit;
 use leasehold_model::scenario::{load_paths, Scenario};
@@ -161,7 +162,7 @@ pub(super) fn random_base() -> u64 {
 /// Runs the command; answers the exit code.
 pub fn run(args: &RunArgs) -> ExitCode {
     let sink = Sink { json: args.json };
-    let stores = Stores::new(&args.stores);
+    let stores = Stores::new(&args.stores).observing_coverage(!args.no_coverage);
     let against = args.against.map(|k| {
         let mut a = args.stores.clone();
         a.store = Some(k);
@@ -323,7 +324,14 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .filter_map(|i| tasks.iter().find(|t| t.scenario == i))
         .map(|t| (t.scenario, t.seed))
         .collect();
-    let mut stream = JsonLines::new(args.json, &scenarios, &tasks);
+    // Declared situations are judged over all of a scenario's seeds: not
+    // on one shard (`leasehold merge` judges them) nor for one `--seed`.
+    let judged = if this_shard.count > 1 || matches!(seeds, Seeds::One(_)) {
+        verdict::Coverage::Skip
+    } else {
+        verdict::Coverage::Judge
+    };
+    let mut stream = JsonLines::new(args.json, &scenarios, &tasks, judged);
     stream.start(
         args.seed_base.is_some().then_some(base),
         jobs,
@@ -381,14 +389,16 @@ pub fn run(args: &RunArgs) -> ExitCode {
         .unzip();
     let wall = started.elapsed().as_secs_f64();
     let configs: Vec<_> = scenarios.iter().map(|s| &s.config).collect();
-    let (verdicts, detections) = judge(&configs, &tasks, &results, &walls);
+    let (verdicts, detections) = judge(&configs, &tasks, &results, &walls, judged);
     report_runs(&sink, &scenarios, &tasks, &results, &verdicts);
     report_detections(&sink, &scenarios, &detections);
     let (held, caught) = report_scenarios(&sink, &scenarios, &tasks, &verdicts);
+    let tallies = verdict::tallies(scenarios.len(), &tasks, &results);
+    let total = report_coverage(&sink, &scenarios, &tasks, &results, &tallies);
     if let Some(file) = &args.junit {
         let xml = junit::render(
             "leasehold",
-            &junit_suites(&scenarios, &tasks, &results, &verdicts, &walls),
+            &junit_suites(&scenarios, &tasks, &results, &verdicts, &walls, &tallies),
         );
         if let Err(e) = std::fs::write(file, xml) {
             eprintln!("leasehold: cannot write {}: {e}", file.display());
@@ -416,6 +426,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
         sim_ms,
         held: &held,
         caught: &caught,
+        coverage: &total,
     });
     sink.human(&format!(
         "{} runs in {wall:.1}s on {jobs} threads: {rate:.2} seeds/s, simulated/wall {ratio:.0}x",
@@ -499,6 +510,13 @@ fn report_runs(
                 }
                 sink.human(&format!("  replay: {replay}\n"));
             }
+            (Verdict::Uncovered(reason), _, _) if !told_missing[t.scenario] => {
+                told_missing[t.scenario] = true;
+                sink.human(&format!(
+                    "FAILED {}: {reason} (declared in [coverage] expects of {path})\n",
+                    s.config.name
+                ));
+            }
             (Verdict::Failed(reason), _, Some(_)) if !told_missing[t.scenario] => {
                 told_missing[t.scenario] = true;
                 sink.human(&format!(
@@ -571,18 +589,79 @@ fn report_detections(sink: &Sink, scenarios: &[Scenario], detections: &[Detectio
     }
 }
 
+/// The coverage report: each scenario's line, the total table, and the
+/// catalogue's catch rates beside the reach rates of the situations its
+/// bugs need; answers the total.
+fn report_coverage(
+    sink: &Sink,
+    scenarios: &[Scenario],
+    tasks: &[Task],
+    results: &[Result<Shown, String>],
+    tallies: &[Tally],
+) -> Tally {
+    let mut total = Tally::default();
+    sink.human("coverage by scenario (declared situations: seeds reaching / seeds):");
+    for (s, t) in scenarios.iter().zip(tallies) {
+        total.merge(t);
+        if t.seeds > 0 {
+            sink.human(&coverage::scenario_line(
+                &s.config.name,
+                t,
+                &s.config.coverage.expects,
+            ));
+        }
+    }
+    for line in coverage::total_lines(&total) {
+        sink.human(&line);
+    }
+    let mut bugs = Vec::new();
+    for (i, (s, t)) in scenarios.iter().zip(tallies).enumerate() {
+        let Some(inv) = s.config.expect.violation else {
+            continue;
+        };
+        let caught = tasks
+            .iter()
+            .zip(results)
+            .filter(|(k, r)| {
+                k.scenario == i
+                    && r.as_ref()
+                        .is_ok_and(|r| r.violations().iter().any(|v| v.invariant == inv))
+            })
+            .count() as u64;
+        let bug = s.config.variant.as_deref().unwrap_or(&s.config.name);
+        bugs.push(coverage::catalogue_line(
+            bug,
+            caught,
+            t,
+            &s.config.coverage.expects,
+        ));
+    }
+    if !bugs.is_empty() {
+        sink.human(
+            "catalogue: each bug's catch rate beside the reach rate of the situation it needs:",
+        );
+        for line in bugs {
+            sink.human(&line);
+        }
+    }
+    total
+}
+
 fn junit_suites(
     scenarios: &[Scenario],
     tasks: &[Task],
     results: &[Result<Shown, String>],
     verdicts: &[Verdict],
     walls: &[f64],
+    tallies: &[Tally],
 ) -> Vec<junit::Suite> {
     let mut suites: Vec<junit::Suite> = scenarios
         .iter()
-        .map(|s| junit::Suite {
+        .zip(tallies)
+        .map(|(s, t)| junit::Suite {
             name: s.config.name.clone(),
             cases: Vec::new(),
+            properties: junit::coverage_properties(t),
         })
         .collect();
     for (k, t) in tasks.iter().enumerate() {
@@ -594,6 +673,11 @@ fn junit_suites(
             Verdict::Error(e) => junit::CaseOutcome::Error {
                 message: e.clone(),
                 text: format!("replay: {replay}"),
+            },
+            Verdict::Uncovered(reason) => junit::CaseOutcome::Failed {
+                message: reason.clone(),
+                kind: "coverage".into(),
+                text: format!("declared in [coverage] expects of {path}"),
             },
             Verdict::Failed(reason) => {
                 let reports: Vec<String> = results[k]

@@ -75,6 +75,8 @@ pub struct Stores {
     postgres: Option<Arc<PostgresFactory>>,
     postgres_error: Option<String>,
     run_timeout: std::time::Duration,
+    /// Whether runs observe the built-in situations (on unless `--no-coverage`).
+    coverage: bool,
 }
 
 impl Stores {
@@ -97,7 +99,15 @@ impl Stores {
             postgres,
             postgres_error,
             run_timeout: args.run_timeout.as_duration(),
+            coverage: true,
         }
+    }
+
+    /// The same stores, observing the built-in situations of each run or
+    /// not (the history is the same either way).
+    pub fn observing_coverage(mut self, on: bool) -> Stores {
+        self.coverage = on;
+        self
     }
 
     /// The store a scenario runs on.
@@ -158,6 +168,7 @@ impl Stores {
     ) -> Result<SeedOutcome, HarnessError> {
         let opts = RunOptions {
             limit: Some(self.run_timeout),
+            skip_coverage: !self.coverage,
             ..RunOptions::default()
         };
         match kind {

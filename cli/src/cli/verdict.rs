@@ -10,7 +10,14 @@
 //!   fail it.
 //! - A seed whose run could not be carried out (harness error, panic) is an
 //!   error, whatever the expectation.
+//! - A scenario that declares situations (`[coverage] expects`) fails when
+//!   one of them was reached on none of its seeds that ran: each of its
+//!   seeds that met its expectation is then [`Verdict::Uncovered`], named
+//!   with the situation. Judged only over a whole plan ([`Coverage::Judge`]):
+//!   one shard holds part of a scenario's seeds, so `leasehold merge`
+//!   judges it, and a single `--seed` judges none.
 
+use super::coverage::{missing_reason, Tally};
 use super::engine::Shown;
 use super::plan::Task;
 use leasehold_model::config::{InvariantId, SimConfig};
@@ -24,6 +31,18 @@ pub enum Verdict {
     Failed(String),
     /// The harness failed.
     Error(String),
+    /// The expectation held, but a situation the scenario declares was
+    /// reached on none of its seeds; the reason names it.
+    Uncovered(String),
+}
+
+/// Whether [`judge`] holds scenarios to their declared situations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coverage {
+    /// The seeds are all of each scenario's: judge the declarations.
+    Judge,
+    /// Part of the seeds only (one shard, one `--seed`): do not.
+    Skip,
 }
 
 /// Catalogue detections: scenario index, expected invariant and the
@@ -63,6 +82,7 @@ pub fn judge(
     tasks: &[Task],
     results: &[Result<Shown, String>],
     walls: &[f64],
+    coverage: Coverage,
 ) -> (Vec<Verdict>, Vec<Detection>) {
     let mut detections = Vec::new();
     for (i, cfg) in configs.iter().enumerate() {
@@ -119,5 +139,44 @@ pub fn judge(
             }
         })
         .collect();
+    let verdicts = match coverage {
+        Coverage::Judge => uncovered(configs, tasks, results, verdicts),
+        Coverage::Skip => verdicts,
+    };
     (verdicts, detections)
+}
+
+/// Each scenario's coverage over its seeds that ran.
+pub fn tallies(n: usize, tasks: &[Task], results: &[Result<Shown, String>]) -> Vec<Tally> {
+    let mut out = vec![Tally::default(); n];
+    for (t, r) in tasks.iter().zip(results) {
+        if let (Some(tally), Ok(r)) = (out.get_mut(t.scenario), r) {
+            tally.add_seed(r.outcome.coverage.iter());
+        }
+    }
+    out
+}
+
+/// `verdicts` with every passing seed of a scenario whose declared
+/// situations were not all reached made [`Verdict::Uncovered`].
+fn uncovered(
+    configs: &[&SimConfig],
+    tasks: &[Task],
+    results: &[Result<Shown, String>],
+    mut verdicts: Vec<Verdict>,
+) -> Vec<Verdict> {
+    let tallies = tallies(configs.len(), tasks, results);
+    for (i, cfg) in configs.iter().enumerate() {
+        let missing = tallies[i].missing(&cfg.coverage.expects);
+        if missing.is_empty() {
+            continue;
+        }
+        let reason = missing_reason(&missing, tallies[i].seeds);
+        for (t, v) in tasks.iter().zip(verdicts.iter_mut()) {
+            if t.scenario == i && *v == Verdict::Passed {
+                *v = Verdict::Uncovered(reason.clone());
+            }
+        }
+    }
+    verdicts
 }

@@ -6,7 +6,8 @@
 //! machine ([`machine`]: its clock, timers and the run's recorder), on one
 //! executor of its own with event-driven time ([`exec`]) and a simulated network ([`net`]),
 //! under the seed's faults ([`faults`]), and hands the
-//! recorded history to the independent checker. Around that: the runner
+//! recorded history to the independent checker and to the coverage
+//! observer ([`coverage`], the named situations a run reached). Around that: the runner
 //! ([`runner`]), the public harness for a user's own store ([`harness`]),
 //! shrinking ([`shrink`]) and violation reports ([`report`]).
 //!
@@ -25,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod coverage;
 pub mod exec;
 pub mod faults;
 pub mod harness;

@@ -5,7 +5,7 @@
 //! [`bounds`], [`feasible`], [`schedules`], the located [`scenario`]
 //! loader), durations, per-host clock models, the seeded rng, the history
 //! records a run writes and the wire types its hosts exchange, the
-//! invariant ids, the simulated workload's key and payload format, the
+//! invariant ids and the named situations a run may reach, the simulated workload's key and payload format, the
 //! built-in scenarios, and the one scenario → core configuration builder
 //! ([`protocol`]).
 //!
@@ -34,6 +34,7 @@ pub mod protocol;
 pub mod rng;
 pub mod scenario;
 pub mod schedules;
+pub mod situation;
 pub mod store_kind;
 pub mod timing;
 pub mod wire;

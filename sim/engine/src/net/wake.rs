@@ -52,6 +52,8 @@ impl WakeSender {
         }
         for (host, i) in &self.workers {
             if lost(host) {
+                // Observation only: marks the run's coverage, changes nothing.
+                crate::coverage::sometimes("wake-up-lost", true);
                 continue;
             }
             fabric::send_wake(self.from, *i, &queue[..end]);

@@ -43,6 +43,7 @@ pub use crate::stores::Backend;
 use collect::collect;
 use world::{Starter, World};
 
+use crate::coverage::{self, Coverage};
 use crate::exec::executor::Executor;
 use crate::faults::{self, FaultPlan, SwarmDraw};
 use crate::hosts::client::ClientSettings;
@@ -98,6 +99,11 @@ pub struct SeedOutcome {
     pub quiet_end: bool,
     /// Distinct instants the simulated clock stopped at.
     pub steps: u64,
+    /// The named situations the run reached ([`crate::coverage`]): the
+    /// built-in ones read off the history, and the ones simulated code
+    /// marked with [`crate::coverage::sometimes`]. Not part of the history
+    /// or its hash.
+    pub coverage: Coverage,
 }
 
 impl SeedOutcome {
@@ -158,6 +164,10 @@ pub struct RunOptions {
     /// per seed (off by default; the recorded hashes and the catalogue's
     /// seeds are FIFO's).
     pub explore: bool,
+    /// The built-in situations are not observed ([`SeedOutcome::coverage`]
+    /// then holds only what simulated code marked): for measuring what
+    /// observing costs. Off by default; the history is the same either way.
+    pub skip_coverage: bool,
 }
 
 /// The one door into a seed: `seed` of `cfg` on a fresh store from
@@ -202,7 +212,7 @@ pub fn run_seed<F: StoreFactory>(
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
     );
-    let out = run_world(cfg, seed, variant, &backend, deadline, opts.explore);
+    let out = run_world(cfg, seed, variant, &backend, deadline, opts);
     backend.destroy();
     out
 }
@@ -213,7 +223,7 @@ fn run_world<F: StoreFactory>(
     variant: Option<Variant>,
     backend: &Arc<Backend<F>>,
     deadline: Option<(std::time::Instant, Duration)>,
-    explore: bool,
+    opts: RunOptions,
 ) -> Result<SeedOutcome, HarnessError> {
     let schedule = fault_schedule(cfg, seed);
     let plan = FaultPlan::new(&schedule);
@@ -269,7 +279,7 @@ fn run_world<F: StoreFactory>(
         cfg.tick.as_ms(),
     );
     let mut exec = Executor::new(names.len());
-    if explore {
+    if opts.explore {
         exec = exec.with_seeded_order(leasehold_model::rng::SimRng::derive(
             seed,
             "task-order",
@@ -302,6 +312,8 @@ fn run_world<F: StoreFactory>(
     // harness error): tearing the world down drops every task, and their
     // guards must not record.
     let _teardown = SilentTeardown(&recorder);
+    // What simulated code marks with `sometimes` during this run.
+    let marked = coverage::enter();
     world.start_all();
     let end = cfg.duration.as_ms();
     let mut steps = 0u64;
@@ -385,6 +397,10 @@ fn run_world<F: StoreFactory>(
     let (rows, events) = read_final(backend)?;
     let history = collect(&recorder, cfg, now, quiet_end, rows, events);
     let violations = checker::check(&history, cfg);
+    let mut reached = marked.finish();
+    if !opts.skip_coverage {
+        reached.merge(&coverage::observe(&history, cfg));
+    }
     Ok(SeedOutcome {
         scenario: cfg.name.clone(),
         seed,
@@ -397,6 +413,7 @@ fn run_world<F: StoreFactory>(
         swarm,
         quiet_end,
         steps,
+        coverage: reached,
     })
 }
 

@@ -10,7 +10,7 @@
 //! One file per part, each name reachable as `config::Name`: this file
 //! holds the scenario ([`SimConfig`]) and its problems; `settings` the
 //! `[topology]`, `[protocol]`, `[workload]` and `[network]` tables;
-//! `pruner` the `[pruner]` table;
+//! `pruner` the `[pruner]` table; `coverage` the `[coverage]` table;
 //! `hosts` the one typed list of the world's hosts the topology makes;
 //! `swarm` the `[faults]` ranges; `scripted` the grammar of
 //! `events = [...]`; `invariant` the invariant ids; `range` the `[min, max]`
@@ -19,6 +19,7 @@
 //! (which call into `bounds`, `schedules`, `feasible`, `wire` and
 //! `workload`, which read the types).
 
+mod coverage;
 mod hosts;
 mod invariant;
 pub mod pruner;
@@ -28,6 +29,7 @@ mod settings;
 mod swarm;
 mod validate;
 
+pub use coverage::CoverageSpec;
 pub use hosts::{Host, HostKind, Hosts};
 pub use invariant::InvariantId;
 pub use range::Range;
@@ -106,6 +108,10 @@ pub struct SimConfig {
     /// Pruner hosts (`[pruner]`); none when absent (pruning is off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pruner: Option<pruner::PrunerSpec>,
+    /// The situations the scenario exists to reach (`[coverage]`); left
+    /// out when empty, so scenarios without it serialize as before.
+    #[serde(skip_serializing_if = "CoverageSpec::is_empty")]
+    pub coverage: CoverageSpec,
 }
 
 impl Default for SimConfig {
@@ -128,6 +134,7 @@ impl Default for SimConfig {
             expect: Expect::default(),
             schedules: Vec::new(),
             pruner: None,
+            coverage: CoverageSpec::default(),
         }
     }
 }

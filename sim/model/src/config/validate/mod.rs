@@ -5,10 +5,11 @@
 //! order found (the CLI's tests and snapshot files compare them), so the
 //! sections run as they always have: the bounds ([`crate::bounds`]) alone
 //! and first, then topology, run, protocol, workload, wire frames,
-//! network, swarm faults, scripted events, schedules and pruners, and last, only
+//! network, swarm faults, scripted events, schedules, pruners and coverage declarations, and last, only
 //! when all of those passed, what the correct core cannot work under
 //! ([`crate::feasible`]).
 
+mod coverage;
 mod faults;
 mod pruner;
 mod schedules;
@@ -47,6 +48,7 @@ impl SimConfig {
         faults::events(self, &mut bad);
         schedules::schedules(self, &mut bad);
         pruner::pruner(self, &mut bad);
+        coverage::coverage(self, &mut bad);
         // Settings the correct core cannot work under are judged once each
         // setting is valid on its own, so one mistake is reported once.
         if out.is_empty() {

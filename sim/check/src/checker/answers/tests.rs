@@ -688,7 +688,22 @@ fn a_cancelled_release_applies_nothing_and_a_row_it_changed_is_reported() {
 
 #[test]
 fn a_sweep_answered_conflict_applies_nothing_and_a_reclaim_it_hid_is_reported() {
-    let (mut s, r) = claimed();
+    // One attempt, so the reclaim ends the job (dead).
+    let mut p = pending(1, 0);
+    p.max_attempts = 1;
+    let mut s = Script::default();
+    let mut enqueue = enqueue_op(None);
+    if let Op::Enqueue { max_attempts, .. } = &mut enqueue {
+        *max_attempts = 1;
+    }
+    s.serve(0, enqueue, Reply::Job(JobId(1)), vec![p.clone()]);
+    let r = running(p, 1, 1, 110);
+    s.serve(
+        10,
+        claim_op(),
+        Reply::Leases(vec![lease(1, 1, 1, 110)]),
+        vec![r.clone()],
+    );
     let sweep = Op::Sweep {
         limit: 10,
         wall: None,

@@ -121,6 +121,8 @@ catalogue! {
     bug_23_prune_ignores_retention_is_caught => "prune_ignores_retention_loses_a_committed_result.toml",
     bug_24_prune_forgets_plan_time_mark_is_caught => "prune_forgets_plan_time_mark_fires_a_plan_time_twice.toml",
     bug_25_prune_frees_unpruned_keys_is_caught => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
+    bug_27_batch_answers_in_completion_order_is_caught => "batch_answers_in_completion_order_hands_a_claim_another_claims_leases.toml",
+    bug_28_sweeper_stops_on_conflict_is_caught => "sweeper_stops_on_conflict_never_reclaims_a_crashed_workers_lease.toml",
 }
 
 /// The bugs the SQL stores carry, each caught on SQLite and on PostgreSQL

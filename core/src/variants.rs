@@ -107,11 +107,24 @@ pub enum Variant {
     ///     worker that a correct one would have kept (issue 48, class 1:
     ///     renews the protocol owes).
     RenewRetryWaitsFullInterval,
+    /// 27. A store whose `batch` runs its parts concurrently collects their
+    ///     answers in the order the parts finished instead of the order
+    ///     they were asked in: when parts finish out of order, a claim gets
+    ///     another claim's leases and a release another release's answer
+    ///     (issue 48, class 3: answers that finish out of order; a user's
+    ///     async store that pushes answers as its futures complete).
+    BatchAnswersInCompletionOrder,
+    /// 28. The sweeper takes a sweep answered `Conflict` for a refusal that
+    ///     will not change and stops sweeping for good: once a store's
+    ///     contention reaches a sweep, the leases of workers that crash
+    ///     later are never reclaimed and their jobs never finish (issue 48,
+    ///     class 5: `Conflict` on a sweep).
+    SweeperStopsOnConflict,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 26] = [
+    pub const ALL: [Variant; 28] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -138,6 +151,8 @@ impl Variant {
         Variant::PruneForgetsPlanTimeMark,
         Variant::PruneFreesUnprunedKeys,
         Variant::RenewRetryWaitsFullInterval,
+        Variant::BatchAnswersInCompletionOrder,
+        Variant::SweeperStopsOnConflict,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -169,6 +184,8 @@ impl Variant {
             Variant::PruneForgetsPlanTimeMark => "prune-forgets-plan-time-mark",
             Variant::PruneFreesUnprunedKeys => "prune-frees-unpruned-keys",
             Variant::RenewRetryWaitsFullInterval => "renew-retry-waits-full-interval",
+            Variant::BatchAnswersInCompletionOrder => "batch-answers-in-completion-order",
+            Variant::SweeperStopsOnConflict => "sweeper-stops-on-conflict",
         }
     }
 

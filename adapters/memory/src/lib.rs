@@ -17,6 +17,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "buggy-variants")]
+pub mod batch_variant;
 mod index;
 mod prune;
 mod retry;

@@ -22,6 +22,9 @@ pub struct Sweeper<S, R> {
     rt: R,
     cfg: SweeperConfig,
     observer: Arc<dyn Observer>,
+    /// The catalogue's `sweeper-stops-on-conflict` is in force.
+    #[cfg(feature = "buggy-variants")]
+    stops_on_conflict: bool,
 }
 
 impl<S: Store, R: Runtime> Sweeper<S, R> {
@@ -32,7 +35,16 @@ impl<S: Store, R: Runtime> Sweeper<S, R> {
             rt,
             cfg,
             observer: Arc::new(NoObserver),
+            #[cfg(feature = "buggy-variants")]
+            stops_on_conflict: false,
         }
+    }
+
+    /// Runs the catalogue's sweeper-side bug `v`, if it is one.
+    #[cfg(feature = "buggy-variants")]
+    pub fn with_variant(mut self, v: Option<crate::variants::Variant>) -> Self {
+        self.stops_on_conflict = v == Some(crate::variants::Variant::SweeperStopsOnConflict);
+        self
     }
 
     /// Reports crash reports to `observer`.
@@ -78,6 +90,10 @@ impl<S: Store, R: Runtime> Sweeper<S, R> {
     pub async fn run(self, mut shutdown: Shutdown) {
         while !shutdown.is_requested() {
             if let Err(e) = self.sweep_once().await {
+                #[cfg(feature = "buggy-variants")]
+                if self.stops_on_conflict && matches!(e, StoreError::Conflict(_)) {
+                    return;
+                }
                 tracing::debug!(error = %e, "sweep failed; retrying next interval");
             }
             tokio::select! {

@@ -71,6 +71,7 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::PruneIgnoresRetention
                 | Variant::PruneForgetsPlanTimeMark
                 | Variant::PruneFreesUnprunedKeys
+                | Variant::BatchAnswersInCompletionOrder
                 // Its worker reuses its name, but the bug that keeps a dead
                 // lease alive is the store's liveness-by-name renewal.
                 | Variant::RestartReusesIdentity
@@ -108,6 +109,20 @@ pub fn configure_worker(b: WorkerConfigBuilder, v: Option<Variant>) -> WorkerCon
     }
     let _ = v;
     b
+}
+
+/// Puts a sweeper-side variant (`sweeper-stops-on-conflict`) into a
+/// sweeper.
+pub fn configure_sweeper<S: leasehold_core::Store, R: leasehold_core::Runtime>(
+    s: leasehold_core::worker::Sweeper<S, R>,
+    v: Option<Variant>,
+) -> leasehold_core::worker::Sweeper<S, R> {
+    #[cfg(feature = "catalogue")]
+    if v == Some(Variant::SweeperStopsOnConflict) {
+        return s.with_variant(v);
+    }
+    let _ = v;
+    s
 }
 
 /// Puts a scheduler-side variant into a scheduler's configuration.

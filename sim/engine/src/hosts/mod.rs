@@ -2,6 +2,7 @@
 //! the client and pruners, each running real code on its own machine
 //! ([`crate::machine`]), given only what it reads ([`software`]).
 
+pub mod batch_parts;
 pub mod client;
 pub mod handler;
 pub mod pruner;
@@ -9,4 +10,5 @@ pub mod scheduler;
 pub mod software;
 pub mod store;
 pub mod store_faults;
+pub mod store_paths;
 pub mod worker;

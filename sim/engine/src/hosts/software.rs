@@ -113,6 +113,7 @@ pub fn contexts(run: &Run<'_>, recorder: &Arc<Recorder>) -> Vec<(Host, HostRunti
     });
     let store = Arc::new(StoreSettings::of(
         cfg,
+        run.seed,
         StoreFaults::new(
             run.seed,
             run.draw.clone(),

@@ -36,8 +36,17 @@
 //! own `batch` (one transaction on the SQL stores), then recorded as its
 //! parts, each with its own answer; it is lost, or answered and its answer
 //! lost, as a whole.
+//!
+//! Paths a scenario opts into ([`super::store_paths`]): a batch's parts
+//! finishing in a drawn order and one part answered `Conflict` alone (on a
+//! store whose batch runs its parts as separate calls;
+//! [`super::batch_parts`]), `Conflict` on a claim sent alone, a sweep or an
+//! enqueue, and a single renew, claim or sweep dropped at its commit point
+//! ([`cancel_single`]).
 
+use super::batch_parts::{gated, run_order};
 use super::store_faults::StoreFaults;
+use super::store_paths::StorePaths;
 use crate::machine::recorder::Recorder;
 use crate::machine::runtime::HostRuntime;
 use crate::net::fabric::{self, Incoming};
@@ -51,7 +60,7 @@ use leasehold_model::history::{Fate, ReadRow, Record};
 use leasehold_model::wire::{decode, encode};
 use leasehold_model::wire::{WireError, WireMessage, WireOp, WireReply};
 use leasehold_model::wire_store::{apply, apply_batch, touched, wire};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -71,11 +80,13 @@ pub struct StoreSettings {
     pub parallelism_limited: bool,
     /// Its faults and their generators.
     pub faults: StoreFaults,
+    /// The store paths the scenario opts into, and their generators.
+    pub paths: StorePaths,
 }
 
 impl StoreSettings {
-    /// The store settings of `cfg`, with `faults`.
-    pub fn of(cfg: &SimConfig, faults: StoreFaults) -> Self {
+    /// The store settings of `cfg` for `seed`, with `faults`.
+    pub fn of(cfg: &SimConfig, seed: u64, faults: StoreFaults) -> Self {
         let hosts = cfg.hosts();
         StoreSettings {
             workers: hosts
@@ -84,6 +95,7 @@ impl StoreSettings {
                 .collect(),
             parallelism_limited: cfg.protocol.store_limited(),
             faults,
+            paths: StorePaths::of(cfg, seed),
         }
     }
 }
@@ -195,6 +207,38 @@ async fn serve<F: StoreFactory>(
             // without one draws exactly as before.
             let conflict = target.is_some() && faults.scripted_conflict(&req.host, t)
                 || target.is_some_and(|job| faults.store_conflict(&req.host, job, in_window));
+            // A claim, sweep or enqueue, when the scenario lets conflicts
+            // reach every write (its own opt-in: draws nothing otherwise).
+            let conflict = conflict
+                || settings
+                    .paths
+                    .conflict_key(&req.op)
+                    .is_some_and(|key| faults.store_conflict(&req.host, key, in_window));
+            if !conflict && settings.paths.single_cancelled(&req.op, in_window) {
+                let call = backend.call(cancel_single(store, req.op));
+                let Some(cancelled) = called(Interleaved::new(call, faults).await, rec) else {
+                    return;
+                };
+                match cancelled {
+                    Ok((reply, after)) => rec.record(Record::Served {
+                        t,
+                        store_time,
+                        id: req.id,
+                        host: host.clone(),
+                        fate: if reply.is_some() {
+                            Fate::AnswerLost
+                        } else {
+                            Fate::Cancelled
+                        },
+                        reply: reply.map(|r| r.summary()),
+                        after,
+                    }),
+                    Err(e) => rec.report_panic(e),
+                }
+                // The caller is gone: no answer, as for a lost one.
+                replier.forget();
+                return;
+            }
             let fault = if conflict {
                 Injected::Conflict
             } else if target.is_some() && faults.store_transient(in_window) {
@@ -215,8 +259,18 @@ async fn serve<F: StoreFactory>(
             // other requests may run between them: each part is applied
             // and recorded on its own, so the history has them in the
             // order they ran.
-            let mut replies = Vec::with_capacity(b.parts.len());
-            for (id, op) in b.parts {
+            let releases = b
+                .parts
+                .iter()
+                .take_while(|(_, op)| matches!(op, WireOp::Release(_)))
+                .count();
+            let order = run_order(b.parts.len(), releases, settings.paths.part_order());
+            let mut parts: Vec<Option<(u64, WireOp)>> = b.parts.into_iter().map(Some).collect();
+            let mut replies = vec![None; parts.len()];
+            for (i, (id, op)) in order
+                .into_iter()
+                .filter_map(|i| Some((i, parts[i].take()?)))
+            {
                 // A scripted window reaches each part it names (no draw).
                 let scripted =
                     conflict_target(&op).is_some() && faults.scripted_conflict(&b.host, t);
@@ -230,10 +284,10 @@ async fn serve<F: StoreFactory>(
                     return;
                 };
                 wakes(&after);
-                replies.push(reply.clone());
+                replies[i] = Some(reply.clone());
                 served((id, reply, after));
             }
-            Answer::Batch(replies)
+            Answer::Batch(replies.into_iter().flatten().collect())
         }
         WireMessage::Batch(b) => {
             // The whole batch is one transaction: a conflict fails it all.
@@ -244,8 +298,29 @@ async fn serve<F: StoreFactory>(
                 && faults.scripted_conflict(&b.host, t);
             let conflict =
                 scripted || faults.store_conflict(&b.host, BATCH_CONFLICT_KEY, in_window);
+            let gate = store.part_gate();
+            // One part alone, on a store whose batch runs its parts as
+            // separate calls (an opt-in: draws nothing otherwise).
+            let part_conflicts: BTreeSet<u32> =
+                if !conflict && gate.is_some() && settings.paths.conflicts_reach_parts() {
+                    (0u32..)
+                        .zip(&b.parts)
+                        .filter(|(_, (_, op))| {
+                            let key = conflict_target(op).or(settings.paths.conflict_key(op));
+                            key.is_some_and(|k| faults.store_conflict(&b.host, k, in_window))
+                        })
+                        .map(|(i, _)| i)
+                        .collect()
+                } else {
+                    BTreeSet::new()
+                };
             if !conflict && faults.store_cancelled(in_window) {
-                let call = backend.call(cancel_batch(store, b));
+                let s = store.clone();
+                let parts = b.parts.clone();
+                let run = async move {
+                    apply_batch(&*s, b).await;
+                };
+                let call = backend.call(cancel_at_commit(store, run, parts));
                 let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                     return;
                 };
@@ -276,11 +351,15 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
+            let order = settings.paths.part_order();
             let call = backend.call(async move {
                 match injected(&*store, fault) {
                     None => conflict_batch(&*store, b).await,
                     Some(armed) => {
-                        let parts = apply_batch(&*store, b).await;
+                        // In the order the parts ran (list order unless
+                        // the scenario draws it).
+                        let batch = apply_batch(&*store, b);
+                        let parts = gated(store.part_gate(), order, part_conflicts, batch).await;
                         disarm(armed);
                         parts
                     }
@@ -289,7 +368,13 @@ async fn serve<F: StoreFactory>(
             let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
-            let replies = parts.iter().map(|(_, r, _)| r.clone()).collect();
+            // Answered in list order, whatever order the parts ran in.
+            let by_id: BTreeMap<u64, &WireReply> =
+                parts.iter().map(|(id, r, _)| (*id, r)).collect();
+            let replies = ids
+                .iter()
+                .filter_map(|id| by_id.get(id).map(|r| (*r).clone()))
+                .collect();
             for part in parts {
                 wakes(&part.2);
                 served(part);
@@ -449,36 +534,65 @@ fn disarm(armed: Option<&TxFaults>) {
 }
 
 /// A worker batch dropped by its caller mid-transaction: with the store's
-/// commit-point faults, the real `batch` runs until every statement is
-/// done and is dropped there, before its commit, as a request timeout
-/// drops it; a store without them never starts it. Either way the rows the
-/// releases name are read back (they must be unchanged), per part.
-async fn cancel_batch<S: SimStore>(
+/// commit-point faults, the real `batch` (`run`) runs until every
+/// statement is done and is dropped there, before its commit, as a request
+/// timeout drops it; a store without them never starts it. Either way the
+/// rows the `parts` name are read back (they must be unchanged), per part.
+async fn cancel_at_commit<S: SimStore>(
     store: Arc<S>,
-    b: leasehold_model::wire::WireBatch,
+    run: impl Future<Output = ()>,
+    parts: Vec<(u64, WireOp)>,
 ) -> Result<Vec<(u64, Vec<ReadRow>)>, String> {
     if let Some(f) = store.tx_faults() {
         let reached = f.arm_stall();
         let finished = tokio::select! {
             biased;
             _ = reached => false,
-            _ = apply_batch(&*store, b.clone()) => true,
+            _ = run => true,
         };
         f.disarm();
         store.settle().await?;
         if finished {
             return Err(format!(
-                "a batch of {} part(s) armed to be cancelled at its commit point ended without                  reaching it",
-                b.parts.len()
+                "a batch of {} part(s) armed to be cancelled at its commit point ended without \
+                 reaching it",
+                parts.len()
             ));
         }
     }
     let none = WireReply::Error(WireError::Unavailable("cancelled".into()));
-    let mut out = Vec::with_capacity(b.parts.len());
-    for (id, op) in &b.parts {
+    let mut out = Vec::with_capacity(parts.len());
+    for (id, op) in &parts {
         out.push((*id, touched(&*store, op, &none).await));
     }
     Ok(out)
+}
+
+/// A single request (a renew, a claim, a sweep) dropped by its caller at
+/// the store's commit point, as [`cancel_at_commit`] drops a batch: the
+/// rows it names are read back (they must be unchanged). A request that
+/// ended without reaching a commit point (it wrote nothing, or refused)
+/// finished before its caller gave up: its reply comes back as well, and
+/// the caller still hears nothing.
+async fn cancel_single<S: SimStore>(
+    store: Arc<S>,
+    op: WireOp,
+) -> Result<(Option<WireReply>, Vec<ReadRow>), String> {
+    if let Some(f) = store.tx_faults() {
+        let reached = f.arm_stall();
+        let finished = tokio::select! {
+            biased;
+            _ = reached => None,
+            r = execute(store.clone(), op.clone(), Injected::None) => Some(r),
+        };
+        f.disarm();
+        store.settle().await?;
+        if let Some((reply, after)) = finished {
+            return Ok((Some(reply), after));
+        }
+    }
+    let none = WireReply::Error(WireError::Unavailable("cancelled".into()));
+    Ok((None, touched(&*store, &op, &none).await))
 }
 
 /// The job of a write the store may answer `Conflict` (its version-checked

@@ -182,6 +182,7 @@ pub async fn run_sweeper(rt: HostRuntime, settings: SweeperSettings) -> Result<(
     let obs_rt = rt.clone();
     let sweeper = Sweeper::new(store, rt.clone(), cfg)
         .with_observer(move |e: &RuntimeEvent| observe(&obs_rt, e));
+    let sweeper = catalogue::configure_sweeper(sweeper, settings.variant);
     let (_keep, shutdown) = shutdown_channel();
     sweeper.run(shutdown).await;
     Ok(())

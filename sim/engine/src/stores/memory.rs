@@ -12,8 +12,12 @@
 // driver thread: `async fn` would borrow the arguments instead.
 #![allow(clippy::manual_async_fn)]
 
+use super::part_gate::{PartFate, PartGate};
 use super::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
-use leasehold_core::{CrashReport, Event, Policy, StoreError, StoreTime, SweepRequest};
+use leasehold_core::{
+    BatchAnswer, BatchRequest, ClaimRequest, CrashReport, Event, JobId, Lease, Policy, Release,
+    ReleaseRequest, StoreError, StoreTime, SweepRequest,
+};
 use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_model::catalogue::Variant;
 use std::future::Future;
@@ -23,10 +27,12 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryFactory;
 
-/// The memory store with the catalogue variant it runs.
+/// The memory store with the catalogue variant it runs, and the gate its
+/// batch's parts take turns at ([`PartGate`]).
 pub struct SimMemoryStore {
     store: MemoryStore,
     variant: Option<Variant>,
+    gate: PartGate,
 }
 
 impl std::ops::Deref for SimMemoryStore {
@@ -39,12 +45,57 @@ impl std::ops::Deref for SimMemoryStore {
 leasehold_core::forward_store! {
     impl[] Store for SimMemoryStore, |self| self.store;
     // The trait's defaults, as the engine's own forwarder had them: a
-    // batch runs by parts through the forwarded `release` and `claim`
-    // (the recorded history hashes depend on it).
-    except [batch, batch_within, work_available] {}
+    // batch runs by parts through `release` and `claim` (the recorded
+    // history hashes depend on it), each of which takes its turn at the
+    // part gate first (ready at once unless the store host armed it).
+    except [release, claim, batch, batch_within, work_available] {
+        fn release(
+            &self,
+            req: ReleaseRequest,
+        ) -> impl Future<Output = Result<Release, StoreError>> + Send {
+            let turn = self.gate.turn();
+            async move {
+                match turn.await {
+                    PartFate::Run => self.store.release(req).await,
+                    PartFate::Conflict => Err(StoreError::Conflict(req.job)),
+                }
+            }
+        }
+
+        fn claim(
+            &self,
+            req: ClaimRequest,
+        ) -> impl Future<Output = Result<Vec<Lease>, StoreError>> + Send {
+            let turn = self.gate.turn();
+            async move {
+                match turn.await {
+                    PartFate::Run => self.store.claim(req).await,
+                    PartFate::Conflict => Err(StoreError::Conflict(JobId(0))),
+                }
+            }
+        }
+
+        fn batch(
+            &self,
+            req: BatchRequest,
+        ) -> impl Future<Output = Result<BatchAnswer, StoreError>> + Send {
+            async move {
+                #[cfg(feature = "catalogue")]
+                if self.variant == Some(Variant::BatchAnswersInCompletionOrder) {
+                    return leasehold_memory::batch_variant::batch_in_completion_order(self, req)
+                        .await;
+                }
+                leasehold_core::batch_by_parts(self, req).await
+            }
+        }
+    }
 }
 
 impl SimStore for SimMemoryStore {
+    fn part_gate(&self) -> Option<&PartGate> {
+        Some(&self.gate)
+    }
+
     fn audit_log(&self) -> impl Future<Output = Result<Option<Vec<Event>>, StoreError>> + Send {
         let events = self.store.events();
         async move { Ok(Some(events)) }
@@ -154,7 +205,11 @@ impl OnMemoryRows for MemoryFactory {
         let mut store = rows.store();
         configure_memory(&mut store, ctx.variant);
         let variant = ctx.variant;
-        SimMemoryStore { store, variant }
+        SimMemoryStore {
+            store,
+            variant,
+            gate: PartGate::default(),
+        }
     }
 }
 

@@ -35,6 +35,7 @@
 mod backend;
 pub mod driver;
 mod memory;
+pub mod part_gate;
 #[cfg(feature = "sql")]
 mod postgres;
 #[cfg(feature = "sql")]
@@ -91,6 +92,17 @@ pub trait SimStore: Store {
     /// call without other calls running inside it (a driver, or one poll).
     #[doc(hidden)]
     fn tx_faults(&self) -> Option<&TxFaults> {
+        None
+    }
+
+    /// The store host's hand in a batch's parts ([`part_gate::PartGate`]),
+    /// for a store whose [`Store::batch`] runs its parts as separate
+    /// concurrent calls and takes a turn of this gate in each (the memory
+    /// store). Without one (the default) a batch's parts finish as the store
+    /// finishes them, and the scenario options that reorder or fail single
+    /// parts (`faults.batch_parts`, `faults.conflict_on`) reach nothing.
+    #[doc(hidden)]
+    fn part_gate(&self) -> Option<&part_gate::PartGate> {
         None
     }
 

@@ -12,7 +12,8 @@
 //! `[topology]`, `[protocol]`, `[workload]` and `[network]` tables;
 //! `pruner` the `[pruner]` table; `coverage` the `[coverage]` table;
 //! `hosts` the one typed list of the world's hosts the topology makes;
-//! `swarm` the `[faults]` ranges; `scripted` the grammar of
+//! `swarm` the `[faults]` ranges; `store_paths` the store paths a
+//! scenario opts into; `scripted` the grammar of
 //! `events = [...]`; `invariant` the invariant ids; `range` the `[min, max]`
 //! form; `validate` the checks, one function per section. The parts
 //! import this file, never the other way: the types never reach the checks
@@ -26,6 +27,7 @@ pub mod pruner;
 mod range;
 mod scripted;
 mod settings;
+mod store_paths;
 mod swarm;
 mod validate;
 
@@ -40,6 +42,7 @@ pub use settings::{
     DEFAULT_POLL, DEFAULT_QUEUE, DEFAULT_RENEW, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SWEEP,
     MAX_VALUE_BYTES,
 };
+pub use store_paths::{BatchParts, ConflictOn};
 pub use swarm::Faults;
 
 use crate::duration::Dur;

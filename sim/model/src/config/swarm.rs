@@ -2,6 +2,7 @@
 //! draws its own rates.
 
 use super::range::Range;
+use super::store_paths::{BatchParts, ConflictOn};
 use crate::duration::{Dur, SignedDur};
 use serde::{Deserialize, Serialize};
 
@@ -53,6 +54,18 @@ pub struct Faults {
     /// through; the caller gets no answer.
     #[serde(skip_serializing_if = "is_never")]
     pub store_cancel: Range<f64>,
+    /// Probability a renew, a claim sent alone or a sweep is dropped by its
+    /// caller at the store's commit point (inside the window), as a request
+    /// timeout drops it: nothing of it may commit, and the caller gets no
+    /// answer. Drawn from a generator of its own.
+    #[serde(skip_serializing_if = "is_never")]
+    pub single_cancel: Range<f64>,
+    /// The order in which a batch's parts finish (see [`BatchParts`]).
+    #[serde(skip_serializing_if = "BatchParts::is_list")]
+    pub batch_parts: BatchParts,
+    /// Which writes `store_conflict` reaches (see [`ConflictOn`]).
+    #[serde(skip_serializing_if = "ConflictOn::is_row_writes")]
+    pub conflict_on: ConflictOn,
     /// Extra delay of held (late, reordered) messages, per host per minute.
     pub hold_rate: Range<f64>,
     /// How long messages are held.
@@ -85,13 +98,14 @@ impl Faults {
 
     /// The ranges of probabilities, each with its path in the config file,
     /// in the order they are checked.
-    pub fn probabilities(&self) -> [(&'static str, &Range<f64>); 5] {
+    pub fn probabilities(&self) -> [(&'static str, &Range<f64>); 6] {
         [
             ("faults.message_loss", &self.message_loss),
             ("faults.answer_loss", &self.answer_loss),
             ("faults.store_conflict", &self.store_conflict),
             ("faults.wake_loss", &self.wake_loss),
             ("faults.store_cancel", &self.store_cancel),
+            ("faults.single_cancel", &self.single_cancel),
         ]
     }
 }
@@ -116,6 +130,9 @@ impl Default for Faults {
             store_conflict: none,
             wake_loss: none,
             store_cancel: none,
+            single_cancel: none,
+            batch_parts: BatchParts::List,
+            conflict_on: ConflictOn::RowWrites,
             hold_rate: none,
             hold_len: Range::new(Dur::ms(100), Dur::secs(5)),
             clock_offset: Range::exactly(SignedDur(0)),

@@ -57,7 +57,7 @@
 //! answers there rather than fail the core or a store that follows the
 //! spec to the letter; every other repeat is judged exactly.
 //!
-//! **Conflicts.** A renew, release, cancel, claim or prune answered `Conflict` was
+//! **Conflicts.** A renew, release, cancel, claim, sweep, enqueue or prune answered `Conflict` was
 //! not applied (the protocol's rule for that answer, which a store may give
 //! any write it could not serialize, and gives every part of a batch whose
 //! transaction failed): the model applies nothing, and the image of each
@@ -166,9 +166,15 @@ impl Served<'_> {
     }
 
     /// Whether the store answered this write `Conflict`: not applied. A
-    /// claim may be answered so too (its batch's transaction failed).
+    /// claim may be answered so too (its batch's transaction failed, or a
+    /// claim sent alone could not be serialized), and so may a sweep and an
+    /// enqueue (a store's contention reaches every write).
     fn conflict(&self) -> bool {
-        (self.job().is_some() || matches!(self.op, Op::Claim { .. } | Op::Prune { .. }))
+        (self.job().is_some()
+            || matches!(
+                self.op,
+                Op::Claim { .. } | Op::Prune { .. } | Op::Sweep { .. } | Op::Enqueue { .. }
+            ))
             && matches!(self.reply, Reply::Rejected(text) if variant_of(text) == "Conflict")
     }
 

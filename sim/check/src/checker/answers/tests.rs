@@ -686,6 +686,107 @@ fn a_cancelled_release_applies_nothing_and_a_row_it_changed_is_reported() {
     assert_says(&v[0], &["the store's row job-1"]);
 }
 
+#[test]
+fn a_sweep_answered_conflict_applies_nothing_and_a_reclaim_it_hid_is_reported() {
+    // One attempt, so the reclaim ends the job (dead).
+    let mut p = pending(1, 0);
+    p.max_attempts = 1;
+    let mut s = Script::default();
+    let mut enqueue = enqueue_op(None);
+    if let Op::Enqueue { max_attempts, .. } = &mut enqueue {
+        *max_attempts = 1;
+    }
+    s.serve(0, enqueue, Reply::Job(JobId(1)), vec![p.clone()]);
+    let r = running(p, 1, 1, 110);
+    s.serve(
+        10,
+        claim_op(),
+        Reply::Leases(vec![lease(1, 1, 1, 110)]),
+        vec![r.clone()],
+    );
+    let sweep = Op::Sweep {
+        limit: 10,
+        wall: None,
+    };
+    // The lease expired at 110; the sweep at 120 is answered `Conflict`:
+    // nothing reclaimed, and the sweep after it reclaims the lease.
+    s.serve(
+        120,
+        sweep.clone(),
+        Reply::Rejected("Conflict(JobId(0))".into()),
+        vec![],
+    );
+    let mut dead = r.clone();
+    dead.state = JobState::Dead;
+    dead.holder = None;
+    dead.expires_at = None;
+    dead.error = Some("lease of w expired on attempt 1".into());
+    dead.version += 1;
+    let report = CrashReport {
+        job: JobId(1),
+        token: Token(1),
+        holder: WorkerId::new("w"),
+        expired_at: StoreTime(110),
+        swept_at: StoreTime(130),
+        to: JobState::Dead,
+    };
+    let mut ok = Script {
+        records: s.records.clone(),
+        next: s.next,
+    };
+    ok.serve(
+        130,
+        sweep.clone(),
+        Reply::Swept(vec![report]),
+        vec![dead.clone()],
+    );
+    assert!(ok.check().is_empty(), "{:?}", ok.check());
+    // The conflicted sweep did reclaim it: the row read at 130 is dead.
+    s.serve(
+        130,
+        Op::Get { job: JobId(1) },
+        Reply::Row(Some(dead)),
+        vec![],
+    );
+    let v = s.check();
+    assert_eq!(only_i11(&v).len(), 1, "{v:?}");
+    assert_says(&v[0], &["job-1"]);
+}
+
+#[test]
+fn an_enqueue_answered_conflict_applies_nothing_and_a_job_it_made_is_reported() {
+    let mut s = Script::default();
+    s.serve(
+        0,
+        enqueue_op(None),
+        Reply::Rejected("Conflict(JobId(0))".into()),
+        vec![],
+    );
+    // Nothing was made: the next enqueue makes job 1.
+    let mut ok = Script {
+        records: s.records.clone(),
+        next: s.next,
+    };
+    ok.serve(
+        10,
+        enqueue_op(None),
+        Reply::Job(JobId(1)),
+        vec![pending(1, 10)],
+    );
+    assert!(ok.check().is_empty(), "{:?}", ok.check());
+    // The conflicted enqueue made job 1 after all: a read shows a job the
+    // model never had.
+    s.serve(
+        10,
+        Op::Get { job: JobId(1) },
+        Reply::Row(Some(pending(1, 0))),
+        vec![],
+    );
+    let v = s.check();
+    assert_eq!(only_i11(&v).len(), 1, "{v:?}");
+    assert_says(&v[0], &["job-1"]);
+}
+
 /// A cancelled request has no answer: its `Served` record carries none.
 fn strip_reply(s: &mut Script, id: u64) {
     for r in &mut s.records {

@@ -2,7 +2,7 @@
 //! scripted `events`.
 
 use super::{check_range, Bad};
-use crate::config::{HostKind, Range, ScriptedFault, SimConfig};
+use crate::config::{ConflictOn, HostKind, Range, ScriptedFault, SimConfig};
 
 /// The swarm's ranges: rates per minute, probabilities, lengths and clocks.
 pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
@@ -32,6 +32,13 @@ pub(super) fn swarm(cfg: &SimConfig, bad: &mut Bad) {
     check_range(bad, "faults.clock_offset", &f.clock_offset);
     check_range(bad, "faults.clock_drift_ppm", &f.clock_drift_ppm);
     check_range(bad, "faults.clock_step", &f.clock_step);
+    if f.conflict_on == ConflictOn::EveryWrite && f.store_conflict.hi <= 0.0 {
+        bad(
+            "faults.conflict_on",
+            "\"every-write\" widens faults.store_conflict, which is 0 here: set its rate too"
+                .into(),
+        );
+    }
     if f.clock_drift_ppm.lo <= -1_000_000 || f.clock_drift_ppm.hi >= 1_000_000 {
         bad(
             "faults.clock_drift_ppm",

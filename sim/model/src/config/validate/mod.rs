@@ -112,6 +112,33 @@ mod tests {
     }
 
     #[test]
+    fn the_store_paths_are_checked_where_they_are_written() {
+        let mut cfg = SimConfig::default();
+        cfg.faults.conflict_on = crate::config::ConflictOn::EveryWrite;
+        let paths: Vec<String> = cfg
+            .validate()
+            .expect_err("conflicts reach nothing")
+            .into_iter()
+            .map(|p| p.path)
+            .collect();
+        assert_eq!(paths, ["faults.conflict_on"]);
+        cfg.faults.store_conflict = Range::new(0.0, 0.1);
+        cfg.faults.batch_parts = crate::config::BatchParts::Drawn;
+        assert!(cfg.validate().is_ok());
+        cfg.faults.single_cancel = Range::new(0.0, 1.5);
+        let paths: Vec<String> = cfg
+            .validate()
+            .expect_err("not a probability")
+            .into_iter()
+            .map(|p| p.path)
+            .collect();
+        assert_eq!(paths, ["faults.single_cancel"]);
+        // A value that is not one of the orders is refused where it is read.
+        let bad: Result<SimConfig, _> = toml::from_str("[faults]\nbatch_parts = \"random\"\n");
+        assert!(bad.is_err());
+    }
+
+    #[test]
     fn sections_report_in_their_fixed_order() {
         // One problem from each of topology, run, protocol, workload (with
         // faults.oneway_share among its probabilities), network, swarm

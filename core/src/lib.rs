@@ -56,6 +56,8 @@ mod store;
 mod time;
 pub mod transition;
 #[doc(hidden)]
+pub mod statement_gate;
+#[doc(hidden)]
 pub mod tx_faults;
 pub mod worker;
 

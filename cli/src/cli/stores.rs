@@ -52,6 +52,11 @@ pub struct StoreArgs {
     /// and reported as an error, not a pass.
     #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_RUN_TIMEOUT)]
     pub run_timeout: RunTimeout,
+    /// Interleave the SQL transactions of one instant at their statements,
+    /// in an order drawn from the seed (every scenario; a scenario can ask
+    /// for it with `interleave = true`; the memory store ignores it).
+    #[arg(long)]
+    pub interleave: bool,
 }
 
 impl Default for StoreArgs {
@@ -62,6 +67,7 @@ impl Default for StoreArgs {
             pg_schema_prefix: None,
             sqlite_dir: None,
             run_timeout: DEFAULT_RUN_TIMEOUT,
+            interleave: false,
         }
     }
 }
@@ -74,6 +80,7 @@ pub struct Stores {
     postgres: Option<Arc<PostgresFactory>>,
     postgres_error: Option<String>,
     run_timeout: std::time::Duration,
+    interleave: bool,
 }
 
 impl Stores {
@@ -96,6 +103,7 @@ impl Stores {
             postgres,
             postgres_error,
             run_timeout: args.run_timeout.as_duration(),
+            interleave: args.interleave,
         }
     }
 
@@ -146,6 +154,7 @@ impl Stores {
     ) -> Result<SeedOutcome, HarnessError> {
         let opts = RunOptions {
             limit: Some(self.run_timeout),
+            interleave: self.interleave,
             ..RunOptions::default()
         };
         match kind {

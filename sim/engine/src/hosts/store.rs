@@ -202,7 +202,8 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
-            let call = backend.call(execute(store, req.op, fault));
+            let groupable = fault == Injected::None;
+            let call = backend.call_grouped(store.clone(), groupable, execute(store, req.op, fault));
             let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
@@ -276,7 +277,7 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
-            let call = backend.call(async move {
+            let call = backend.call_grouped(store.clone(), fault == Injected::None, async move {
                 match injected(&*store, fault) {
                     None => conflict_batch(&*store, b).await,
                     Some(armed) => {

@@ -158,6 +158,11 @@ pub struct RunOptions {
     /// per seed (off by default; the recorded hashes and the catalogue's
     /// seeds are FIFO's).
     pub explore: bool,
+    /// SQL transactions of one instant run interleaved at their statements,
+    /// in an order drawn from the seed (see [`crate::stores::interleave`];
+    /// also on when the scenario says `interleave = true`; the memory
+    /// store ignores it).
+    pub interleave: bool,
 }
 
 /// The one door into a seed: `seed` of `cfg` on a fresh store from
@@ -197,6 +202,7 @@ pub fn run_seed<F: StoreFactory>(
         seed,
         policy: leasehold_model::protocol::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
         variant,
+        interleave: opts.interleave || cfg.interleave,
     };
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,

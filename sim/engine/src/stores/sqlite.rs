@@ -19,6 +19,9 @@ use std::path::PathBuf;
 
 /// Pooled connections per seed: the store host runs one operation at a time.
 const POOL: u32 = 2;
+/// Pooled connections per seed with interleaving: one per call of a
+/// group, and one more.
+const INTERLEAVED_POOL: u32 = super::interleave::MAX_GROUP as u32 + 1;
 
 /// Makes a [`SqliteStore`] per seed.
 #[derive(Clone, Debug, Default)]
@@ -93,7 +96,11 @@ impl SqliteFactory {
             .policy(ctx.policy.clone())
             .clock(clock)
             .durability(Durability::Normal)
-            .max_connections(POOL)
+            .max_connections(if ctx.interleave {
+                INTERLEAVED_POOL
+            } else {
+                POOL
+            })
             .open()
             .await
             .map_err(|e| setup(&format!("cannot open {}", path.display()), e))

@@ -52,11 +52,11 @@ mod join;
 mod patience;
 mod policy;
 pub mod schedule;
+#[doc(hidden)]
+pub mod statement_gate;
 mod store;
 mod time;
 pub mod transition;
-#[doc(hidden)]
-pub mod statement_gate;
 #[doc(hidden)]
 pub mod tx_faults;
 pub mod worker;

@@ -174,11 +174,7 @@ mod tests {
         assert!(!armed(), "no gate once the poll returned");
         assert_eq!(
             *log.seen.lock().unwrap(),
-            [
-                "Before(\"begin\")",
-                "session 42",
-                "Blocked(\"write lock\")"
-            ]
+            ["Before(\"begin\")", "session 42", "Blocked(\"write lock\")"]
         );
     }
 

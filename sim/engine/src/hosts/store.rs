@@ -42,6 +42,7 @@ use crate::machine::recorder::Recorder;
 use crate::machine::runtime::HostRuntime;
 use crate::net::fabric::{self, Incoming};
 use crate::net::WakeSender;
+use crate::stores::interleave::Join;
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
@@ -202,8 +203,8 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
-            let groupable = fault == Injected::None;
-            let call = backend.call_grouped(store.clone(), groupable, execute(store, req.op, fault));
+            let join = grouped(fault, Join::Any);
+            let call = backend.call_grouped(store.clone(), join, execute(store, req.op, fault));
             let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
@@ -277,16 +278,17 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
-            let call = backend.call_grouped(store.clone(), fault == Injected::None, async move {
-                match injected(&*store, fault) {
-                    None => conflict_batch(&*store, b).await,
-                    Some(armed) => {
-                        let parts = apply_batch(&*store, b).await;
-                        disarm(armed);
-                        parts
+            let call =
+                backend.call_grouped(store.clone(), grouped(fault, Join::Batch), async move {
+                    match injected(&*store, fault) {
+                        None => conflict_batch(&*store, b).await,
+                        Some(armed) => {
+                            let parts = apply_batch(&*store, b).await;
+                            disarm(armed);
+                            parts
+                        }
                     }
-                }
-            });
+                });
             let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
@@ -355,6 +357,16 @@ impl<F: Future> Future for Interleaved<'_, F> {
             return Poll::Pending;
         }
         self.inner.as_mut().poll(cx)
+    }
+}
+
+/// How a call under `fault` joins an interleaved group: alone when it
+/// arms a fault (armed on the whole store), else as `join`.
+fn grouped(fault: Injected, join: Join) -> Join {
+    if fault == Injected::None {
+        join
+    } else {
+        Join::Alone
     }
 }
 

@@ -3,7 +3,7 @@
 //! driver its calls run on (see [`crate::stores`] for why).
 
 use crate::stores::driver::{ready_now, Driver};
-use crate::stores::interleave::Interleaver;
+use crate::stores::interleave::{Interleaver, Join};
 use crate::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,8 +34,7 @@ impl<F: StoreFactory> Backend<F> {
         } else {
             None
         };
-        let interleaver =
-            (ctx.interleave && driver.is_some()).then(|| Interleaver::new(ctx.seed));
+        let interleaver = (ctx.interleave && driver.is_some()).then(|| Interleaver::new(ctx.seed));
         let mut b = Backend {
             factory,
             ctx,
@@ -82,17 +81,16 @@ impl<F: StoreFactory> Backend<F> {
     }
 
     /// Runs one store call of `store` (the open one) from inside the store
-    /// host, in the group of calls of this instant when the seed
-    /// interleaves them and `groupable` (the call arms none of the store's
-    /// commit-point faults, which are one per store); else as [`Self::call`].
+    /// host: in a group of calls of this instant, as `join` says, when the
+    /// seed interleaves them; else as [`Self::call`].
     pub async fn call_grouped<T: Send + 'static>(
         &self,
         store: Arc<F::Store>,
-        groupable: bool,
+        join: Join,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, SetupError> {
         match (&self.driver, &self.interleaver) {
-            (Some(d), Some(il)) if groupable => il.call(d, store, fut).await,
+            (Some(d), Some(il)) => il.call(d, store, join, fut).await,
             _ => self.call(fut).await,
         }
     }

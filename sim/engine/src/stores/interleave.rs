@@ -71,17 +71,32 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-type Answer = Box<dyn Any + Send>;
-type Call = Pin<Box<dyn Future<Output = Answer> + Send>>;
+pub(crate) type Answer = Box<dyn Any + Send>;
+pub(crate) type Call = Pin<Box<dyn Future<Output = Answer> + Send>>;
 /// Asks the database which sessions hold the locks a session waits on.
-type Probe =
-    Arc<dyn Fn(i64) -> Pin<Box<dyn Future<Output = Result<Vec<i64>, String>> + Send>> + Send + Sync>;
+pub(crate) type Probe = Arc<
+    dyn Fn(i64) -> Pin<Box<dyn Future<Output = Result<Vec<i64>, String>> + Send>> + Send + Sync,
+>;
 
-/// One seed's interleaving: the group gathering now, the seed's statement
-/// order stream, and the order every group ran in.
+/// How a store call may join a group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Join {
+    /// Runs alone, as without interleaving (it arms one of the store's
+    /// commit-point faults, which are armed on the whole store).
+    Alone,
+    /// Joins any group.
+    Any,
+    /// A batch: joins a group holding no other batch. The SQL stores merge
+    /// concurrent batches into one transaction, and a batch merged into
+    /// another's waits for it outside the database, where no gate sees it.
+    Batch,
+}
+
+/// One seed's interleaving: the groups gathering now, the seed's
+/// statement order stream, and the order every group ran in.
 pub struct Interleaver {
     rng: Mutex<SimRng>,
-    open: Mutex<Option<Arc<Group>>>,
+    open: Mutex<Vec<Arc<Group>>>,
     orders: Mutex<Vec<String>>,
 }
 
@@ -91,38 +106,49 @@ impl Interleaver {
     pub fn new(seed: u64) -> Self {
         Interleaver {
             rng: Mutex::new(SimRng::derive(seed, "statement-order", &[])),
-            open: Mutex::new(None),
+            open: Mutex::new(Vec::new()),
             orders: Mutex::new(Vec::new()),
         }
     }
 
     /// The statement order of every group of more than one call so far,
-    /// one line per group: `<step>:<call>:<statement>` items, calls
+    /// one line per group: `<step>:<call>:<statement>` items (and
+    /// `<call>:waits` when the database made one wait), calls
     /// numbered in the order they joined.
     pub fn orders(&self) -> Vec<String> {
         lock(&self.orders).clone()
     }
 
-    /// Runs `fut` (a store call) on `driver` in the group of this instant,
-    /// interleaved with the group's other calls at their statements.
+    /// Runs `fut` (a store call, joining as `join` says) on `driver` in a
+    /// group of this instant, interleaved with the group's other calls at
+    /// their statements.
     pub async fn call<S: SimStore, T: Send + 'static>(
         &self,
         driver: &Driver,
         store: Arc<S>,
+        join: Join,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, SetupError> {
+        if join == Join::Alone {
+            return driver.run(fut).map_err(|e| SetupError::new(e.to_string()));
+        }
         let call: Call = Box::pin(async move { Box::new(fut.await) as Answer });
+        let batch = join == Join::Batch;
         let (group, index, leads) = {
             let mut open = lock(&self.open);
-            match open.as_ref() {
-                Some(g) if lock(&g.calls).len() < MAX_GROUP => {
-                    let i = g.push(call);
+            let fits = |g: &&Arc<Group>| {
+                let calls = lock(&g.calls);
+                calls.len() < MAX_GROUP && !(batch && *lock(&g.batches) > 0)
+            };
+            match open.iter().find(fits) {
+                Some(g) => {
+                    let i = g.push(call, batch);
                     (g.clone(), i, false)
                 }
-                _ => {
+                None => {
                     let g = Arc::new(Group::default());
-                    let i = g.push(call);
-                    *open = Some(g.clone());
+                    let i = g.push(call, batch);
+                    open.push(g.clone());
                     (g, i, true)
                 }
             }
@@ -131,12 +157,7 @@ impl Interleaver {
             for _ in 0..GATHER_YIELDS {
                 YieldNow(false).await;
             }
-            {
-                let mut open = lock(&self.open);
-                if open.as_ref().is_some_and(|g| Arc::ptr_eq(g, &group)) {
-                    *open = None;
-                }
-            }
+            lock(&self.open).retain(|g| !Arc::ptr_eq(g, &group));
             let calls = std::mem::take(&mut *lock(&group.calls));
             let seed = lock(&self.rng).next_u64();
             let probe: Probe = Arc::new(move |session| {
@@ -172,13 +193,17 @@ impl Interleaver {
 struct Group {
     calls: Mutex<Vec<Call>>,
     joined: Mutex<usize>,
+    batches: Mutex<usize>,
     answers: Mutex<Option<Result<Vec<Option<Answer>>, String>>>,
     waiters: Mutex<Vec<Waker>>,
 }
 
 impl Group {
-    fn push(&self, call: Call) -> usize {
+    fn push(&self, call: Call, batch: bool) -> usize {
         lock(&self.calls).push(call);
+        if batch {
+            *lock(&self.batches) += 1;
+        }
         let mut n = lock(&self.joined);
         *n += 1;
         *n - 1
@@ -297,7 +322,7 @@ impl StatementGate for Gate {
 /// Runs the calls of one group to their answers, interleaved at their
 /// statements in an order drawn from `rng`; their answers in call order,
 /// and the order the steps ran in.
-async fn run_group(
+pub(crate) async fn run_group(
     probe: Probe,
     calls: Vec<Call>,
     mut rng: SimRng,
@@ -346,7 +371,10 @@ async fn run_group(
     }
     let mut answers = Vec::with_capacity(tasks.len());
     for t in tasks {
-        answers.push(t.await.map_err(|e| format!("an interleaved call died: {e}"))?);
+        answers.push(
+            t.await
+                .map_err(|e| format!("an interleaved call died: {e}"))?,
+        );
     }
     ran.map(|order| (answers, order))
 }
@@ -359,7 +387,7 @@ async fn schedule(
     started: Instant,
 ) -> Result<String, String> {
     let mut order = Vec::new();
-    settle(probe, shared, started).await?;
+    settle(probe, shared, started, &mut order).await?;
     for step in 0..MAX_STEPS {
         let chosen = {
             let mut txs = lock(&shared.txs);
@@ -389,7 +417,7 @@ async fn schedule(
             // breaks on its own (one of them fails and retries).
             wake_waiters(shared);
         }
-        settle(probe, shared, started).await?;
+        settle(probe, shared, started, &mut order).await?;
     }
     Err(format!(
         "an interleaved group took more than {MAX_STEPS} steps: {}",
@@ -435,7 +463,12 @@ fn wake_waiters(shared: &Shared) {
 /// Waits until no transaction of the group runs: each at its gate, done,
 /// blocked, or waiting on a lock the database reports. A transaction that
 /// ended may have freed a waiter: waiters are asked again.
-async fn settle(probe: &Probe, shared: &Shared, started: Instant) -> Result<(), String> {
+async fn settle(
+    probe: &Probe,
+    shared: &Shared,
+    started: Instant,
+    order: &mut Vec<String>,
+) -> Result<(), String> {
     let mut ended = done_count(shared);
     // Bounded by REAL_TIME_GUARD.
     loop {
@@ -476,6 +509,7 @@ async fn settle(probe: &Probe, shared: &Shared, started: Instant) -> Result<(), 
             // It may have reached its gate meanwhile: only a transaction
             // still running is marked waiting.
             if txs[i].status == Status::Running {
+                order.push(format!("{i}:waits"));
                 txs[i].status = Status::Waits(holders);
             }
         }
@@ -581,6 +615,9 @@ mod tests {
         }
         assert_eq!(a.len(), 9);
         let orders: std::collections::BTreeSet<_> = (0..20).map(|s| run(s).1).collect();
-        assert!(orders.len() > 1, "seeds choose different orders: {orders:?}");
+        assert!(
+            orders.len() > 1,
+            "seeds choose different orders: {orders:?}"
+        );
     }
 }

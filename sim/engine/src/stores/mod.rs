@@ -35,6 +35,8 @@
 mod backend;
 pub mod driver;
 pub mod interleave;
+#[cfg(all(test, feature = "sql"))]
+mod interleave_bites;
 mod memory;
 #[cfg(feature = "sql")]
 mod postgres;
@@ -124,10 +126,7 @@ pub trait SimStore: Store {
     /// whose transactions never wait on one another's locks, or that
     /// answers a held lock at the gate itself, as SQLite's does).
     #[doc(hidden)]
-    fn lock_waiters(
-        &self,
-        _session: i64,
-    ) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
+    fn lock_waiters(&self, _session: i64) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
         async { Ok(Vec::new()) }
     }
 

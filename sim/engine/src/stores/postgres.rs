@@ -132,10 +132,7 @@ impl SimStore for PgStore {
         true
     }
 
-    fn lock_waiters(
-        &self,
-        session: i64,
-    ) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
+    fn lock_waiters(&self, session: i64) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
         let pool = self.pool().clone();
         async move {
             let pid = i32::try_from(session).map_err(|_| format!("bad backend pid {session}"))?;

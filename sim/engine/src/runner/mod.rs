@@ -98,6 +98,10 @@ pub struct SeedOutcome {
     pub quiet_end: bool,
     /// Distinct instants the simulated clock stopped at.
     pub steps: u64,
+    /// With interleaving on, the statement order of each interleaved
+    /// group of SQL transactions, in the order they ran (see
+    /// [`crate::stores::interleave::Interleaver::orders`]); empty otherwise.
+    pub statement_orders: Vec<String>,
 }
 
 impl SeedOutcome {
@@ -402,6 +406,7 @@ fn run_world<F: StoreFactory>(
         swarm,
         quiet_end,
         steps,
+        statement_orders: backend.statement_orders(),
     })
 }
 

@@ -168,12 +168,12 @@ impl Interleaver {
                 .run(run_group(probe, calls, SimRng::new(seed)))
                 .map_err(|e| e.to_string())
                 .and_then(|r| r);
-            if let Ok((_, order)) = &ran {
+            if let Ok((_, order, _)) = &ran {
                 if !order.is_empty() {
                     lock(&self.orders).push(order.clone());
                 }
             }
-            group.finish(ran.map(|(answers, _)| answers));
+            group.finish(ran.map(|(answers, _, ended)| (answers, ended)));
         }
         let answer = Finished {
             group: &group,
@@ -195,6 +195,10 @@ struct Group {
     joined: Mutex<usize>,
     batches: Mutex<usize>,
     answers: Mutex<Option<Result<Vec<Option<Answer>>, String>>>,
+    /// The calls in the order they ended (committed), and how many of
+    /// them took their answer: each caller takes its answer in its turn,
+    /// so the store host records the calls in the order they committed.
+    turns: Mutex<(Vec<usize>, usize)>,
     waiters: Mutex<Vec<Waker>>,
 }
 
@@ -209,8 +213,12 @@ impl Group {
         *n - 1
     }
 
-    fn finish(&self, answers: Result<Vec<Answer>, String>) {
-        *lock(&self.answers) = Some(answers.map(|a| a.into_iter().map(Some).collect()));
+    fn finish(&self, answers: Result<(Vec<Answer>, Vec<usize>), String>) {
+        let answers = answers.map(|(a, ended)| {
+            *lock(&self.turns) = (ended, 0);
+            a.into_iter().map(Some).collect()
+        });
+        *lock(&self.answers) = Some(answers);
         for w in lock(&self.waiters).drain(..) {
             w.wake();
         }
@@ -234,11 +242,23 @@ impl Future for Finished<'_> {
                 Poll::Pending
             }
             Some(Err(e)) => Poll::Ready(Err(e.clone())),
-            Some(Ok(all)) => Poll::Ready(
-                all.get_mut(self.index)
-                    .and_then(Option::take)
-                    .ok_or_else(|| "an interleaved call was answered twice".to_string()),
-            ),
+            Some(Ok(all)) => {
+                let mut turns = lock(&self.group.turns);
+                let (ended, next) = &mut *turns;
+                if ended.get(*next) != Some(&self.index) {
+                    lock(&self.group.waiters).push(cx.waker().clone());
+                    return Poll::Pending;
+                }
+                *next += 1;
+                for w in lock(&self.group.waiters).drain(..) {
+                    w.wake();
+                }
+                Poll::Ready(
+                    all.get_mut(self.index)
+                        .and_then(Option::take)
+                        .ok_or_else(|| "an interleaved call was answered twice".to_string()),
+                )
+            }
         }
     }
 }
@@ -284,6 +304,8 @@ struct Tx {
 /// What the gates and the scheduler share.
 struct Shared {
     txs: Mutex<Vec<Tx>>,
+    /// The transactions in the order their calls ended.
+    ended: Mutex<Vec<usize>>,
     changed: Notify,
 }
 
@@ -321,19 +343,19 @@ impl StatementGate for Gate {
 
 /// Runs the calls of one group to their answers, interleaved at their
 /// statements in an order drawn from `rng`; their answers in call order,
-/// and the order the steps ran in.
+/// the order the steps ran in, and the calls in the order they ended.
 pub(crate) async fn run_group(
     probe: Probe,
     calls: Vec<Call>,
     mut rng: SimRng,
-) -> Result<(Vec<Answer>, String), String> {
+) -> Result<(Vec<Answer>, String, Vec<usize>), String> {
     if calls.len() == 1 {
         // Nothing to interleave with: the call runs as it would alone.
         let mut answers = Vec::with_capacity(1);
         for c in calls {
             answers.push(c.await);
         }
-        return Ok((answers, String::new()));
+        return Ok((answers, String::new(), vec![0]));
     }
     let shared = Arc::new(Shared {
         txs: Mutex::new(
@@ -346,6 +368,7 @@ pub(crate) async fn run_group(
                 .collect(),
         ),
         changed: Notify::new(),
+        ended: Mutex::new(Vec::new()),
     });
     let mut tasks = Vec::with_capacity(calls.len());
     for (i, call) in calls.into_iter().enumerate() {
@@ -356,6 +379,7 @@ pub(crate) async fn run_group(
         let done = shared.clone();
         tasks.push(tokio::spawn(gated(gate, async move {
             let answer = call.await;
+            lock(&done.ended).push(i);
             lock(&done.txs)[i].status = Status::Done;
             done.changed.notify_one();
             answer
@@ -376,7 +400,8 @@ pub(crate) async fn run_group(
                 .map_err(|e| format!("an interleaved call died: {e}"))?,
         );
     }
-    ran.map(|order| (answers, order))
+    let ended = lock(&shared.ended).clone();
+    ran.map(|order| (answers, order, ended))
 }
 
 /// The scheduler's loop (see the module docs); the order the steps ran in.
@@ -593,10 +618,11 @@ mod tests {
                 })
                 .collect();
             let probe: Probe = Arc::new(|_| Box::pin(async { Ok(Vec::new()) }));
-            let (answers, order) = driver
+            let (answers, order, ended) = driver
                 .run(run_group(probe, calls, SimRng::new(seed)))
                 .expect("ran")
                 .expect("scheduled");
+            assert_eq!(ended.len(), 3, "every call ended once: {ended:?}");
             let answers: Vec<usize> = answers
                 .into_iter()
                 .map(|a| *a.downcast::<usize>().expect("usize"))

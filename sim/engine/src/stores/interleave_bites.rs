@@ -112,7 +112,7 @@ fn a_claim_without_row_locks_grants_twice_only_when_interleaved() {
         driver
             .run(async move { one_pending(&p, &t).await })
             .expect("driver");
-        let (answers, order) = driver
+        let (answers, order, _) = driver
             .run(run_group(
                 probe.clone(),
                 claims(&pool, &table, 2),
@@ -131,7 +131,7 @@ fn a_claim_without_row_locks_grants_twice_only_when_interleaved() {
         driver
             .run(async move { one_pending(&p, &t).await })
             .expect("driver");
-        let (_, order) = driver
+        let (_, order, _) = driver
             .run(run_group(
                 probe.clone(),
                 claims(&pool, &table, 2),

@@ -52,6 +52,8 @@ mod join;
 mod patience;
 mod policy;
 pub mod schedule;
+#[doc(hidden)]
+pub mod statement_gate;
 mod store;
 mod time;
 pub mod transition;

@@ -90,12 +90,14 @@ impl PgStore {
         let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); valid.len()];
         for (queue, slots) in by_queue {
             let running = if self.policy.parallelism_of(queue).is_some() {
+                crate::tx::gate("advisory lock").await;
                 sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
                     .bind(ADVISORY_NAMESPACE)
                     .bind(queue)
                     .execute(&mut *conn)
                     .await
                     .map_err(error::map)?;
+                crate::tx::gate("count running").await;
                 read::JOBS.running(&mut *conn, queue).await?
             } else {
                 0

@@ -38,6 +38,7 @@ impl PgStore {
         if !keys.is_empty() {
             let sql =
                 format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = ANY($1)");
+            crate::tx::gate("select keys").await;
             let rows = sqlx::query(&sql)
                 .bind(&keys)
                 .fetch_all(&mut *conn)
@@ -63,6 +64,7 @@ impl PgStore {
         let sql = format!(
             "SELECT {STMT_CLOCK}, ARRAY(SELECT nextval('leasehold_job_ids') FROM generate_series(1, $2))"
         );
+        crate::tx::gate("next ids").await;
         let row = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(fresh as i64)

@@ -209,6 +209,7 @@ pub(crate) async fn notify_queues(
         return Ok(());
     }
     let queues: Vec<&str> = queues.iter().copied().collect();
+    crate::tx::gate("notify").await;
     sqlx::query("SELECT COUNT(pg_notify($1, q)) FROM unnest($2::text[]) AS q")
         .bind(channel)
         .bind(queues)

@@ -21,6 +21,7 @@ pub(crate) async fn fetch_locked(
     conn: &mut PgConnection,
     q: Query<'_, Postgres, PgArguments>,
 ) -> Result<Locked, StoreError> {
+    crate::tx::gate("select rows").await;
     let rows = q.fetch_all(&mut *conn).await.map_err(error::map)?;
     decode_locked(&rows)
 }

@@ -51,7 +51,9 @@ impl PgStore {
         conn: &mut PgConnection,
         req: &FireRequest,
     ) -> Result<JobId, StoreError> {
+        crate::tx::gate("fire reads").await;
         let (schedule, existing) = SQL.fire_reads(conn, &JOBS, req).await?;
+        crate::tx::gate("clock").await;
         let now = self.clock_now(conn).await?;
         // An id only when the fire will insert a job: an answer from an
         // existing job, or a refusal (a removed schedule, a time that is no
@@ -67,6 +69,7 @@ impl PgStore {
             Some(job) => job.id,
             None if !inserts => JobId(0),
             None => {
+                crate::tx::gate("next id").await;
                 let next: i64 = sqlx::query_scalar("SELECT nextval('leasehold_job_ids')")
                     .fetch_one(&mut *conn)
                     .await

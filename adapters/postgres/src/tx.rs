@@ -2,10 +2,17 @@
 //! a transaction and retries a conflict, at most
 //! [`crate::MAX_CONFLICT_RETRIES`] times; the simulator's injected
 //! failures are raised by PostgreSQL itself ([`raise_injected`]).
+//!
+//! Under the simulator's statement scheduler every statement of a
+//! transaction first awaits [`gate`] (`BEGIN` and `COMMIT` here, the
+//! others where they are sent), and the transaction tells the scheduler
+//! its backend pid ([`attach_session`]), so the scheduler can ask
+//! PostgreSQL whether it waits on a lock. Unattached, both cost one
+//! thread-local read.
 
 use crate::error;
 pub(crate) use leasehold_core::tx_faults::AtCommit;
-use leasehold_core::StoreError;
+use leasehold_core::{statement_gate, StoreError};
 use sqlx::postgres::PgConnection;
 
 /// Runs `$body` (an expression using `$conn: &mut PgConnection`) in one
@@ -18,11 +25,15 @@ macro_rules! in_tx {
             // A transaction dropped by its caller may still hold row locks
             // until its rollback is answered (`rollback.rs`).
             $self.rollbacks.settled().await;
+            $crate::tx::gate("begin").await;
             let tx = $self.pool.begin().await.map_err($crate::error::map)?;
             let mut tx = $crate::rollback::TxGuard::new(tx, &$self.rollbacks);
-            let result = {
-                let $conn: &mut sqlx::postgres::PgConnection = tx.conn();
-                $body
+            let result = match $crate::tx::attach_session(tx.conn()).await {
+                Err(e) => Err(e),
+                Ok(()) => {
+                    let $conn: &mut sqlx::postgres::PgConnection = tx.conn();
+                    $body
+                }
             };
             let result = match result {
                 Ok(v) => match $self.tx_faults.at_commit().await {
@@ -35,6 +46,7 @@ macro_rules! in_tx {
             };
             match result {
                 Ok(v) => {
+                    $crate::tx::gate("commit").await;
                     tx.commit().await.map_err($crate::error::map_commit)?;
                     break Ok(v);
                 }
@@ -48,6 +60,26 @@ macro_rules! in_tx {
             }
         }
     }};
+}
+
+/// The simulator's yield point before the statement `what` (see the
+/// module docs): ready at once outside the simulator's scheduler.
+pub(crate) async fn gate(what: &'static str) {
+    statement_gate::step(statement_gate::Step::Before(what)).await;
+}
+
+/// Under the simulator's scheduler, tells it the backend pid of the
+/// transaction's connection; otherwise does nothing (no statement).
+pub(crate) async fn attach_session(conn: &mut PgConnection) -> Result<(), StoreError> {
+    if !statement_gate::armed() {
+        return Ok(());
+    }
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(conn)
+        .await
+        .map_err(error::map)?;
+    statement_gate::session(i64::from(pid));
+    Ok(())
 }
 
 /// Makes PostgreSQL itself fail the open transaction with `sqlstate`

@@ -218,6 +218,7 @@ impl PgStore {
         if n == 0 {
             return Ok(());
         }
+        crate::tx::gate("update rows").await;
         let counted = batch
             .update()
             .fetch_one(&mut *conn)
@@ -237,6 +238,7 @@ impl PgStore {
         conn: &mut PgConnection,
         batch: Batch,
     ) -> Result<(), StoreError> {
+        crate::tx::gate("insert rows").await;
         batch
             .insert(self.channel.clone())
             .execute(&mut *conn)

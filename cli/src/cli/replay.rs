@@ -53,6 +53,20 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
             return ExitCode::Input;
         }
         println!("history written to {}", file.display());
+        if !out.statement_orders.is_empty() {
+            // Interleaved SQL transactions: which statement ran when, one
+            // line per group, beside the history.
+            let side = file.with_extension("statements");
+            if let Err(e) = std::fs::write(&side, out.statement_orders.join("\n") + "\n") {
+                eprintln!("leasehold: cannot write {}: {e}", side.display());
+                return ExitCode::Input;
+            }
+            println!(
+                "statement order of {} interleaved group(s) written to {}",
+                out.statement_orders.len(),
+                side.display()
+            );
+        }
     }
     if let Some(file) = &args.timeline {
         let marks = out

@@ -53,6 +53,11 @@ pub struct StoreArgs {
     /// and reported as an error, not a pass.
     #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_RUN_TIMEOUT)]
     pub run_timeout: RunTimeout,
+    /// Interleave the SQL transactions of one instant at their statements,
+    /// in an order drawn from the seed (every scenario; a scenario can ask
+    /// for it with `interleave = true`; the memory store ignores it).
+    #[arg(long)]
+    pub interleave: bool,
 }
 
 impl Default for StoreArgs {
@@ -63,6 +68,7 @@ impl Default for StoreArgs {
             pg_schema_prefix: None,
             sqlite_dir: None,
             run_timeout: DEFAULT_RUN_TIMEOUT,
+            interleave: false,
         }
     }
 }
@@ -77,6 +83,7 @@ pub struct Stores {
     run_timeout: std::time::Duration,
     /// Whether runs observe the built-in situations (on unless `--no-coverage`).
     coverage: bool,
+    interleave: bool,
 }
 
 impl Stores {
@@ -100,6 +107,7 @@ impl Stores {
             postgres_error,
             run_timeout: args.run_timeout.as_duration(),
             coverage: true,
+            interleave: args.interleave,
         }
     }
 
@@ -169,6 +177,7 @@ impl Stores {
         let opts = RunOptions {
             limit: Some(self.run_timeout),
             skip_coverage: !self.coverage,
+            interleave: self.interleave,
             ..RunOptions::default()
         };
         match kind {

@@ -14,6 +14,7 @@ fn ctx(seed: u64) -> SeedContext {
         seed,
         policy: Policy::default(),
         variant: None,
+        interleave: false,
     }
 }
 

@@ -51,6 +51,7 @@ use crate::machine::recorder::Recorder;
 use crate::machine::runtime::HostRuntime;
 use crate::net::fabric::{self, Incoming};
 use crate::net::WakeSender;
+use crate::stores::interleave::Join;
 use crate::stores::Backend;
 use crate::stores::{SimStore, StoreFactory};
 use leasehold_core::tx_faults::TxFaults;
@@ -246,7 +247,8 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
-            let call = backend.call(execute(store, req.op, fault));
+            let join = grouped(fault, Join::Any);
+            let call = backend.call_grouped(store.clone(), join, execute(store, req.op, fault));
             let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
@@ -352,19 +354,21 @@ async fn serve<F: StoreFactory>(
                 Injected::None
             };
             let order = settings.paths.part_order();
-            let call = backend.call(async move {
-                match injected(&*store, fault) {
-                    None => conflict_batch(&*store, b).await,
-                    Some(armed) => {
-                        // In the order the parts ran (list order unless
-                        // the scenario draws it).
-                        let batch = apply_batch(&*store, b);
-                        let parts = gated(store.part_gate(), order, part_conflicts, batch).await;
-                        disarm(armed);
-                        parts
+            let call =
+                backend.call_grouped(store.clone(), grouped(fault, Join::Batch), async move {
+                    match injected(&*store, fault) {
+                        None => conflict_batch(&*store, b).await,
+                        Some(armed) => {
+                            // In the order the parts ran (list order unless
+                            // the scenario draws it).
+                            let batch = apply_batch(&*store, b);
+                            let parts =
+                                gated(store.part_gate(), order, part_conflicts, batch).await;
+                            disarm(armed);
+                            parts
+                        }
                     }
-                }
-            });
+                });
             let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
@@ -439,6 +443,16 @@ impl<F: Future> Future for Interleaved<'_, F> {
             return Poll::Pending;
         }
         self.inner.as_mut().poll(cx)
+    }
+}
+
+/// How a call under `fault` joins an interleaved group: alone when it
+/// arms a fault (armed on the whole store), else as `join`.
+fn grouped(fault: Injected, join: Join) -> Join {
+    if fault == Injected::None {
+        join
+    } else {
+        Join::Alone
     }
 }
 

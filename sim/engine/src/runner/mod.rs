@@ -104,6 +104,10 @@ pub struct SeedOutcome {
     /// marked with [`crate::coverage::sometimes`]. Not part of the history
     /// or its hash.
     pub coverage: Coverage,
+    /// With interleaving on, the statement order of each interleaved
+    /// group of SQL transactions, in the order they ran (see
+    /// [`crate::stores::interleave::Interleaver::orders`]); empty otherwise.
+    pub statement_orders: Vec<String>,
 }
 
 impl SeedOutcome {
@@ -168,6 +172,11 @@ pub struct RunOptions {
     /// then holds only what simulated code marked): for measuring what
     /// observing costs. Off by default; the history is the same either way.
     pub skip_coverage: bool,
+    /// SQL transactions of one instant run interleaved at their statements,
+    /// in an order drawn from the seed (see [`crate::stores::interleave`];
+    /// also on when the scenario says `interleave = true`; the memory
+    /// store ignores it).
+    pub interleave: bool,
 }
 
 /// The one door into a seed: `seed` of `cfg` on a fresh store from
@@ -208,6 +217,7 @@ pub fn run_seed<F: StoreFactory>(
         seed,
         policy: leasehold_model::protocol::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
         variant,
+        interleave: opts.interleave || cfg.interleave,
     };
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,
@@ -414,6 +424,7 @@ fn run_world<F: StoreFactory>(
         quiet_end,
         steps,
         coverage: reached,
+        statement_orders: backend.statement_orders(),
     })
 }
 

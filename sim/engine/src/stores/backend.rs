@@ -3,6 +3,7 @@
 //! driver its calls run on (see [`crate::stores`] for why).
 
 use crate::stores::driver::{ready_now, Driver};
+use crate::stores::interleave::{Interleaver, Join};
 use crate::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,6 +17,9 @@ pub struct Backend<F: StoreFactory> {
     /// The clock every store of this seed reads.
     pub clock: SimStoreClock,
     driver: Option<Driver>,
+    /// Statement-level interleaving, when the seed asks for it and the
+    /// store runs on a driver.
+    interleaver: Option<Interleaver>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -30,6 +34,7 @@ impl<F: StoreFactory> Backend<F> {
         } else {
             None
         };
+        let interleaver = (ctx.interleave && driver.is_some()).then(|| Interleaver::new(ctx.seed));
         let mut b = Backend {
             factory,
             ctx,
@@ -37,6 +42,7 @@ impl<F: StoreFactory> Backend<F> {
             open: Mutex::new(None),
             clock: SimStoreClock::default(),
             driver,
+            interleaver,
         };
         let (f, ctx) = (b.factory.clone(), b.ctx.clone());
         let db = b.block_on(async move { f.create(&ctx).await })??;
@@ -72,6 +78,30 @@ impl<F: StoreFactory> Backend<F> {
             Some(d) => d.run(fut).map_err(|e| SetupError::new(e.to_string())),
             None => Ok(fut.await),
         }
+    }
+
+    /// Runs one store call of `store` (the open one) from inside the store
+    /// host: in a group of calls of this instant, as `join` says, when the
+    /// seed interleaves them; else as [`Self::call`].
+    pub async fn call_grouped<T: Send + 'static>(
+        &self,
+        store: Arc<F::Store>,
+        join: Join,
+        fut: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T, SetupError> {
+        match (&self.driver, &self.interleaver) {
+            (Some(d), Some(il)) => il.call(d, store, join, fut).await,
+            _ => self.call(fut).await,
+        }
+    }
+
+    /// The statement order of every interleaved group of this seed so far
+    /// (empty without interleaving).
+    pub fn statement_orders(&self) -> Vec<String> {
+        self.interleaver
+            .as_ref()
+            .map(Interleaver::orders)
+            .unwrap_or_default()
     }
 
     /// Opens a store on the seed's database (a start of the store host).

@@ -34,6 +34,9 @@
 
 mod backend;
 pub mod driver;
+pub mod interleave;
+#[cfg(all(test, feature = "sql"))]
+mod interleave_bites;
 mod memory;
 pub mod part_gate;
 #[cfg(feature = "sql")]
@@ -128,6 +131,17 @@ pub trait SimStore: Store {
         false
     }
 
+    /// The database sessions holding the locks the session `session` (a
+    /// transaction's, as its adapter told the statement gate) waits on;
+    /// empty when it waits on none. The statement scheduler asks it of
+    /// every running transaction ([`interleave`]). Default: none (a store
+    /// whose transactions never wait on one another's locks, or that
+    /// answers a held lock at the gate itself, as SQLite's does).
+    #[doc(hidden)]
+    fn lock_waiters(&self, _session: i64) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
+        async { Ok(Vec::new()) }
+    }
+
     /// A sweep that carries the sweeper's own wall clock (only the
     /// catalogue's `sweeper-own-clock` store looks at it; a correct store
     /// ignores it, which is the default).
@@ -153,6 +167,9 @@ pub struct SeedContext {
     /// The catalogue variant in force (never set outside the catalogue).
     #[doc(hidden)]
     pub variant: Option<Variant>,
+    /// Whether SQL transactions of one instant are interleaved at their
+    /// statements ([`interleave`]; the memory store ignores it).
+    pub interleave: bool,
 }
 
 /// A store could not be set up: bad configuration or an unreachable

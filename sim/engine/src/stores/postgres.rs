@@ -26,6 +26,10 @@ pub const DEFAULT_SCHEMA_PREFIX: &str = "leasehold_sim";
 const MAX_PREFIX_LEN: usize = 40;
 /// Pooled connections per seed: the store host runs one operation at a time.
 const POOL: u32 = 2;
+/// Pooled connections per seed with interleaving: one per transaction of
+/// a group, one for the reads of a call that committed while the next
+/// one runs, and one for the scheduler's lock queries.
+const INTERLEAVED_POOL: u32 = super::interleave::MAX_GROUP as u32 + 2;
 /// How long connecting may take before the database counts as unreachable.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -140,6 +144,21 @@ impl SimStore for PgStore {
     fn raises_injected_failures(&self) -> bool {
         true
     }
+
+    fn lock_waiters(&self, session: i64) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
+        let pool = self.pool().clone();
+        async move {
+            let pid = i32::try_from(session).map_err(|_| format!("bad backend pid {session}"))?;
+            // Asked on a connection of its own: the session asked about
+            // is busy with its statement.
+            let holders: Vec<i32> = sqlx::query_scalar("SELECT pg_blocking_pids($1)")
+                .bind(pid)
+                .fetch_one(&pool)
+                .await
+                .map_err(|e| format!("postgres: cannot read the lock waits of {pid}: {e}"))?;
+            Ok(holders.into_iter().map(i64::from).collect())
+        }
+    }
 }
 
 impl StoreFactory for PostgresFactory {
@@ -206,12 +225,17 @@ impl StoreFactory for PostgresFactory {
     ) -> impl Future<Output = Result<Self::Store, SetupError>> + Send {
         let (url, schema, policy) = (self.url.clone(), db.clone(), ctx.policy.clone());
         let variant = ctx.variant;
+        let pool = if ctx.interleave {
+            INTERLEAVED_POOL
+        } else {
+            POOL
+        };
         async move {
             let builder = PgStore::builder(&url)
                 .schema(schema.clone())
                 .policy(policy)
                 .clock_override(clock)
-                .max_connections(POOL)
+                .max_connections(pool)
                 .acquire_timeout(CONNECT_TIMEOUT)
                 .application_name("leasehold-sim");
             #[cfg(feature = "catalogue")]

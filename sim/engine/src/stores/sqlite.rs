@@ -20,6 +20,9 @@ use std::path::PathBuf;
 
 /// Pooled connections per seed: the store host runs one operation at a time.
 const POOL: u32 = 2;
+/// Pooled connections per seed with interleaving: one per call of a
+/// group, and one more.
+const INTERLEAVED_POOL: u32 = super::interleave::MAX_GROUP as u32 + 1;
 
 /// Makes a [`SqliteStore`] per seed.
 #[derive(Clone, Debug, Default)]
@@ -94,7 +97,11 @@ impl SqliteFactory {
             .policy(ctx.policy.clone())
             .clock(clock)
             .durability(Durability::Normal)
-            .max_connections(POOL);
+            .max_connections(if ctx.interleave {
+                INTERLEAVED_POOL
+            } else {
+                POOL
+            });
         #[cfg(feature = "catalogue")]
         let builder = builder
             .variant(super::store_side(ctx.variant))

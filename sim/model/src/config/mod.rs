@@ -92,6 +92,12 @@ pub struct SimConfig {
     /// The store this scenario runs on unless `--store` says otherwise
     /// (default: memory).
     pub store: Option<crate::store_kind::StoreKind>,
+    /// SQL transactions of one instant run interleaved at their
+    /// statements, in an order drawn from the seed (`leasehold run
+    /// --interleave` turns it on for every scenario; the memory store
+    /// ignores it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interleave: bool,
     /// Hosts.
     pub topology: Topology,
     /// Protocol settings.
@@ -128,6 +134,7 @@ impl Default for SimConfig {
             tick: DEFAULT_TICK,
             variant: None,
             store: None,
+            interleave: false,
             topology: Topology::default(),
             protocol: Protocol::default(),
             workload: Workload::default(),

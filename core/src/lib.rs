@@ -89,7 +89,8 @@ pub use store::{
 pub use time::{Millis, StoreTime};
 pub use transition::{PruneRequest, MAX_PRUNE_LIMIT, MIN_RETENTION};
 pub use worker::{
-    shutdown_channel, Handler, HandlerError, Pruner, PrunerConfig, Scheduler, SchedulerConfig,
-    Shutdown, ShutdownHandle, StopReason, StopSignal, Sweeper, SweeperConfig, Worker, WorkerConfig,
+    shutdown_channel, Handler, HandlerError, PruneFailure, Pruner, PrunerConfig, Scheduler,
+    SchedulerConfig, Shutdown, ShutdownHandle, StopReason, StopSignal, Sweeper, SweeperConfig,
+    Worker, WorkerConfig,
 };
 pub use worker::{wakes_workers, WorkSignal};

@@ -115,7 +115,7 @@ pub struct Settings {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub prune_batch: Option<u32>,
     /// Calls per Pruner wake-up; unset, `PrunerConfig`'s default.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub prune_rounds: Option<u32>,
     /// Seconds of each measured interval (`--mode prune-claims`).
     #[arg(long, value_name = "SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3_600))]

@@ -142,6 +142,8 @@ async fn prune(pruner: Pruner<TimedPrune<PgStore>, TokioRuntime>, stop: Arc<Atom
                 p.secs = t.elapsed().as_secs_f64();
             }
             Err(e) => {
+                // The calls before the failing one committed.
+                p.rows += e.pruned.len() as u64;
                 p.failed += 1;
                 p.last_error = Some(e.to_string());
                 tokio::time::sleep(Duration::from_millis(100)).await;

@@ -1,8 +1,9 @@
 //! The soak's view of every prune: a store wrapper under the `Pruner`
 //! that hands each `Store::prune` answer to the [`Ledger`] as it arrives.
-//! `Pruner::prune_once` drops the ids of its earlier calls when a later
-//! call of the same wake-up fails, so its own answer cannot account for
-//! every pruned row; the store's answer to each call can. A call the
+//! `Pruner::prune_once` names every id its calls pruned, even when a
+//! later call of the same wake-up fails (`PruneFailure`), but a call it
+//! abandons at its request timeout answers nobody; the store's answer to
+//! each call is checked here as it arrives. A call the
 //! Pruner abandons (its request timeout drops it) is counted: its rows
 //! may or may not have gone, and the end report says how many such calls
 //! there were. It changes nothing it forwards.

@@ -296,7 +296,7 @@ async fn soak<S: BatchStore + Inspect + 'static>(
     let began = store.now().await?;
     let full = cfg.request.limit as usize * cfg.max_rounds as usize;
     for _ in 0..=(s.jobs() / full.max(1) + 1) {
-        let ids = pruner.prune_once().await?;
+        let ids = pruner.prune_once().await.map_err(|e| e.error)?;
         if ids.len() < full {
             break;
         }

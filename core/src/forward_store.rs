@@ -195,6 +195,13 @@ macro_rules! forward_store {
                     $target.prune(req)
                 }
             }
+            $crate::__forward_unless! { [$($except),*] count_jobs
+                fn count_jobs(&$this) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<$crate::JobCounts, $crate::StoreError>,
+                > + ::core::marker::Send {
+                    $target.count_jobs()
+                }
+            }
             $crate::__forward_unless! { [$($except),*] work_available
                 fn work_available(
                     &$this,
@@ -240,6 +247,7 @@ macro_rules! __forward_unless {
     ([fire $(, $rest:ident)*] fire $($item:tt)*) => {};
     ([list_schedules $(, $rest:ident)*] list_schedules $($item:tt)*) => {};
     ([prune $(, $rest:ident)*] prune $($item:tt)*) => {};
+    ([count_jobs $(, $rest:ident)*] count_jobs $($item:tt)*) => {};
     ([work_available $(, $rest:ident)*] work_available $($item:tt)*) => {};
     ([$other:ident $(, $rest:ident)*] $name:ident $($item:tt)*) => {
         $crate::__forward_unless! { [$($rest),*] $name $($item)* }

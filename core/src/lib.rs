@@ -48,6 +48,7 @@ mod forward_store;
 mod history;
 mod ids;
 mod job;
+pub mod job_counts;
 mod join;
 mod patience;
 mod policy;
@@ -73,6 +74,7 @@ pub use job::{
     CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Release, ReleaseMark, Renewal,
     RetryOutcome,
 };
+pub use job_counts::{JobCounts, QueueCounts};
 pub use patience::Patience;
 pub use policy::{
     Backoff, Limits, Policy, PolicyBuilder, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP,
@@ -84,14 +86,15 @@ pub use schedule::{
     CatchUp, FireRequest, ListSchedulesRequest, Rule, Schedule, ScheduleRecord, MAX_CATCH_UP,
 };
 pub use store::{
-    batch_by_parts, list_all, list_all_schedules, BatchAnswer, BatchRequest, ClaimRequest,
-    ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest, LIST_ALL_MAX_ROWS,
-    MAX_BATCH_REQUESTS,
+    batch_by_parts, count_by_listing, list_all, list_all_schedules, BatchAnswer, BatchRequest,
+    ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest,
+    LIST_ALL_MAX_ROWS, MAX_BATCH_REQUESTS,
 };
 pub use time::{Millis, StoreTime};
 pub use transition::{PruneRequest, MAX_PRUNE_LIMIT, MIN_RETENTION};
 pub use worker::{
-    shutdown_channel, Handler, HandlerError, Pruner, PrunerConfig, Scheduler, SchedulerConfig,
-    Shutdown, ShutdownHandle, StopReason, StopSignal, Sweeper, SweeperConfig, Worker, WorkerConfig,
+    shutdown_channel, Handler, HandlerError, PruneFailure, Pruner, PrunerConfig, Scheduler,
+    SchedulerConfig, Shutdown, ShutdownHandle, StopReason, StopSignal, Sweeper, SweeperConfig,
+    Worker, WorkerConfig,
 };
 pub use worker::{wakes_workers, WorkSignal};

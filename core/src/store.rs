@@ -14,6 +14,7 @@ use crate::ids::{JobId, Token, WorkerId};
 use crate::job::{
     CancelOutcome, JobRecord, Lease, NewJob, Outcome, Release, Renewal, RetryOutcome,
 };
+use crate::job_counts::{CountsBuilder, JobCounts};
 use crate::patience::Patience;
 use crate::schedule::{FireRequest, ListSchedulesRequest, Schedule, ScheduleRecord};
 use crate::time::{Millis, StoreTime};
@@ -232,6 +233,17 @@ pub trait Store: Send + Sync + 'static {
         &self,
         req: PruneRequest,
     ) -> impl Future<Output = Result<Vec<JobId>, StoreError>> + Send;
+    /// Counts the jobs per queue and state, with each queue's oldest
+    /// pending enqueue time and nearest running expiry (store time): what
+    /// an operator's `leasehold status` shows.
+    ///
+    /// The default lists every job through [`Store::list`], page by page
+    /// (at most [`LIST_ALL_MAX_ROWS`], then `complete` is false), so a
+    /// store written before this method existed still builds; the memory,
+    /// SQLite and PostgreSQL adapters count in one step instead.
+    fn count_jobs(&self) -> impl Future<Output = Result<JobCounts, StoreError>> + Send {
+        count_by_listing(self)
+    }
     /// A hint that work may have become claimable on `queue`: resolves at
     /// the first such change committed **after this call returns** (the
     /// subscription is taken when the future is made, not when it is first
@@ -267,6 +279,33 @@ pub async fn list_all<S: Store>(store: &S) -> Result<Vec<JobRecord>, StoreError>
         }
     }
     Ok(out)
+}
+
+/// Rows read per page by [`count_by_listing`].
+pub const COUNT_PAGE: u32 = 1_000;
+
+/// Counts by listing every job, page by page, up to [`LIST_ALL_MAX_ROWS`]
+/// (the trait's default).
+pub async fn count_by_listing<S: Store + ?Sized>(store: &S) -> Result<JobCounts, StoreError> {
+    let mut counts = CountsBuilder::default();
+    let (mut after, mut read) = (None, 0usize);
+    while read < LIST_ALL_MAX_ROWS {
+        let page = store
+            .list(ListRequest {
+                after,
+                limit: COUNT_PAGE,
+            })
+            .await?;
+        read += page.len();
+        after = page.last().map(|r| r.id);
+        for r in &page {
+            counts.queue(&r.queue).add_job(r);
+        }
+        if page.len() < COUNT_PAGE as usize {
+            return Ok(counts.finish(true));
+        }
+    }
+    Ok(counts.finish(false))
 }
 
 /// Most schedules [`list_all_schedules`] reads.

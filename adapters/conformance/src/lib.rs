@@ -39,6 +39,7 @@
 
 pub mod batch;
 pub mod cases;
+pub mod counts;
 pub mod limits;
 pub mod prune;
 pub mod race;
@@ -247,6 +248,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, prune::operations_on_a_pruned_job_answer_as_for_an_unknown_job);
         $crate::conformance_tests!(@case $harness, prune::audit_events_are_kept_for_their_own_retention);
         $crate::conformance_tests!(@case $harness, prune::bad_prune_requests_are_refused_and_change_nothing);
+        $crate::conformance_tests!(@case $harness, counts::count_jobs_counts_every_queue_and_state);
         $crate::conformance_tests!(@case $harness, retry::a_dead_job_is_retried_with_a_fresh_budget);
         $crate::conformance_tests!(@case $harness, retry::retry_refuses_every_other_state_and_an_unknown_job);
     };

@@ -446,6 +446,16 @@ impl MemoryStore {
             .collect()
     }
 
+    /// Every job counted under the one lock: a consistent count.
+    fn do_count_jobs(&self) -> leasehold_core::JobCounts {
+        let st = self.lock();
+        let mut counts = leasehold_core::job_counts::CountsBuilder::default();
+        for r in st.rows.values() {
+            counts.queue(&r.queue).add_job(r);
+        }
+        counts.finish(true)
+    }
+
     fn do_list(&self, req: ListRequest) -> Vec<JobRecord> {
         let st = self.lock();
         let start = req.after.map(|a| JobId(a.0 + 1)).unwrap_or(JobId(0));
@@ -487,6 +497,9 @@ impl Store for MemoryStore {
     }
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         Ok(self.do_list(req))
+    }
+    async fn count_jobs(&self) -> Result<leasehold_core::JobCounts, StoreError> {
+        Ok(self.do_count_jobs())
     }
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
         self.do_put_schedule(schedule)

@@ -129,6 +129,58 @@ async fn a_failing_store_is_retried_with_a_doubling_backoff_capped_at_the_period
     assert!(s.rows().is_empty(), "the job went once the store answered");
 }
 
+/// Answers its `n`th prune (from 1) with an unknown outcome, whatever
+/// happened before; the others go to the store.
+struct FailsCall {
+    inner: Arc<MemoryStore>,
+    n: u32,
+    calls: AtomicU32,
+}
+
+forward_store! {
+    impl[] Store for FailsCall, |self| self.inner;
+    except [prune] {
+        async fn prune(&self, req: PruneRequest) -> Result<Vec<JobId>, StoreError> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) + 1 == self.n {
+                return Err(StoreError::Unavailable("down".into()));
+            }
+            self.inner.prune(req).await
+        }
+    }
+}
+
+/// A wake-up whose second call fails still names the jobs its first call
+/// pruned: they are gone, and a caller told only the error could not
+/// account for them.
+#[tokio::test(start_paused = true)]
+async fn a_wake_up_that_fails_part_way_reports_what_it_pruned_before() {
+    let (s, clock) = store();
+    let old = finished(&*s, 5).await;
+    clock.advance(R);
+    let store = Arc::new(FailsCall {
+        inner: s.clone(),
+        n: 2,
+        calls: AtomicU32::new(0),
+    });
+    let p = Pruner::new(store.clone(), TokioRuntime::new(), cfg(2, 3));
+    let failed = p.prune_once().await.expect_err("the second call fails");
+    assert_eq!(
+        failed.pruned,
+        old[..2],
+        "the first call's jobs are reported"
+    );
+    assert_eq!(failed.error, StoreError::Unavailable("down".into()));
+    assert_eq!(store.calls.load(Ordering::SeqCst), 2, "no call after it");
+    let left: Vec<JobId> = s.rows().iter().map(|r| r.id).collect();
+    assert_eq!(left, old[2..], "exactly the reported jobs are gone");
+    assert!(
+        failed.to_string().contains("after 2 jobs pruned"),
+        "{failed}"
+    );
+    // The next wake-up goes on from there.
+    assert_eq!(p.prune_once().await.unwrap(), old[2..]);
+}
+
 /// A scheduler that starts after a plan time's job was pruned takes the
 /// store's `PlanTimePruned` as "fired": it neither makes a second job nor
 /// stops firing the schedule's later plan times.

@@ -498,6 +498,10 @@ impl Store for PgStore {
         read::JOBS.page(&self.pool, &req).await
     }
 
+    async fn count_jobs(&self) -> Result<leasehold_core::JobCounts, StoreError> {
+        read::JOBS.counts(&self.pool).await
+    }
+
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
         schedule.validate(&self.policy)?;
         in_tx!(self, |conn| self.put_schedule_in(conn, &schedule).await)

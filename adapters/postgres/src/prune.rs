@@ -14,8 +14,11 @@
 //! possibly many jobs, so they are not deleted with a job: a row goes once
 //! its newest event was written at or before `now − audit_retention`
 //! (never shorter than `R`, so a job's events outlive the job's own
-//! retention). At most `limit` rows, from the oldest: a bounded walk of
-//! the primary key.
+//! retention). The walk goes from the oldest row in `seq` order and stops
+//! at the first row too young, or before the row that would take the call
+//! past its event budget (`prune_sql::audit_budget`, counted with
+//! `json_array_length`): every row read is parsed once, none past the
+//! first young one, so a call's work is bounded whatever the backlog.
 
 use crate::read::JOBS;
 use crate::schedules::SQL;
@@ -26,12 +29,30 @@ use leasehold_sql::prune_sql;
 use leasehold_sql::prune_variants;
 use sqlx::postgres::PgConnection;
 
-/// Deletes the oldest audit rows (at most `$1`) whose newest event was
-/// written at or before `$2`.
-const PRUNE_AUDIT: &str = "DELETE FROM leasehold_audit WHERE seq IN (\
-     SELECT o.seq FROM (SELECT seq, events FROM leasehold_audit ORDER BY seq LIMIT $1 \
-     FOR UPDATE SKIP LOCKED) AS o \
-     WHERE (SELECT max((e ->> 'at')::bigint) FROM json_array_elements(o.events) AS e) <= $2)";
+/// Deletes the oldest audit rows whose newest event was written at or
+/// before `$2`: a walk of the primary key from the oldest row, one row a
+/// step, that stops at the first row too young (its events are parsed,
+/// no later row's) or before the row that would take the events read past
+/// `$1`. The first row is read whatever its size, so a call always makes
+/// progress. A row another pruner holds is skipped, not waited for.
+///
+/// Why a walk: the bound it replaced took the oldest `limit` rows and
+/// parsed every event of each, old enough or not: 1,000 rows of 270
+/// events under load outlived the `Pruner`'s 5 s request timeout, so each
+/// call rolled back and nothing was pruned (docs/PERFORMANCE.md).
+const PRUNE_AUDIT: &str = "WITH RECURSIVE walk (seq, spent, old) AS (\
+     SELECT h.seq, greatest(json_array_length(h.events), 1)::bigint, \
+         (SELECT coalesce(max((e ->> 'at')::bigint), $2) FROM json_array_elements(h.events) AS e) <= $2 \
+     FROM (SELECT seq, events FROM leasehold_audit ORDER BY seq LIMIT 1) AS h \
+     UNION ALL \
+     SELECT n.seq, n.spent, \
+         (SELECT coalesce(max((e ->> 'at')::bigint), $2) FROM json_array_elements(n.events) AS e) <= $2 \
+     FROM walk AS w CROSS JOIN LATERAL (\
+         SELECT a.seq, a.events, w.spent + greatest(json_array_length(a.events), 1) AS spent \
+         FROM leasehold_audit AS a WHERE a.seq > w.seq ORDER BY a.seq LIMIT 1) AS n \
+     WHERE w.old AND n.spent <= $1) \
+     DELETE FROM leasehold_audit WHERE seq IN (SELECT seq FROM leasehold_audit \
+     WHERE seq IN (SELECT seq FROM walk WHERE old) FOR UPDATE SKIP LOCKED)";
 
 impl PgStore {
     pub(crate) async fn prune_in(

@@ -1,8 +1,9 @@
 //! The job reads both stores send the same way (table `leasehold_jobs`):
 //! one job by id, one by idempotency key, a page in id order, the
-//! running jobs of a queue counted, and the oldest prunable jobs offered
-//! to the core's prune, written once in a [`Dialect`]'s placeholder style
-//! and run on either driver.
+//! running jobs of a queue counted, every queue's jobs counted by state
+//! ([`COUNTS`]), and the oldest prunable jobs offered to the core's prune,
+//! written once in a [`Dialect`]'s placeholder style and run on either
+//! driver.
 //!
 //! Each store keeps its own error mapping (`map`): what a driver error
 //! means (busy, unavailable, a conflict) differs between them.
@@ -11,10 +12,19 @@ use crate::column::{Column, SqlRow};
 use crate::dialect::Dialect;
 use crate::job_columns::{decode_job, to_i64, COLUMNS};
 use crate::prune_sql;
+use leasehold_core::job_counts::CountsBuilder;
 use leasehold_core::transition::{self, PrunePlan};
-use leasehold_core::{JobId, JobRecord, ListRequest, PruneRequest, StoreError, StoreTime};
+use leasehold_core::{JobCounts, JobId, JobRecord, JobState, ListRequest};
+use leasehold_core::{PruneRequest, StoreError, StoreTime};
 use sqlx::{Database, Encode, Executor, IntoArguments, Type};
 use std::marker::PhantomData;
+
+/// Every queue's jobs counted by state, with the earliest enqueue time and
+/// lease expiry of each group: one scan of the table whatever its size,
+/// for `Store::count_jobs`. The pending group's earliest enqueue is the
+/// oldest pending job's; the running group's earliest expiry the nearest.
+pub const COUNTS: &str = "SELECT queue, state, COUNT(*), MIN(created_at), MIN(expires_at) \
+     FROM leasehold_jobs GROUP BY queue, state";
 
 /// How a store maps a driver error to a [`StoreError`].
 pub type MapError = fn(sqlx::Error) -> StoreError;
@@ -88,6 +98,27 @@ where
         let q = sqlx::query(&self.page).bind(after);
         let rows = q.bind(i64::from(req.limit)).fetch_all(e).await;
         rows.map_err(self.map)?.iter().map(decode_job).collect()
+    }
+
+    /// Every queue's jobs counted by state ([`COUNTS`]), in one statement:
+    /// a consistent count.
+    pub async fn counts<'c>(&self, e: impl Exec<'c, DB>) -> Result<JobCounts, StoreError> {
+        let rows = sqlx::query(COUNTS).fetch_all(e).await.map_err(self.map)?;
+        let mut counts = CountsBuilder::default();
+        for row in &rows {
+            let queue: String = row.column(0)?;
+            let state: String = row.column(1)?;
+            let state = JobState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("job state {state:?}")))?;
+            let n: i64 = row.column(2)?;
+            let n = u64::try_from(n).map_err(|_| StoreError::Corrupt(format!("count {n}")))?;
+            let created: Option<i64> = row.column(3)?;
+            let expires: Option<i64> = row.column(4)?;
+            counts
+                .queue(&queue)
+                .add(state, n, created.map(StoreTime), expires.map(StoreTime));
+        }
+        Ok(counts.finish(true))
     }
 
     /// How many jobs of `queue` are running (a count past `u32::MAX` reads

@@ -60,10 +60,29 @@ pub fn scan(d: Dialect) -> String {
     )
 }
 
-/// Runs a store's own audit prune `sql`, which deletes at most
-/// `req.limit` of the oldest audit rows, those written at or before the
-/// audit cutoff (bound in that order): the tables differ between the
-/// stores, the bounds do not.
+/// Audit events a prune call may delete per job it may delete: the
+/// audit side's bound is `limit ×` this, so that it keeps up with the jobs.
+///
+/// A job writes about three events (enqueue, claim, release), more with
+/// retries or cancels; a call bounded at `limit` events (the bound before
+/// issue 44's long runs) deleted a third of what the jobs it pruned had
+/// written, and the log grew without end. Ten leaves room for retries.
+/// With the `Pruner` making at least one call per wake-up and one more per
+/// full batch of jobs, a wake-up may delete ten events per job it may
+/// prune: the audit log keeps up while jobs average at most ten events.
+pub const AUDIT_EVENTS_PER_JOB: u32 = 10;
+
+/// The most audit events one prune call reads and deletes:
+/// `req.limit ×` [`AUDIT_EVENTS_PER_JOB`], at most 100,000 (the limit is
+/// at most `MAX_PRUNE_LIMIT`, 10,000).
+pub fn audit_budget(req: &PruneRequest) -> i64 {
+    i64::from(req.limit) * i64::from(AUDIT_EVENTS_PER_JOB)
+}
+
+/// Runs a store's own audit prune `sql`, which reads and deletes at most
+/// [`audit_budget`] audit events from the oldest, those written at or
+/// before the audit cutoff (bound in that order): the tables differ
+/// between the stores, the bounds do not.
 ///
 /// (Spelled without `job_sql`'s `Exec` and `MapError`: `job_sql` builds
 /// its prune scan from this file, and files here import one way.)
@@ -80,7 +99,7 @@ where
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
 {
     sqlx::query(sql)
-        .bind(i64::from(req.limit))
+        .bind(audit_budget(req))
         .bind(req.audit_cutoff(now).0)
         .execute(e)
         .await
@@ -92,6 +111,16 @@ where
 mod tests {
     use super::*;
     use crate::dialect::{POSTGRES, SQLITE};
+
+    /// Ten audit events per job of the limit: what three events a job need
+    /// with room for retries, at most 100,000 for the largest limit.
+    #[test]
+    fn the_audit_budget_is_ten_events_per_job() {
+        let req = |limit| PruneRequest::new(leasehold_core::MIN_RETENTION, limit).unwrap();
+        assert_eq!(audit_budget(&req(1)), 10);
+        assert_eq!(audit_budget(&req(1_000)), 10_000);
+        assert_eq!(audit_budget(&req(leasehold_core::MAX_PRUNE_LIMIT)), 100_000);
+    }
 
     /// The text each store sends: a change here is a change to both.
     #[test]

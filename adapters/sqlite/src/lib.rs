@@ -438,6 +438,10 @@ impl Store for SqliteStore {
         read::JOBS.page(&self.pool, &req).await
     }
 
+    async fn count_jobs(&self) -> Result<leasehold_core::JobCounts, StoreError> {
+        read::JOBS.counts(&self.pool).await
+    }
+
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
         schedule.validate(&self.policy)?;
         in_write_tx!(self, |conn, now| self

@@ -16,9 +16,11 @@ use leasehold_sql::prune_variants;
 use leasehold_sql::schedule_sql::ScheduleSql;
 use sqlx::{Sqlite, SqliteConnection};
 
-/// Deletes the oldest events (at most the first bound) written at or
-/// before the second: a bounded walk of the primary key, whatever the
-/// table's size.
+/// Deletes, of the oldest events (as many as the first bound,
+/// `prune_sql::audit_budget`: ten per job the call may prune), those
+/// written at or before the second: a bounded walk of the primary key,
+/// whatever the table's size. The bound was `limit` events, a third of
+/// what a job writes, and the log grew without end (docs/PERFORMANCE.md).
 const PRUNE_AUDIT: &str = "DELETE FROM lease_events WHERE seq IN (SELECT seq FROM \
      (SELECT seq, at FROM lease_events ORDER BY seq LIMIT ?) WHERE at <= ?)";
 

@@ -56,9 +56,11 @@ pub struct PruneRequest {
     /// `R`: a terminal job is prunable once it finished at or before
     /// `now − R` (store clock). At least [`MIN_RETENTION`].
     pub retention: Millis,
-    /// At most this many jobs (and, separately, this many audit rows: one
-    /// event on SQLite and memory, one write statement's events on
-    /// PostgreSQL) per call; 1 to [`MAX_PRUNE_LIMIT`].
+    /// At most this many jobs per call; 1 to [`MAX_PRUNE_LIMIT`]. The audit
+    /// side has a bound of its own derived from it: this many events on
+    /// the memory store, ten times as many on SQLite and PostgreSQL
+    /// (`leasehold_sql::prune_sql::audit_budget`), so that their audit logs
+    /// keep up with the jobs pruned.
     pub limit: u32,
     /// An audit event goes once it was written at or before
     /// `now − audit_retention`. Never shorter than `retention`.

@@ -8,14 +8,15 @@
 //!
 //! Bounds: each wake-up makes at most `max_rounds` calls of at most
 //! `request.limit` jobs, and stops at the first call that prunes less than
-//! a full batch. A failed call ends the wake-up; the next comes after a
-//! backoff that doubles per failure in a row, capped at the period.
+//! a full batch. A failed call ends the wake-up, which still reports the
+//! jobs its earlier calls pruned ([`PruneFailure`]); the next comes after
+//! a backoff that doubles per failure in a row, capped at the period.
 
 use super::pruner_config::PrunerConfig;
+use super::pruner_failure::PruneFailure;
 use super::shutdown::Shutdown;
 use super::timeout::with_timeout;
 use crate::clock::Runtime;
-use crate::error::StoreError;
 use crate::ids::JobId;
 use crate::store::Store;
 use std::sync::Arc;
@@ -34,19 +35,23 @@ impl<S: Store, R: Runtime> Pruner<S, R> {
     }
 
     /// One wake-up: prunes until a call returns less than a full batch, at
-    /// most `max_rounds` calls. Returns every pruned job id; on an error,
-    /// the ids pruned before it are lost to the caller (the jobs are gone
-    /// either way) and the error is returned.
-    pub async fn prune_once(&self) -> Result<Vec<JobId>, StoreError> {
+    /// most `max_rounds` calls. Returns every pruned job id; a call that
+    /// fails ends the wake-up with a [`PruneFailure`] that still names the
+    /// jobs the earlier calls pruned (each call commits on its own).
+    pub async fn prune_once(&self) -> Result<Vec<JobId>, PruneFailure> {
         let mut all = Vec::new();
         let batch = self.cfg.request.limit as usize;
         for _ in 0..self.cfg.max_rounds {
-            let pruned = with_timeout(
+            let call = with_timeout(
                 &self.rt,
                 self.cfg.request_timeout,
                 self.store.prune(self.cfg.request),
             )
-            .await?;
+            .await;
+            let pruned = match call {
+                Ok(pruned) => pruned,
+                Err(error) => return Err(PruneFailure { pruned: all, error }),
+            };
             debug_assert!(pruned.len() <= batch, "a store pruned more than asked");
             let full = pruned.len() >= batch;
             all.extend(pruned);
@@ -76,7 +81,13 @@ impl<S: Store, R: Runtime> Pruner<S, R> {
                 Err(e) => {
                     failures = failures.saturating_add(1);
                     let wait = self.cfg.backoff_after(failures);
-                    tracing::warn!(error = %e, failures, retry_in = %wait, "prune failed; retrying");
+                    tracing::warn!(
+                        error = %e.error,
+                        pruned = e.pruned.len(),
+                        failures,
+                        retry_in = %wait,
+                        "prune failed; retrying"
+                    );
                     wait
                 }
             };

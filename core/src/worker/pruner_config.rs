@@ -12,24 +12,44 @@ use crate::transition::PruneRequest;
 
 /// Default interval between two prune wake-ups (on the pruner's own
 /// clock: it only decides when to ask; age is judged on the store's).
-pub const DEFAULT_PRUNE_PERIOD: Millis = Millis::from_secs(60);
+/// A finished job then waits at most `R` plus this (plus the prune's own
+/// lag) before it goes.
+pub const DEFAULT_PRUNE_PERIOD: Millis = Millis::from_secs(10);
 /// Default retention `R`: a finished job stays a day.
 pub const DEFAULT_RETENTION: Millis = Millis::from_secs(24 * 3600);
-/// Default most jobs pruned per call (one transaction).
+/// Default most jobs pruned per call (one transaction): short enough that
+/// a call holds its locks briefly and fits the request timeout on a loaded
+/// store (about 50 ms a call on PostgreSQL in issue 44's long runs).
 pub const DEFAULT_PRUNE_BATCH: u32 = 1_000;
-/// Default most calls per wake-up: a backlog drains over several periods
-/// rather than in one long burst of deletes.
-pub const DEFAULT_PRUNE_ROUNDS: u32 = 10;
+/// Default most calls per wake-up. A wake-up goes on while calls come
+/// back full, so this bounds one wake-up's work, not the steady rate: with
+/// the default batch and period the pruner may prune
+/// `1,000 × 1,000 / 10 s` = 100,000 jobs a second, above every rate the
+/// `Worker` was measured at (at most about 76,000 jobs a second, see
+/// [`FASTEST_MEASURED_WORKER`]). The rate it reaches is then the store's
+/// own delete rate.
+pub const DEFAULT_PRUNE_ROUNDS: u32 = 1_000;
 /// Most calls per wake-up a configuration may ask for.
-pub const MAX_PRUNE_ROUNDS: u32 = 1_000;
+pub const MAX_PRUNE_ROUNDS: u32 = 10_000;
 /// Default first wait after a failed call; it doubles per failure, up to
 /// the period.
 pub const DEFAULT_PRUNE_ERROR_BACKOFF: Millis = Millis::from_secs(1);
+/// The fastest the default `Worker` was measured to finish jobs, in jobs a
+/// second (SQLite, 16 Workers: 69.5k–75.7k; PostgreSQL 43k–57k; see
+/// docs/PERFORMANCE.md). The default pruner must prune faster than this,
+/// or a deployment at full speed grows without end (issue 44: the previous
+/// defaults, 1,000 × 10 a minute, pruned at most 167 jobs a second).
+pub const FASTEST_MEASURED_WORKER: u64 = 76_000;
+
+/// Jobs a second the pruner may prune at most with the defaults.
+const DEFAULT_PRUNE_CAPACITY: u64 =
+    DEFAULT_PRUNE_BATCH as u64 * DEFAULT_PRUNE_ROUNDS as u64 * 1_000 / DEFAULT_PRUNE_PERIOD.0;
 
 const _: () = assert!(DEFAULT_RETENTION.0 >= crate::transition::MIN_RETENTION.0);
 const _: () = assert!(DEFAULT_PRUNE_BATCH <= crate::transition::MAX_PRUNE_LIMIT);
 const _: () = assert!(DEFAULT_PRUNE_ROUNDS <= MAX_PRUNE_ROUNDS);
 const _: () = assert!(DEFAULT_PRUNE_ERROR_BACKOFF.0 <= DEFAULT_PRUNE_PERIOD.0);
+const _: () = assert!(DEFAULT_PRUNE_CAPACITY >= FASTEST_MEASURED_WORKER);
 
 /// A validated pruner configuration. Build it with
 /// [`PrunerConfig::builder`].
@@ -189,6 +209,16 @@ mod tests {
         assert_eq!(c.request.limit, DEFAULT_PRUNE_BATCH);
         assert_eq!(c.period, DEFAULT_PRUNE_PERIOD);
         assert_eq!(c.max_rounds, DEFAULT_PRUNE_ROUNDS);
+    }
+
+    /// The defaults prune faster than the fastest measured `Worker`:
+    /// 100,000 jobs a second (issue 44: the defaults were 167).
+    #[test]
+    fn default_capacity_is_above_the_fastest_measured_worker() {
+        let c = PrunerConfig::builder().build().unwrap();
+        let per_sec = u64::from(c.request.limit) * u64::from(c.max_rounds) * 1_000 / c.period.0;
+        assert_eq!(per_sec, 100_000);
+        assert!(per_sec >= FASTEST_MEASURED_WORKER);
     }
 
     #[test]

@@ -1,21 +1,17 @@
 //! `leasehold status`: per queue, the jobs in each state, the age of the
 //! oldest pending job, the running leases and how close the nearest is to
-//! expiry (store clock); a table, or `--json`. Reads at most
-//! [`STATUS_SCAN_CAP`] rows and says so when it stopped there.
+//! expiry (store clock); a table, or `--json`. The store counts
+//! (`Store::count_jobs`: one `GROUP BY queue, state` on SQLite and
+//! PostgreSQL), whatever its size; a store without a count of its own is
+//! counted by listing, which says so if it stopped at its cap.
 
 use super::format::duration;
 use super::target::{Open, TargetArgs};
 use super::{on_store, with_store};
 use crate::cli::ExitCode;
 use clap::Args;
-use leasehold_core::{JobRecord, JobState, ListRequest, Store, StoreTime};
+use leasehold_core::{QueueCounts, Store, StoreTime};
 use serde::Serialize;
-use std::collections::BTreeMap;
-
-/// Most rows `status` reads (in pages of [`STATUS_PAGE`]).
-pub const STATUS_SCAN_CAP: usize = 1_000_000;
-/// Rows read per page.
-pub const STATUS_PAGE: u32 = 1_000;
 
 /// `leasehold status`.
 #[derive(Debug, Args)]
@@ -55,9 +51,8 @@ pub struct QueueStatus {
 pub struct Status {
     /// The store's clock, ms.
     pub now: i64,
-    /// Rows read.
-    pub scanned: usize,
-    /// Whether every row was read (false: stopped at the scan cap).
+    /// Whether every job was counted (false only for a store counted by
+    /// listing that stopped at `LIST_ALL_MAX_ROWS`).
     pub complete: bool,
     /// Per queue, in name order.
     pub queues: Vec<QueueStatus>,
@@ -72,63 +67,31 @@ pub fn run(args: &StatusArgs) -> ExitCode {
     })
 }
 
-/// Reads the store's jobs, page by page up to the cap, and sums them up.
+/// Asks the store for its counts, and turns times into ages against the
+/// store's clock.
 pub async fn status<S: Store>(s: &S) -> Result<Status, String> {
     let now = s.now().await.map_err(|e| format!("store clock: {e}"))?;
-    let mut queues: BTreeMap<String, QueueStatus> = BTreeMap::new();
-    let mut after = None;
-    let mut scanned = 0;
-    let mut complete = false;
-    while scanned < STATUS_SCAN_CAP {
-        let page = s
-            .list(ListRequest {
-                after,
-                limit: STATUS_PAGE,
-            })
-            .await
-            .map_err(|e| format!("list jobs: {e}"))?;
-        scanned += page.len();
-        after = page.last().map(|r| r.id);
-        for r in &page {
-            add(queues.entry(r.queue.clone()).or_default(), r, now);
-        }
-        if page.len() < STATUS_PAGE as usize {
-            complete = true;
-            break;
-        }
-    }
-    let queues = queues
-        .into_iter()
-        .map(|(name, mut q)| {
-            q.queue = name;
-            q
-        })
-        .collect();
+    let counts = s
+        .count_jobs()
+        .await
+        .map_err(|e| format!("count jobs: {e}"))?;
     Ok(Status {
         now: now.0,
-        scanned,
-        complete,
-        queues,
+        complete: counts.complete,
+        queues: counts.queues.iter().map(|q| of(q, now)).collect(),
     })
 }
 
-fn add(q: &mut QueueStatus, r: &JobRecord, now: StoreTime) {
-    match r.state {
-        JobState::Pending => {
-            q.pending += 1;
-            let age = now.0 - r.created_at.0;
-            q.oldest_pending_age_ms = Some(q.oldest_pending_age_ms.map_or(age, |a| a.max(age)));
-        }
-        JobState::Running => {
-            q.running += 1;
-            if let Some(e) = r.expires_at {
-                let left = e.0 - now.0;
-                q.nearest_expiry_in_ms = Some(q.nearest_expiry_in_ms.map_or(left, |l| l.min(left)));
-            }
-        }
-        JobState::Succeeded => q.succeeded += 1,
-        JobState::Dead => q.dead += 1,
-        JobState::Cancelled => q.cancelled += 1,
+fn of(q: &QueueCounts, now: StoreTime) -> QueueStatus {
+    QueueStatus {
+        queue: q.queue.clone(),
+        pending: q.pending,
+        running: q.running,
+        succeeded: q.succeeded,
+        dead: q.dead,
+        cancelled: q.cancelled,
+        oldest_pending_age_ms: q.oldest_pending.map(|t| now.0 - t.0),
+        nearest_expiry_in_ms: q.nearest_expiry.map(|t| t.0 - now.0),
     }
 }
 
@@ -163,8 +126,8 @@ fn print(st: &Status, json: bool) {
     }
     if !st.complete {
         println!(
-            "(counted the first {} jobs only: the scan stops at {STATUS_SCAN_CAP})",
-            st.scanned
+            "(counted the first {} jobs only: this store is counted by listing)",
+            leasehold_core::LIST_ALL_MAX_ROWS
         );
     }
 }

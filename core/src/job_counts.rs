@@ -1,0 +1,138 @@
+//! What [`Store::count_jobs`](crate::Store::count_jobs) answers: per
+//! queue, the jobs in each state, the oldest pending job's enqueue time
+//! and the nearest running lease's expiry (store time), for an operator's
+//! `leasehold status`.
+//!
+//! Why a store method and not a scan: a store counts with one query
+//! (`GROUP BY queue, state`) whatever its size, where listing every row
+//! through `list` read at most a million rows and said it stopped there.
+//! The default still lists, page by page, for a store without a count of
+//! its own (`store::count_by_listing`).
+
+use crate::job::{JobRecord, JobState};
+use crate::time::StoreTime;
+use std::collections::BTreeMap;
+
+/// One queue's jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// The queue.
+    pub queue: String,
+    /// Jobs waiting (due or not).
+    pub pending: u64,
+    /// Jobs leased.
+    pub running: u64,
+    /// Finished with a result.
+    pub succeeded: u64,
+    /// Attempts spent, or failed for good.
+    pub dead: u64,
+    /// Cancelled.
+    pub cancelled: u64,
+    /// Enqueue time of the oldest pending job.
+    pub oldest_pending: Option<StoreTime>,
+    /// Expiry of the running lease that expires first.
+    pub nearest_expiry: Option<StoreTime>,
+}
+
+impl QueueCounts {
+    /// Adds `n` jobs in `state`, the earliest enqueued at `created` and
+    /// the earliest lease expiry `expires` among them (a group of rows, as
+    /// a `GROUP BY` gives them, or one row).
+    pub fn add(
+        &mut self,
+        state: JobState,
+        n: u64,
+        created: Option<StoreTime>,
+        expires: Option<StoreTime>,
+    ) {
+        let min = |a: Option<StoreTime>, b: Option<StoreTime>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match state {
+            JobState::Pending => {
+                self.pending += n;
+                self.oldest_pending = min(self.oldest_pending, created);
+            }
+            JobState::Running => {
+                self.running += n;
+                self.nearest_expiry = min(self.nearest_expiry, expires);
+            }
+            JobState::Succeeded => self.succeeded += n,
+            JobState::Dead => self.dead += n,
+            JobState::Cancelled => self.cancelled += n,
+        }
+    }
+
+    /// Adds one job.
+    pub fn add_job(&mut self, r: &JobRecord) {
+        self.add(r.state, 1, Some(r.created_at), r.expires_at);
+    }
+}
+
+/// Every queue's counts, in queue name order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobCounts {
+    /// Per queue, in name order; a queue without jobs is absent.
+    pub queues: Vec<QueueCounts>,
+    /// False only when a count by listing stopped at
+    /// `LIST_ALL_MAX_ROWS` rows: the figures are then of those rows.
+    pub complete: bool,
+}
+
+/// Sums up queues, one entry per name.
+#[derive(Default)]
+pub struct CountsBuilder(BTreeMap<String, QueueCounts>);
+
+impl CountsBuilder {
+    /// The entry of `queue`.
+    pub fn queue(&mut self, queue: &str) -> &mut QueueCounts {
+        self.0
+            .entry(queue.to_owned())
+            .or_insert_with(|| QueueCounts {
+                queue: queue.to_owned(),
+                ..QueueCounts::default()
+            })
+    }
+
+    /// The counts, in name order.
+    pub fn finish(self, complete: bool) -> JobCounts {
+        JobCounts {
+            queues: self.0.into_values().collect(),
+            complete,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Groups add up, and the earliest times win whatever the order.
+    #[test]
+    fn groups_add_up_and_the_earliest_times_win() {
+        let mut b = CountsBuilder::default();
+        let t = |ms| Some(StoreTime(ms));
+        b.queue("q").add(JobState::Pending, 2, t(50), None);
+        b.queue("q").add(JobState::Pending, 1, t(40), None);
+        b.queue("q").add(JobState::Running, 3, t(10), t(900));
+        b.queue("q").add(JobState::Running, 1, t(20), t(700));
+        b.queue("a").add(JobState::Dead, 4, t(1), None);
+        b.queue("q").add(JobState::Cancelled, 1, t(1), None);
+        b.queue("q").add(JobState::Succeeded, 5, t(1), None);
+        let c = b.finish(true);
+        assert_eq!(c.queues.len(), 2);
+        assert_eq!((c.queues[0].queue.as_str(), c.queues[0].dead), ("a", 4));
+        let q = &c.queues[1];
+        assert_eq!(
+            (q.pending, q.running, q.succeeded, q.dead, q.cancelled),
+            (3, 4, 5, 0, 1)
+        );
+        assert_eq!(
+            q.oldest_pending,
+            t(40),
+            "a running job's enqueue time is not pending's"
+        );
+        assert_eq!(q.nearest_expiry, t(700));
+    }
+}

@@ -128,6 +128,10 @@ fn a_declared_situation_no_seed_reaches_fails_the_run_naming_both() {
     // One seed is no whole plan: nothing is judged.
     let one = leasehold(&["run", &f, "--seed", "0"]);
     exits(&one, 0);
+    // Fewer seeds than the file's budget: nothing is judged either; as
+    // many or more: judged.
+    exits(&leasehold(&["run", &f, "--seeds", "1"]), 0);
+    exits(&leasehold(&["run", &f, "--seeds", "3"]), 1);
     // Without observing, the built-in declaration fails too.
     let blind = leasehold(&["run", &f, "--no-coverage"]);
     assert_says(&exits(&blind, 1), &["worker-crashed-holding-a-lease"]);

@@ -63,8 +63,17 @@ fn junit_is_well_formed_and_shaped_like_junit() {
         Some("cancel_racing <completion> & 'friends'")
     );
     assert_eq!(s.attribute("tests"), Some("3"));
-    let cases: Vec<_> = s.children().filter(|n| n.is_element()).collect();
-    assert_eq!(cases.len(), 3);
+    let children: Vec<_> = s.children().filter(|n| n.is_element()).collect();
+    assert_eq!(children.len(), 4, "properties, then the 3 cases");
+    // The suite's coverage, escaped like every other text.
+    let props = children[0];
+    assert_eq!(props.tag_name().name(), "properties");
+    let prop: Vec<_> = props.children().filter(|n| n.is_element()).collect();
+    assert_eq!(prop.len(), 1);
+    assert_eq!(prop[0].tag_name().name(), "property");
+    assert_eq!(prop[0].attribute("name"), Some("coverage.<odd> & \"name\""));
+    assert_eq!(prop[0].attribute("value"), Some("1/3 seeds, 2 times"));
+    let cases = &children[1..];
     assert!(cases.iter().all(|c| c.tag_name().name() == "testcase"));
     assert!(cases[0].children().all(|n| !n.is_element()));
     let failure = cases[1].first_element_child().unwrap();

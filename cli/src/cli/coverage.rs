@@ -64,6 +64,17 @@ impl Tally {
             .collect()
     }
 
+    /// [`Tally::missing`], judged only when the seeds cover the scenario's
+    /// own budget (`seeds` of its file): a declaration says what those
+    /// seeds reach, so a run of fewer (CI's `--seeds 3` on PostgreSQL, a
+    /// quick `--seeds 2`) judges none.
+    pub fn missing_within<'a>(&self, expects: &'a [String], budget: u64) -> Vec<&'a str> {
+        if self.seeds < budget {
+            return Vec::new();
+        }
+        self.missing(expects)
+    }
+
     /// `{"seeds": N, "reached": {"name": {"seeds": s, "times": t}, ...}}`.
     pub fn to_json(&self) -> Value {
         let reached: Map<String, Value> = self
@@ -184,6 +195,11 @@ mod tests {
         let expects = vec!["x".to_string(), "z".to_string()];
         assert_eq!(b.missing(&expects), ["z"]);
         assert!(Tally::default().missing(&expects).is_empty(), "no seed ran");
+        assert_eq!(b.missing_within(&expects, 3), ["z"], "the whole budget ran");
+        assert!(
+            b.missing_within(&expects, 4).is_empty(),
+            "fewer seeds than its budget"
+        );
         let back = seed_from_json(&seed_json([("x", 2)])).unwrap();
         assert_eq!(back, [("x".to_string(), 2)]);
         assert_eq!(b.to_json()["reached"]["x"], json!({"seeds": 2, "times": 3}));

@@ -177,7 +177,9 @@ impl<'a> JsonLines<'a> {
         let (verdicts, detections) = judge(&[&s.config], &tasks, &results, &walls, self.coverage);
         let tally = verdict::tallies(1, &tasks, &results).remove(0);
         let uncovered = match self.coverage {
-            verdict::Coverage::Judge => tally.missing(&s.config.coverage.expects),
+            verdict::Coverage::Judge => {
+                tally.missing_within(&s.config.coverage.expects, s.config.seeds)
+            }
             verdict::Coverage::Skip => Vec::new(),
         };
         let caught_seeds = results

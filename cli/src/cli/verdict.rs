@@ -167,7 +167,7 @@ fn uncovered(
 ) -> Vec<Verdict> {
     let tallies = tallies(configs.len(), tasks, results);
     for (i, cfg) in configs.iter().enumerate() {
-        let missing = tallies[i].missing(&cfg.coverage.expects);
+        let missing = tallies[i].missing_within(&cfg.coverage.expects, cfg.seeds);
         if missing.is_empty() {
             continue;
         }

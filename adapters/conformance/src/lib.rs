@@ -189,6 +189,7 @@ pub const CASES: &[&str] = &[
     "operations_on_a_pruned_job_answer_as_for_an_unknown_job",
     "audit_events_are_kept_for_their_own_retention",
     "bad_prune_requests_are_refused_and_change_nothing",
+    "count_jobs_counts_every_queue_and_state",
     "a_dead_job_is_retried_with_a_fresh_budget",
     "retry_refuses_every_other_state_and_an_unknown_job",
 ];

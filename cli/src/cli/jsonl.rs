@@ -132,6 +132,7 @@ impl<'a> JsonLines<'a> {
                 json!({
                     "name": s.config.name, "path": s.path.to_string_lossy(),
                     "expects": s.config.coverage.expects,
+                    "seeds": s.config.seeds,
                 })
             })
             .collect();

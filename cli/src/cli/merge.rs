@@ -88,7 +88,8 @@ struct ShardFile {
     plan_runs: usize,
     /// (name, path, declared situations) of every scenario of the plan,
     /// in load order.
-    scenarios: Vec<(String, String, Vec<String>)>,
+    /// Each scenario's name, path, declared situations and own seed budget.
+    scenarios: Vec<(String, String, Vec<String>, u64)>,
     runs: Vec<RunLine>,
     wall_s: f64,
 }
@@ -171,7 +172,13 @@ fn read_shard(file: &Path) -> Result<ShardFile, String> {
     })
 }
 
-type Start = (u64, u64, String, usize, Vec<(String, String, Vec<String>)>);
+type Start = (
+    u64,
+    u64,
+    String,
+    usize,
+    Vec<(String, String, Vec<String>, u64)>,
+);
 
 fn start_line(file: &Path, n: usize, v: &Value) -> Result<Start, String> {
     let old = || {
@@ -204,7 +211,10 @@ fn start_line(file: &Path, n: usize, v: &Value) -> Result<Start, String> {
                         .collect()
                 })
                 .unwrap_or_default();
-            (name, path, expects)
+            // A declaration is judged over the scenario's own budget or
+            // more (older outputs carry no budget: judged as before).
+            let budget = s["seeds"].as_u64().unwrap_or(0);
+            (name, path, expects, budget)
         })
         .collect();
     Ok((shard.index, shard.count, id, runs, scenarios))
@@ -367,7 +377,7 @@ pub fn run(args: &MergeArgs) -> ExitCode {
     let mut suites = Vec::new();
     let mut total = Tally::default();
     let mut by_scenario = Vec::new();
-    for (name, path, expects) in &order {
+    for (name, path, expects, budget) in &order {
         let Some(runs) = by_path.get_mut(path.as_str()) else {
             continue;
         };
@@ -377,7 +387,7 @@ pub fn run(args: &MergeArgs) -> ExitCode {
             tally.add_seed(r.coverage.iter().map(|(k, n)| (k.as_str(), *n)));
         }
         total.merge(&tally);
-        let missing = tally.missing(expects);
+        let missing = tally.missing_within(expects, *budget);
         let uncovered = (!missing.is_empty()).then(|| missing_reason(&missing, tally.seeds));
         let expect = runs[0].expect.clone();
         let first_caught = runs.iter().position(|r| r.status == "caught");

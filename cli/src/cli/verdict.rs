@@ -15,7 +15,9 @@
 //!   seeds that met its expectation is then [`Verdict::Uncovered`], named
 //!   with the situation. Judged only over a whole plan ([`Coverage::Judge`]):
 //!   one shard holds part of a scenario's seeds, so `leasehold merge`
-//!   judges it, and a single `--seed` judges none.
+//!   judges it, and a single `--seed` judges none; nor does a plan of
+//!   fewer seeds than the scenario's own budget (`--seeds 3` on a
+//!   scenario of 10).
 
 use super::coverage::{missing_reason, Tally};
 use super::engine::Shown;

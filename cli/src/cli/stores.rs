@@ -89,6 +89,9 @@ pub struct Stores {
     coverage: bool,
     /// Whether SQL transactions run interleaved (`--interleave`).
     interleave: bool,
+    /// Whether a store may offer its part gate (off on both sides of a
+    /// differential run between two different stores).
+    part_gate: bool,
 }
 
 impl Stores {
@@ -113,7 +116,19 @@ impl Stores {
             run_timeout: args.run_timeout.as_duration(),
             coverage: true,
             interleave: args.interleave,
+            part_gate: true,
         }
+    }
+
+    /// The same stores, with or without the memory store's part gate. A
+    /// differential run between two different stores turns it off on both
+    /// sides: the SQL stores have none (their batch is one transaction), so
+    /// the scenario options that reorder or fail single batch parts
+    /// (`faults.batch_parts`, `faults.conflict_on`) reach only the memory
+    /// run and the two runs would be given different inputs.
+    pub fn offering_part_gate(mut self, on: bool) -> Stores {
+        self.part_gate = on;
+        self
     }
 
     /// The same stores, observing the built-in situations of each run or
@@ -183,6 +198,7 @@ impl Stores {
             limit: Some(self.run_timeout),
             skip_coverage: !self.coverage,
             interleave: self.interleave,
+            without_part_gate: !self.part_gate,
             ..RunOptions::default()
         };
         match kind {

@@ -177,6 +177,11 @@ pub struct RunOptions {
     /// also on when the scenario says `interleave = true`; the memory
     /// store ignores it).
     pub interleave: bool,
+    /// The store offers no part gate even if it has one
+    /// ([`SeedContext::part_gate`]): for a differential run against a store
+    /// without one, so the scenario options that reorder or fail single
+    /// batch parts reach neither run. Off by default.
+    pub without_part_gate: bool,
 }
 
 /// The one door into a seed: `seed` of `cfg` on a fresh store from
@@ -218,6 +223,7 @@ pub fn run_seed<F: StoreFactory>(
         policy: leasehold_model::protocol::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
         variant,
         interleave: opts.interleave || cfg.interleave,
+        part_gate: !opts.without_part_gate,
     };
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,

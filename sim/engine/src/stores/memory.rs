@@ -33,6 +33,9 @@ pub struct SimMemoryStore {
     store: MemoryStore,
     variant: Option<Variant>,
     gate: PartGate,
+    /// Whether the store host may arm the gate ([`SeedContext::part_gate`]);
+    /// unarmed, every turn is ready at once, as without a gate.
+    offers_gate: bool,
 }
 
 impl std::ops::Deref for SimMemoryStore {
@@ -93,7 +96,7 @@ leasehold_core::forward_store! {
 
 impl SimStore for SimMemoryStore {
     fn part_gate(&self) -> Option<&PartGate> {
-        Some(&self.gate)
+        self.offers_gate.then_some(&self.gate)
     }
 
     fn audit_log(&self) -> impl Future<Output = Result<Option<Vec<Event>>, StoreError>> + Send {
@@ -209,6 +212,7 @@ impl OnMemoryRows for MemoryFactory {
             store,
             variant,
             gate: PartGate::default(),
+            offers_gate: ctx.part_gate,
         }
     }
 }

@@ -170,6 +170,11 @@ pub struct SeedContext {
     /// Whether SQL transactions of one instant are interleaved at their
     /// statements ([`interleave`]; the memory store ignores it).
     pub interleave: bool,
+    /// Whether the store may offer its part gate ([`SimStore::part_gate`]).
+    /// Off in a differential run against a store that has none (the SQL
+    /// stores), so both runs of the seed get the same inputs: batch parts
+    /// finish in list order and no single part conflicts alone.
+    pub part_gate: bool,
 }
 
 /// A store could not be set up: bad configuration or an unreachable

@@ -59,8 +59,8 @@ fn sqlite_runs_the_same_answers_as_memory_and_prints_store_replays() {
 
 /// The options that reorder or fail single batch parts reach only a store
 /// with a part gate (memory): compared with SQLite, whose batch is one
-/// transaction, both runs get the same inputs, so the answers must agree;
-/// run alone, memory still draws them (its history differs from SQLite's).
+/// transaction, both runs get the same inputs (`--compared`), so the
+/// answers must agree; run alone, memory still draws them.
 #[test]
 fn part_options_reach_neither_side_of_a_differential_run_with_sqlite() {
     let scenarios = [
@@ -78,12 +78,14 @@ fn part_options_reach_neither_side_of_a_differential_run_with_sqlite() {
             .find(|l| l.starts_with("history hash"))
             .map(str::to_string)
     };
-    let (sqlite, memory) = (
+    let (sqlite, memory, compared) = (
         hash(&leasehold(&[&replay[..], &["--store", "sqlite"]].concat())),
         hash(&leasehold(&replay)),
+        hash(&leasehold(&[&replay[..], &["--compared"]].concat())),
     );
     assert!(sqlite.is_some() && memory.is_some());
     assert_ne!(sqlite, memory, "run alone, memory draws the part order");
+    assert_eq!(sqlite, compared, "compared, the two histories are the same");
 }
 
 #[test]

@@ -187,10 +187,16 @@ pub fn first_difference(
             .take_while(|l| !l.trim_start().starts_with("replay:"))
             .collect::<Vec<_>>()
             .join("\n"),
-        replay_command(path, seed, a.0),
-        replay_command(path, seed, b.0)
+        compared(replay_command(path, seed, a.0)),
+        compared(replay_command(path, seed, b.0))
     );
     Some((v, f))
+}
+
+/// A replay command of one side of a differential run: with the inputs
+/// both sides drew (`--compared`).
+fn compared(command: String) -> String {
+    format!("{command} --compared")
 }
 
 /// The seed's concrete fault schedule.

@@ -162,16 +162,16 @@ pub(super) fn random_base() -> u64 {
 /// Runs the command; answers the exit code.
 pub fn run(args: &RunArgs) -> ExitCode {
     let sink = Sink { json: args.json };
-    // Two different stores compared answer by answer get the same inputs:
-    // only the paths both offer (see `Stores::offering_part_gate`).
-    let gate = args.against.is_none_or(|k| args.stores.store == Some(k));
+    // Two different stores compared answer by answer get the same inputs
+    // (see `RunOptions::differential`).
+    let comparing = args.against.is_some_and(|k| args.stores.store != Some(k));
     let stores = Stores::new(&args.stores)
         .observing_coverage(!args.no_coverage)
-        .offering_part_gate(gate);
+        .comparing(comparing);
     let against = args.against.map(|k| {
         let mut a = args.stores.clone();
         a.store = Some(k);
-        (Stores::new(&a).offering_part_gate(gate), k)
+        (Stores::new(&a).comparing(comparing), k)
     });
     let scenarios = match load_paths(&args.paths) {
         Ok(s) if s.is_empty() => {

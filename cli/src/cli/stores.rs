@@ -62,6 +62,12 @@ pub struct StoreArgs {
     /// finding about the code under test.
     #[arg(long)]
     pub interleave: bool,
+    /// Draw only the inputs two different stores answer alike, as each
+    /// side of `run --against` does: no batch part finishing out of order
+    /// or conflicting alone, no `Conflict` on an enqueue. Replays one side
+    /// of a differential finding exactly.
+    #[arg(long)]
+    pub compared: bool,
 }
 
 impl Default for StoreArgs {
@@ -73,6 +79,7 @@ impl Default for StoreArgs {
             sqlite_dir: None,
             run_timeout: DEFAULT_RUN_TIMEOUT,
             interleave: false,
+            compared: false,
         }
     }
 }
@@ -89,9 +96,9 @@ pub struct Stores {
     coverage: bool,
     /// Whether SQL transactions run interleaved (`--interleave`).
     interleave: bool,
-    /// Whether a store may offer its part gate (off on both sides of a
-    /// differential run between two different stores).
-    part_gate: bool,
+    /// Whether runs are one side of a comparison between two different
+    /// stores (`RunOptions::differential`).
+    differential: bool,
 }
 
 impl Stores {
@@ -116,18 +123,15 @@ impl Stores {
             run_timeout: args.run_timeout.as_duration(),
             coverage: true,
             interleave: args.interleave,
-            part_gate: true,
+            differential: args.compared,
         }
     }
 
-    /// The same stores, with or without the memory store's part gate. A
-    /// differential run between two different stores turns it off on both
-    /// sides: the SQL stores have none (their batch is one transaction), so
-    /// the scenario options that reorder or fail single batch parts
-    /// (`faults.batch_parts`, `faults.conflict_on`) reach only the memory
-    /// run and the two runs would be given different inputs.
-    pub fn offering_part_gate(mut self, on: bool) -> Stores {
-        self.part_gate = on;
+    /// The same stores, running each seed as one side of a comparison
+    /// between two different stores or not: both sides then draw only the
+    /// inputs both stores answer alike (`RunOptions::differential`).
+    pub fn comparing(mut self, on: bool) -> Stores {
+        self.differential |= on;
         self
     }
 
@@ -198,7 +202,7 @@ impl Stores {
             limit: Some(self.run_timeout),
             skip_coverage: !self.coverage,
             interleave: self.interleave,
-            without_part_gate: !self.part_gate,
+            differential: self.differential,
             ..RunOptions::default()
         };
         match kind {

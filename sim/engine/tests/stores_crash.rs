@@ -15,7 +15,7 @@ fn ctx(seed: u64) -> SeedContext {
         policy: Policy::default(),
         variant: None,
         interleave: false,
-        part_gate: true,
+        differential: false,
     }
 }
 

@@ -209,11 +209,15 @@ async fn serve<F: StoreFactory>(
             let conflict = target.is_some() && faults.scripted_conflict(&req.host, t)
                 || target.is_some_and(|job| faults.store_conflict(&req.host, job, in_window));
             // A claim, sweep or enqueue, when the scenario lets conflicts
-            // reach every write (its own opt-in: draws nothing otherwise).
+            // reach every write (its own opt-in: draws nothing otherwise);
+            // no enqueue in a differential run (`SeedContext::differential`).
+            let differential_enqueue =
+                backend.context().differential && matches!(req.op, WireOp::Enqueue(_));
             let conflict = conflict
                 || settings
                     .paths
                     .conflict_key(&req.op)
+                    .filter(|_| !differential_enqueue)
                     .is_some_and(|key| faults.store_conflict(&req.host, key, in_window));
             if !conflict && settings.paths.single_cancelled(&req.op, in_window) {
                 let call = backend.call(cancel_single(store, req.op));

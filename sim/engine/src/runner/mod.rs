@@ -177,11 +177,20 @@ pub struct RunOptions {
     /// also on when the scenario says `interleave = true`; the memory
     /// store ignores it).
     pub interleave: bool,
-    /// The store offers no part gate even if it has one
-    /// ([`SeedContext::part_gate`]): for a differential run against a store
-    /// without one, so the scenario options that reorder or fail single
-    /// batch parts reach neither run. Off by default.
-    pub without_part_gate: bool,
+    /// The run is one side of a comparison between two different stores
+    /// (`leasehold run --against`), whose answers must agree, so it draws
+    /// only inputs both stores answer alike. Off by default. On:
+    /// - no part gate ([`SimStore::part_gate`]): the SQL stores have none
+    ///   (a batch is one transaction), so batch parts finish in list order
+    ///   and no single part conflicts alone (`faults.batch_parts`, the part
+    ///   conflicts of `faults.conflict_on`);
+    /// - no `Conflict` on an enqueue (`faults.conflict_on = "every-write"`):
+    ///   PostgreSQL spends sequence values on the rolled-back insert, so
+    ///   its later jobs get other ids than the memory store's, and the
+    ///   workload's results and retry jitter follow the ids.
+    ///
+    /// [`SimStore::part_gate`]: crate::stores::SimStore::part_gate
+    pub differential: bool,
 }
 
 /// The one door into a seed: `seed` of `cfg` on a fresh store from
@@ -223,7 +232,7 @@ pub fn run_seed<F: StoreFactory>(
         policy: leasehold_model::protocol::policy_of(cfg, seed).map_err(HarnessError::Sim)?,
         variant,
         interleave: opts.interleave || cfg.interleave,
-        part_gate: !opts.without_part_gate,
+        differential: opts.differential,
     };
     let backend = Arc::new(
         Backend::create(factory.clone(), ctx).map_err(|e| HarnessError::Store(e.to_string()))?,

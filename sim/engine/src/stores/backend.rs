@@ -119,6 +119,11 @@ impl<F: StoreFactory> Backend<F> {
         Ok(store)
     }
 
+    /// What the factory was told of this seed.
+    pub fn context(&self) -> &SeedContext {
+        &self.ctx
+    }
+
     /// The store open now, if the host is up.
     pub fn current(&self) -> Option<Arc<F::Store>> {
         lock(&self.open).clone()

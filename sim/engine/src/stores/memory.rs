@@ -33,8 +33,9 @@ pub struct SimMemoryStore {
     store: MemoryStore,
     variant: Option<Variant>,
     gate: PartGate,
-    /// Whether the store host may arm the gate ([`SeedContext::part_gate`]);
-    /// unarmed, every turn is ready at once, as without a gate.
+    /// Whether the store host may arm the gate (not in a differential run,
+    /// [`SeedContext::differential`]); unarmed, every turn is ready at
+    /// once, as without a gate.
     offers_gate: bool,
 }
 
@@ -212,7 +213,7 @@ impl OnMemoryRows for MemoryFactory {
             store,
             variant,
             gate: PartGate::default(),
-            offers_gate: ctx.part_gate,
+            offers_gate: !ctx.differential,
         }
     }
 }

@@ -170,11 +170,11 @@ pub struct SeedContext {
     /// Whether SQL transactions of one instant are interleaved at their
     /// statements ([`interleave`]; the memory store ignores it).
     pub interleave: bool,
-    /// Whether the store may offer its part gate ([`SimStore::part_gate`]).
-    /// Off in a differential run against a store that has none (the SQL
-    /// stores), so both runs of the seed get the same inputs: batch parts
-    /// finish in list order and no single part conflicts alone.
-    pub part_gate: bool,
+    /// The run is one side of a comparison between two different stores
+    /// ([`crate::runner::RunOptions::differential`]): the store offers no
+    /// part gate ([`SimStore::part_gate`]) and the store host answers no
+    /// enqueue `Conflict`, so both runs of the seed get the same inputs.
+    pub differential: bool,
 }
 
 /// A store could not be set up: bad configuration or an unreachable
@@ -269,6 +269,7 @@ fn store_side(v: Option<Variant>) -> Option<Variant> {
 }
 
 /// Most real time a dropped call's cleanup may take ([`SimStore::settle`]).
+#[cfg(feature = "sql")]
 const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Waits until every connection of a pool is idle again, as `sizes` (the

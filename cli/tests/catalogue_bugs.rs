@@ -156,6 +156,20 @@ catalogue_on_sql! {
         => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
 }
 
+/// Bug 32 is planted in PostgreSQL's `Coalescing` wrapper, which answers
+/// single claims and releases: caught on PostgreSQL alone (when
+/// `DATABASE_URL` is set), within the scenario's seed budget.
+#[test]
+fn bug_32_coalesced_answers_reversed_is_caught_on_postgres() {
+    let Some(args) = on(StoreKind::Postgres) else {
+        return;
+    };
+    catches_on(
+        "coalesced_answers_reversed_hands_a_claim_another_callers_leases.toml",
+        args,
+    );
+}
+
 /// The SQL stores carry exactly the pruning bugs among the store-side
 /// ones: every other store-side variant is refused on them (the run says
 /// which store does not carry it), never run as if it tested the bug.
@@ -170,6 +184,13 @@ fn the_sql_stores_carry_the_pruning_bugs_and_refuse_the_other_store_side_ones() 
         Variant::PruneFreesUnprunedKeys,
     ];
     for v in Variant::ALL.into_iter().filter(|v| is_store_side(*v)) {
+        if leasehold_model::catalogue::postgres_only(v) {
+            // Planted in PostgreSQL's own code: no other store has it.
+            assert!(!stores.carries(StoreKind::Memory, v), "{v}");
+            assert!(!stores.carries(StoreKind::Sqlite, v), "{v}");
+            assert!(stores.carries(StoreKind::Postgres, v), "{v}");
+            continue;
+        }
         let carried = pruning.contains(&v);
         assert!(stores.carries(StoreKind::Memory, v), "{v}");
         assert_eq!(stores.carries(StoreKind::Sqlite, v), carried, "{v}");

@@ -120,11 +120,18 @@ pub enum Variant {
     ///     later are never reclaimed and their jobs never finish (issue 48,
     ///     class 5: `Conflict` on a sweep).
     SweeperStopsOnConflict,
+    /// 32. PostgreSQL's `Coalescing` hands the answers of a merged batch of
+    ///     single claims or releases back in reverse order (a flusher that
+    ///     pops its callers off a stack): when two callers' claims are
+    ///     answered by one transaction, each runs the leases the store
+    ///     granted to the other's request, and releases get each other's
+    ///     answers (issue 48, class 5: `Coalescing`'s queues).
+    CoalescedAnswersReversed,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 28] = [
+    pub const ALL: [Variant; 29] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -153,6 +160,7 @@ impl Variant {
         Variant::RenewRetryWaitsFullInterval,
         Variant::BatchAnswersInCompletionOrder,
         Variant::SweeperStopsOnConflict,
+        Variant::CoalescedAnswersReversed,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -186,6 +194,7 @@ impl Variant {
             Variant::RenewRetryWaitsFullInterval => "renew-retry-waits-full-interval",
             Variant::BatchAnswersInCompletionOrder => "batch-answers-in-completion-order",
             Variant::SweeperStopsOnConflict => "sweeper-stops-on-conflict",
+            Variant::CoalescedAnswersReversed => "coalesced-answers-reversed",
         }
     }
 

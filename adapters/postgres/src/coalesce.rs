@@ -61,9 +61,19 @@ async fn next_batch<Q, A>(queue: &Queue<Q, A>, max: usize) -> Option<Vec<Pending
     Some(batch)
 }
 
-fn answer<Q, A>(batch: Vec<Pending<Q, A>>, result: Result<Vec<Result<A, StoreError>>, StoreError>) {
+/// Hands each request of `batch` its answer from `result` (the same error
+/// to every one when the batch failed). `reversed`: the catalogue's
+/// `coalesced-answers-reversed`, answers handed back in reverse order.
+fn answer<Q, A>(
+    batch: Vec<Pending<Q, A>>,
+    result: Result<Vec<Result<A, StoreError>>, StoreError>,
+    reversed: bool,
+) {
     match result {
-        Ok(answers) => {
+        Ok(mut answers) => {
+            if reversed {
+                answers.reverse();
+            }
             debug_assert_eq!(answers.len(), batch.len(), "one answer per request");
             for (p, a) in batch.into_iter().zip(answers) {
                 let _ = p.reply.send(a);
@@ -85,6 +95,12 @@ impl Coalescing {
     /// Outside a tokio runtime.
     pub fn new(store: Arc<PgStore>, max_batch: usize, flushers: usize) -> Self {
         let max_batch = max_batch.max(1);
+        #[cfg(feature = "buggy-variants")]
+        let reversed = store
+            .variant
+            .is(leasehold_core::variants::Variant::CoalescedAnswersReversed);
+        #[cfg(not(feature = "buggy-variants"))]
+        let reversed = false;
         let (claims, claim_rx) = mpsc::channel(COALESCE_QUEUE_CAP);
         let (releases, release_rx) = mpsc::channel(COALESCE_QUEUE_CAP);
         let claim_rx: Queue<ClaimRequest, Vec<Lease>> = Arc::new(Mutex::new(claim_rx));
@@ -94,14 +110,14 @@ impl Coalescing {
             tokio::spawn(async move {
                 while let Some(batch) = next_batch(&q, max_batch).await {
                     let reqs: Vec<ClaimRequest> = batch.iter().map(|p| p.req.clone()).collect();
-                    answer(batch, s.claim_many(&reqs).await);
+                    answer(batch, s.claim_many(&reqs).await, reversed);
                 }
             });
             let (s, q) = (store.clone(), release_rx.clone());
             tokio::spawn(async move {
                 while let Some(batch) = next_batch(&q, max_batch).await {
                     let reqs: Vec<ReleaseRequest> = batch.iter().map(|p| p.req.clone()).collect();
-                    answer(batch, s.release_many(&reqs).await);
+                    answer(batch, s.release_many(&reqs).await, reversed);
                 }
             });
         }

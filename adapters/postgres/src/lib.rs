@@ -247,14 +247,14 @@ impl PgStoreBuilder {
 
     /// Runs the store with a catalogue variant in force (the simulator's
     /// bug catalogue only; default none), refused unless the SQL stores
-    /// carry it.
+    /// carry it or it is planted in PostgreSQL's own code.
     #[cfg(feature = "buggy-variants")]
     #[doc(hidden)]
     pub fn variant(
         mut self,
         v: Option<leasehold_core::variants::Variant>,
     ) -> Result<Self, leasehold_sql::variant_hook::NotCarried> {
-        self.variant = VariantHook::new(v)?;
+        self.variant = VariantHook::for_postgres(v)?;
         Ok(self)
     }
 
@@ -356,6 +356,7 @@ impl PgStore {
     #[doc(hidden)]
     pub fn carries_variant(v: leasehold_core::variants::Variant) -> bool {
         leasehold_sql::variant_hook::carries(v)
+            || leasehold_sql::variant_hook::POSTGRES_ONLY.contains(&v)
     }
 
     /// Connects to `url` with `policy`, and migrates.

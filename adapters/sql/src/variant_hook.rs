@@ -34,6 +34,12 @@ pub fn carries(v: Variant) -> bool {
     CARRIED.contains(&v)
 }
 
+/// The catalogue variants PostgreSQL alone carries, besides [`CARRIED`]:
+/// planted in its own code (its `Coalescing` wrapper), which SQLite has
+/// no counterpart of.
+#[cfg(feature = "buggy-variants")]
+pub const POSTGRES_ONLY: [Variant; 1] = [Variant::CoalescedAnswersReversed];
+
 /// A store was asked to run a variant the SQL stores do not carry.
 #[cfg(feature = "buggy-variants")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +86,16 @@ impl VariantHook {
         }
     }
 
+    /// A hook for a PostgreSQL store: as [`VariantHook::new`], and also
+    /// a variant of [`POSTGRES_ONLY`].
+    #[cfg(feature = "buggy-variants")]
+    pub fn for_postgres(v: Option<Variant>) -> Result<VariantHook, NotCarried> {
+        match v {
+            Some(v) if POSTGRES_ONLY.contains(&v) => Ok(VariantHook { variant: Some(v) }),
+            v => VariantHook::new(v),
+        }
+    }
+
     /// The variant in force, if any.
     #[cfg(feature = "buggy-variants")]
     pub fn in_force(self) -> Option<Variant> {
@@ -111,5 +127,23 @@ mod tests {
             "{refused}"
         );
         assert!(refused.to_string().contains("prune-ignores-retention"));
+    }
+
+    /// A PostgreSQL-only variant is refused by SQLite's hook and held by
+    /// PostgreSQL's, which still refuses what neither carries.
+    #[test]
+    fn a_postgres_only_variant_is_held_by_postgres_alone() {
+        let v = Variant::CoalescedAnswersReversed;
+        assert!(!carries(v));
+        assert_eq!(VariantHook::new(Some(v)), Err(NotCarried(v)));
+        assert!(VariantHook::for_postgres(Some(v)).unwrap().is(v));
+        let pruning = Variant::PruneFreesUnprunedKeys;
+        assert!(VariantHook::for_postgres(Some(pruning))
+            .unwrap()
+            .is(pruning));
+        assert_eq!(
+            VariantHook::for_postgres(Some(Variant::ClaimWithoutCas)),
+            Err(NotCarried(Variant::ClaimWithoutCas))
+        );
     }
 }

@@ -195,7 +195,7 @@ pub fn run(args: &RunArgs) -> ExitCode {
     if !skipped.is_empty() {
         let names: Vec<&str> = skipped.iter().map(|s| s.config.name.as_str()).collect();
         sink.human(&format!(
-            "skipped {} catalogue scenarios whose bug is planted in the memory store only \
+            "skipped {} catalogue scenarios whose bug is planted in another store \
              (this store does not carry it): {}",
             skipped.len(),
             names.join(", ")

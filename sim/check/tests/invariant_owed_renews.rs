@@ -195,3 +195,53 @@ fn a_holder_that_stops_after_a_conflict_is_reported() {
         "{v:#?}"
     );
 }
+
+/// A release given up on a `Conflict` ends the lease's life only after the
+/// scenario's `protocol.release_tries` tries: the same history (one try,
+/// answered `Conflict`, then the holder gives the release up and renews no
+/// more) is a holder that stopped owing renews when the scenario allows one
+/// try, and one that stopped too early under the default ten (the link
+/// drops everything from 1,000 ms, as in every history here).
+#[test]
+fn a_release_given_up_on_a_conflict_ends_the_lease_after_the_scenarios_tries() {
+    let history = lease_with(vec![
+        belief(
+            2_000,
+            "w1",
+            1,
+            1,
+            BeliefWhat::Ended {
+                why: "HandlerDone".into(),
+            },
+        ),
+        request(2_000, 20, release_of_w1(), false),
+        answer(2_050, 20, Reply::Rejected("Conflict(JobId(1))".into())),
+        belief(
+            2_100,
+            "w1",
+            1,
+            1,
+            BeliefWhat::Released {
+                outcome: "Completed".into(),
+                answer: None,
+            },
+        ),
+    ]);
+    let i5 = |tries: u32| {
+        let mut c = cfg();
+        c.protocol.release_tries = tries;
+        check(&history, &c)
+            .into_iter()
+            .filter(|v| v.invariant == InvariantId::I5)
+            .map(|v| v.message)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(cfg().protocol.release_tries, 10, "the default");
+    let early = i5(10);
+    assert!(!early.is_empty(), "gave up after 1 of 10 tries: {early:#?}");
+    let allowed = i5(1);
+    assert!(
+        allowed.is_empty(),
+        "gave up after its one try: {allowed:#?}"
+    );
+}

@@ -8,7 +8,9 @@
 //! draws), then greedily applies reductions while the predicate holds:
 //! ddmin over the scripted events, then fewer jobs, workers, sweepers,
 //! queues, a shorter run and fault window, shorter fault windows, swarm
-//! ranges zeroed or pinned, workload rates zeroed. Every candidate must
+//! ranges zeroed or pinned, the store paths a scenario opted into turned
+//! off (`batch_parts`, `conflict_on`; `single_cancel` is a swarm range),
+//! workload rates zeroed. Every candidate must
 //! pass [`SimConfig::validate`]; the variant, expectation and seed are
 //! never touched. The work is bounded by a run count and a wall budget.
 
@@ -56,7 +58,7 @@ pub struct Size {
     pub sweepers: u32,
     /// Scripted events.
     pub events: usize,
-    /// Swarm fault ranges that are not zero.
+    /// Swarm fault ranges that are not zero, and store paths opted into.
     pub swarm: usize,
     /// Simulated time.
     pub duration: Dur,
@@ -75,7 +77,9 @@ impl Size {
                 .filter(|r| r.hi != 0.0)
                 .count()
                 + usize::from(cfg.faults.clock_offset != Range::exactly(SignedDur(0)))
-                + usize::from(cfg.faults.clock_drift_ppm != Range::exactly(0)),
+                + usize::from(cfg.faults.clock_drift_ppm != Range::exactly(0))
+                + usize::from(!cfg.faults.batch_parts.is_list())
+                + usize::from(!cfg.faults.conflict_on.is_row_writes()),
             duration: cfg.duration,
         }
     }
@@ -123,7 +127,7 @@ pub struct Shrunk {
     pub budget_exhausted: bool,
 }
 
-fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 12] {
+fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 13] {
     let f = &cfg.faults;
     [
         f.worker_crash_rate,
@@ -138,6 +142,7 @@ fn swarm_ranges(cfg: &SimConfig) -> [Range<f64>; 12] {
         f.store_conflict,
         f.wake_loss,
         f.store_cancel,
+        f.single_cancel,
     ]
 }
 
@@ -373,7 +378,7 @@ fn shorter_fault_windows(c: &SimConfig) -> Vec<SimConfig> {
 fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
     let mut out = Vec::new();
     let zero = Range::exactly(0.0);
-    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 12] = [
+    let fields: [fn(&mut SimConfig) -> &mut Range<f64>; 13] = [
         |c| &mut c.faults.worker_crash_rate,
         |c| &mut c.faults.sweeper_crash_rate,
         |c| &mut c.faults.store_crash_rate,
@@ -386,6 +391,7 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
         |c| &mut c.faults.store_conflict,
         |c| &mut c.faults.wake_loss,
         |c| &mut c.faults.store_cancel,
+        |c| &mut c.faults.single_cancel,
     ];
     for field in fields {
         let mut d = c.clone();
@@ -446,6 +452,29 @@ fn quieter_swarm(c: &SimConfig) -> Vec<SimConfig> {
     out
 }
 
+/// The store paths a scenario opted into, each turned back off: a batch's
+/// parts finishing in list order, conflicts on row writes only. Turning
+/// `conflict_on` off is also tried together with `store_conflict` zeroed,
+/// the one step validation accepts when conflicts go entirely (a scenario
+/// may not ask conflicts to reach every write at a rate of zero).
+fn plainer_store_paths(c: &SimConfig) -> Vec<SimConfig> {
+    use leasehold_model::config::{BatchParts, ConflictOn};
+    let mut out = Vec::new();
+    if !c.faults.batch_parts.is_list() {
+        let mut d = c.clone();
+        d.faults.batch_parts = BatchParts::List;
+        out.push(d);
+    }
+    if !c.faults.conflict_on.is_row_writes() {
+        let mut d = c.clone();
+        d.faults.conflict_on = ConflictOn::RowWrites;
+        out.push(d.clone());
+        d.faults.store_conflict = Range::exactly(0.0);
+        out.push(d);
+    }
+    out
+}
+
 fn calmer_workload(c: &SimConfig) -> Vec<SimConfig> {
     let fields: [fn(&mut SimConfig) -> &mut f64; 5] = [
         |c| &mut c.workload.fail_rate,
@@ -473,13 +502,14 @@ fn calmer_workload(c: &SimConfig) -> Vec<SimConfig> {
     out
 }
 
-const REDUCTIONS: [Reduce; 12] = [
+const REDUCTIONS: [Reduce; 13] = [
     fewer_jobs,
     fewer_workers,
     fewer_sweepers,
     shorter_run,
     shorter_window,
     quieter_swarm,
+    plainer_store_paths,
     calmer_workload,
     less_concurrency,
     one_queue,
@@ -597,6 +627,65 @@ mod tests {
         assert_eq!(c.faults.message_loss, cfg.faults.message_loss);
         assert_eq!(c.events.len(), 2);
         assert_eq!(c.events[0].start(), Dur::secs(1));
+    }
+
+    /// The store paths a scenario opts into are turned off when the bug
+    /// does not need them, and `single_cancel` is zeroed like any swarm
+    /// range.
+    #[test]
+    fn turns_off_store_paths_the_failure_does_not_need() {
+        use leasehold_model::config::{BatchParts, ConflictOn};
+        let mut cfg = SimConfig::default();
+        cfg.faults.single_cancel = Range::new(0.1, 0.3);
+        cfg.faults.batch_parts = BatchParts::Drawn;
+        cfg.faults.conflict_on = ConflictOn::EveryWrite;
+        cfg.faults.store_conflict = Range::new(0.1, 0.2);
+        cfg.events = vec![fault("crash worker-2 at 30s")];
+        assert!(cfg.validate().is_ok());
+        let before = Size::of(&cfg);
+        let out = shrink(
+            &cfg,
+            None,
+            &mut |c: &PreparedConfig| toy(c),
+            Budget::default(),
+        );
+        let f = &out.config.faults;
+        assert_eq!(f.single_cancel, Range::exactly(0.0));
+        assert_eq!(f.batch_parts, BatchParts::List);
+        assert_eq!(f.conflict_on, ConflictOn::RowWrites);
+        assert_eq!(f.store_conflict, Range::exactly(0.0));
+        assert_eq!(out.after.swarm, 0);
+        assert_eq!(before.swarm, 4, "two ranges and two store paths");
+        assert!(toy(&out.config));
+    }
+
+    /// A failure that needs the store paths keeps them: each is on in the
+    /// answer, and `single_cancel` is only narrowed (pinned), never zeroed.
+    #[test]
+    fn keeps_the_store_paths_the_failure_needs() {
+        use leasehold_model::config::{BatchParts, ConflictOn};
+        let mut cfg = SimConfig::default();
+        cfg.faults.single_cancel = Range::new(0.1, 0.3);
+        cfg.faults.batch_parts = BatchParts::Drawn;
+        cfg.faults.conflict_on = ConflictOn::EveryWrite;
+        cfg.faults.store_conflict = Range::new(0.1, 0.2);
+        cfg.events = vec![fault("crash worker-2 at 30s")];
+        let needs = |c: &SimConfig| {
+            toy(c)
+                && c.faults.single_cancel.hi > 0.0
+                && c.faults.batch_parts == BatchParts::Drawn
+                && c.faults.conflict_on == ConflictOn::EveryWrite
+        };
+        let out = shrink(
+            &cfg,
+            None,
+            &mut |c: &PreparedConfig| needs(&**c),
+            Budget::default(),
+        );
+        let f = &out.config.faults;
+        assert!(needs(&out.config));
+        assert_eq!(f.single_cancel.lo, f.single_cancel.hi, "pinned");
+        assert!(f.store_conflict.hi > 0.0);
     }
 
     #[test]

@@ -52,7 +52,8 @@ impl std::fmt::Display for Variant {
 }
 
 /// Whether the variant is a bug of the store rather than of the worker or
-/// sweeper: the memory store carries every one, the SQL stores the few
+/// sweeper: the memory store carries every one but those planted in
+/// PostgreSQL's own code ([`postgres_only`]), the SQL stores the few
 /// their adapters plant (the pruning bugs), and a run on a store that does
 /// not carry it is skipped (`StoreFactory::carries_store_variant` in the
 /// engine says which).
@@ -72,10 +73,23 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::PruneForgetsPlanTimeMark
                 | Variant::PruneFreesUnprunedKeys
                 | Variant::BatchAnswersInCompletionOrder
+                | Variant::CoalescedAnswersReversed
                 // Its worker reuses its name, but the bug that keeps a dead
                 // lease alive is the store's liveness-by-name renewal.
                 | Variant::RestartReusesIdentity
         )
+    }
+    #[cfg(not(feature = "catalogue"))]
+    match v {}
+}
+
+/// Whether the variant is planted in PostgreSQL's own code
+/// (`coalesced-answers-reversed`, in its `Coalescing` wrapper): no other
+/// store carries it, the memory store included.
+pub fn postgres_only(v: Variant) -> bool {
+    #[cfg(feature = "catalogue")]
+    {
+        v == Variant::CoalescedAnswersReversed
     }
     #[cfg(not(feature = "catalogue"))]
     match v {}

@@ -68,6 +68,7 @@ pub fn worker_config(
         .max_drift_ppm(p.max_drift_ppm)
         .fence_margin(p.fence_margin.0)
         .poll_interval(p.poll_interval.0)
+        .release_tries(p.release_tries)
         .request_timeout(p.request_timeout.0);
     for q in queues.iter().skip(1) {
         b = b.queue(q.clone(), p.worker_limit(q).unwrap_or(p.concurrency));

@@ -57,6 +57,8 @@ struct Limits {
     slack: u64,
     rho: u64,
     owed: Schedule,
+    /// Tries of a release before a worker gives it up.
+    release_tries: usize,
 }
 
 /// Checks every reclaim.
@@ -70,6 +72,7 @@ pub fn check(steps: &[Step<'_>], facts: &Facts, cfg: &SimConfig) -> Vec<Violatio
         slack,
         rho: facts.rho_ppm,
         owed: Schedule::of(cfg, slack),
+        release_tries: p.release_tries as usize,
     };
     let mut grants: BTreeMap<(JobId, Token), Grant> = BTreeMap::new();
     let mut out = Vec::new();
@@ -173,22 +176,26 @@ fn waited_behind_a_faulted_batch(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bo
         })
 }
 
-/// Tries of a release before a `Worker` gives it up: the simulator's
-/// workers run the default (`docs/PROTOCOL.md` §3, "The renew schedule").
-const RELEASE_TRIES: usize = 10;
-
 /// Whether the holder gave its release up at `at` on a `Conflict` before
-/// its last try. A conflict applied nothing and is retried, so giving up
+/// its last try (`protocol.release_tries` of the scenario, which its
+/// workers are configured with). A conflict applied nothing and is retried, so giving up
 /// on one is no legitimate end: the lease's life, and the renews it owes,
 /// go on (catalogue bug 15).
-fn gave_up_on_a_conflict(facts: &Facts, host: &str, job: JobId, token: Token, at: u64) -> bool {
+fn gave_up_on_a_conflict(
+    facts: &Facts,
+    lim: &Limits,
+    host: &str,
+    job: JobId,
+    token: Token,
+    at: u64,
+) -> bool {
     let tries: Vec<&ReqInfo> = facts
         .requests
         .values()
         .filter(|q| q.t <= at && matches!(q.op, Op::Release { .. }))
         .filter(|q| is_own_attempt(q, host, job, token))
         .collect();
-    tries.len() < RELEASE_TRIES
+    tries.len() < lim.release_tries
         && tries.iter().max_by_key(|q| q.t).is_some_and(|q| {
             matches!(&q.answer, Some((_, Reply::Rejected(text))) if text.starts_with("Conflict"))
         })
@@ -242,7 +249,9 @@ fn unexplained(
     for b in steps.into_iter().flatten() {
         let stops = match &b.what {
             BeliefWhat::Ended { why } => why == "Fenced" || why == "Lost",
-            BeliefWhat::Released { .. } => !gave_up_on_a_conflict(facts, &host, job, token, b.t),
+            BeliefWhat::Released { .. } => {
+                !gave_up_on_a_conflict(facts, lim, &host, job, token, b.t)
+            }
             _ => false,
         };
         if stops {

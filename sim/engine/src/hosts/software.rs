@@ -146,6 +146,7 @@ pub fn contexts(run: &Run<'_>, recorder: &Arc<Recorder>) -> Vec<(Host, HostRunti
                     configure: configure.clone(),
                     shutdowns: run.plan.shutdowns_of(&h.name),
                     handler: handler.clone(),
+                    single_calls: cfg.topology.single_calls,
                 })),
                 HostKind::Sweeper(_) => Settings::Sweeper(sweeper),
                 HostKind::Scheduler(_) => Settings::Scheduler(scheduler.clone()),

@@ -42,9 +42,13 @@
 //! store whose batch runs its parts as separate calls;
 //! [`super::batch_parts`]), `Conflict` on a claim sent alone, a sweep or an
 //! enqueue, and a single renew, claim or sweep dropped at its commit point
-//! ([`cancel_single`]).
+//! ([`cancel_single`]). When a scenario's workers send claims and
+//! releases alone (`topology.single_calls`), those of one instant are
+//! answered together ([`super::store_coalesce`]): on PostgreSQL through
+//! its production coalescing wrapper, on the other stores one by one.
 
 use super::batch_parts::{gated, run_order};
+use super::store_coalesce::{answer_group, Lanes, RecordServed, Served};
 use super::store_faults::StoreFaults;
 use super::store_paths::StorePaths;
 use crate::machine::recorder::Recorder;
@@ -83,6 +87,11 @@ pub struct StoreSettings {
     pub faults: StoreFaults,
     /// The store paths the scenario opts into, and their generators.
     pub paths: StorePaths,
+    /// Whether single claims and releases of one instant are answered
+    /// together (through PostgreSQL's coalescing wrapper; one by one on
+    /// the other stores): the scenario's workers send them alone
+    /// (`topology.single_calls`).
+    pub coalesce: bool,
 }
 
 impl StoreSettings {
@@ -97,6 +106,7 @@ impl StoreSettings {
             parallelism_limited: cfg.protocol.store_limited(),
             faults,
             paths: StorePaths::of(cfg, seed),
+            coalesce: cfg.topology.single_calls,
         }
     }
 }
@@ -111,6 +121,8 @@ pub async fn run<F: StoreFactory>(
     backend.clock.set(rt.wall());
     let store = backend.open().await.map_err(|e| e.to_string())?;
     let wake = Arc::new(WakeSender::new(&rt, settings.workers.clone()));
+    // Gathered per incarnation: a crash drops the groups with their callers.
+    let lanes = Arc::new(Lanes::default());
     let me = rt.idx();
     fabric::listen(me);
     for _ in 0..MAX_REQUESTS {
@@ -123,6 +135,7 @@ pub async fn run<F: StoreFactory>(
             rt2,
             settings.clone(),
             wake.clone(),
+            lanes.clone(),
         );
         rt.spawn(Box::pin(serve));
     }
@@ -138,6 +151,7 @@ async fn serve<F: StoreFactory>(
     rt: HostRuntime,
     settings: Arc<StoreSettings>,
     wake: Arc<WakeSender>,
+    lanes: Arc<Lanes>,
 ) {
     let replier = incoming.replier();
     // An unreadable request resets its caller's wait (the replier drops).
@@ -179,18 +193,7 @@ async fn serve<F: StoreFactory>(
         Fate::Answered
     };
     let served = |(id, reply, after): (u64, WireReply, Vec<ReadRow>)| {
-        for row in &after {
-            rec.anchor(row.job, row.version, t, id);
-        }
-        rec.record(Record::Served {
-            t,
-            store_time,
-            id,
-            host: host.clone(),
-            fate,
-            reply: Some(reply.summary()),
-            after,
-        });
+        record_served(rec, (t, store_time), id, &host, fate, &reply, after);
     };
     let mut woken: BTreeSet<String> = BTreeSet::new();
     let mut wakes = |after: &[ReadRow]| {
@@ -251,13 +254,38 @@ async fn serve<F: StoreFactory>(
             } else {
                 Injected::None
             };
-            let join = grouped(fault, Join::Any);
-            let call = backend.call_grouped(store.clone(), join, execute(store, req.op, fault));
-            let Some((reply, after)) = called(Interleaved::new(call, faults).await, rec) else {
+            // A single claim or release in a scenario whose workers send
+            // them alone, unless a fault was drawn for it alone: answered
+            // with those of its instant, on every store alike (through
+            // PostgreSQL's coalescing wrapper, the others one by one).
+            let lane = (settings.coalesce && fault == Injected::None)
+                .then(|| lanes.of(&req.op))
+                .flatten();
+            let answered = match lane {
+                Some(lane) => {
+                    let (rt, host, id) = (rt.clone(), host.clone(), req.id);
+                    let record: RecordServed = Box::new(move |(reply, after): &Served| {
+                        let at = (t, store_time);
+                        record_served(rt.recorder(), at, id, &host, fate, reply, after.clone());
+                    });
+                    let run = |ops| backend.call(answer_group(store.clone(), ops));
+                    lane.submit(req.op, record, run).await
+                }
+                None => {
+                    let join = grouped(fault, Join::Any);
+                    let call =
+                        backend.call_grouped(store.clone(), join, execute(store, req.op, fault));
+                    Interleaved::new(call, faults).await
+                }
+            };
+            let Some((reply, after)) = called(answered, rec) else {
                 return;
             };
             wakes(&after);
-            served((req.id, reply.clone(), after));
+            // A request answered in a group was recorded by its leader.
+            if lane.is_none() {
+                served((req.id, reply.clone(), after));
+            }
             Answer::One(Box::new(reply))
         }
         WireMessage::Batch(b) if !store.batch_is_atomic() => {
@@ -406,6 +434,32 @@ async fn serve<F: StoreFactory>(
         Ok(b) => replier.send(b),
         Err(e) => rec.report_panic(format!("cannot encode an answer: {e}")),
     }
+}
+
+/// Records the answer to request `id` of `host`, served at `at` (true
+/// time, store time), and anchors the rows it read back to it.
+fn record_served(
+    rec: &Recorder,
+    at: (u64, leasehold_core::StoreTime),
+    id: u64,
+    host: &str,
+    fate: Fate,
+    reply: &WireReply,
+    after: Vec<ReadRow>,
+) {
+    let (t, store_time) = at;
+    for row in &after {
+        rec.anchor(row.job, row.version, t, id);
+    }
+    rec.record(Record::Served {
+        t,
+        store_time,
+        id,
+        host: host.to_string(),
+        fate,
+        reply: Some(reply.summary()),
+        after,
+    });
 }
 
 /// Most polls of one store call the seed defers.

@@ -14,6 +14,7 @@
 //! then ends. A later scripted `restart` starts a new incarnation.
 
 use super::handler::{HandlerSettings, SimHandler};
+use super::single_calls::WorkerClient;
 use crate::faults::Shutdowns;
 use crate::machine::runtime::{sleep_until_true, HostRuntime};
 use leasehold_core::worker::wake::WorkSignal;
@@ -47,6 +48,9 @@ pub struct WorkerSettings {
     pub shutdowns: Shutdowns,
     /// What its handlers read.
     pub handler: Arc<HandlerSettings>,
+    /// Whether its store client sends each part of a batch alone
+    /// (`topology.single_calls`; see [`super::single_calls`]).
+    pub single_calls: bool,
 }
 
 /// What a sweeper host is given.
@@ -126,10 +130,9 @@ pub async fn run_worker(rt: HostRuntime, settings: Arc<WorkerSettings>) -> Resul
         Some(leasehold_core::WorkerId::new(ids[0].clone())),
     );
     let wake = Arc::new(WorkSignal::new());
-    let store = Arc::new(crate::net::worker_store(
-        rt.clone(),
-        wake.clone(),
-        settings.variant,
+    let store = Arc::new(WorkerClient::new(
+        crate::net::worker_store(rt.clone(), wake.clone(), settings.variant),
+        settings.single_calls,
     ));
     let turns = SimHandler::new(
         rt.clone(),

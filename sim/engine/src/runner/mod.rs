@@ -220,7 +220,7 @@ pub fn run_seed<F: StoreFactory>(
     if let Some(v) = variant {
         if catalogue::is_store_side(v) && !factory.carries_store_variant(v) {
             return Err(HarnessError::Store(format!(
-                "variant {v} is a bug planted in the memory store only; the {} store \
+                "variant {v} is a bug planted in another store; the {} store \
                  does not carry it",
                 factory.name()
             )));

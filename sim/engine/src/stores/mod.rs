@@ -33,6 +33,8 @@
 //! lost with the host. A restart opens the same database again.
 
 mod backend;
+#[cfg(feature = "sql")]
+mod coalesced;
 pub mod driver;
 pub mod interleave;
 #[cfg(all(test, feature = "sql"))]
@@ -53,7 +55,8 @@ pub use sqlite::SqliteFactory;
 
 use leasehold_core::tx_faults::TxFaults;
 use leasehold_core::{
-    CrashReport, Event, Policy, Store, StoreClock, StoreError, StoreTime, SweepRequest,
+    ClaimRequest, CrashReport, Event, Lease, Policy, Release, ReleaseRequest, Store, StoreClock,
+    StoreError, StoreTime, SweepRequest,
 };
 use leasehold_model::catalogue::Variant;
 use std::future::Future;
@@ -140,6 +143,40 @@ pub trait SimStore: Store {
     #[doc(hidden)]
     fn lock_waiters(&self, _session: i64) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
         async { Ok(Vec::new()) }
+    }
+
+    /// Single claims that reached the store host in one instant, answered
+    /// as production answers concurrent callers of one process (one answer
+    /// per request, in order): PostgreSQL through its `Coalescing`
+    /// wrapper, which merges them into one transaction. The default, for a
+    /// store without such a wrapper, answers each alone, in order.
+    #[doc(hidden)]
+    fn coalesced_claims(
+        self: Arc<Self>,
+        reqs: Vec<ClaimRequest>,
+    ) -> impl Future<Output = Vec<Result<Vec<Lease>, StoreError>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(reqs.len());
+            for r in reqs {
+                out.push(self.claim(r).await);
+            }
+            out
+        }
+    }
+
+    /// Single releases sent at once, as [`SimStore::coalesced_claims`].
+    #[doc(hidden)]
+    fn coalesced_releases(
+        self: Arc<Self>,
+        reqs: Vec<ReleaseRequest>,
+    ) -> impl Future<Output = Vec<Result<Release, StoreError>>> + Send {
+        async move {
+            let mut out = Vec::with_capacity(reqs.len());
+            for r in reqs {
+                out.push(self.release(r).await);
+            }
+            out
+        }
     }
 
     /// A sweep that carries the sweeper's own wall clock (only the

@@ -145,6 +145,20 @@ impl SimStore for PgStore {
         true
     }
 
+    fn coalesced_claims(
+        self: std::sync::Arc<Self>,
+        reqs: Vec<leasehold_core::ClaimRequest>,
+    ) -> impl Future<Output = Vec<Result<Vec<leasehold_core::Lease>, StoreError>>> + Send {
+        super::coalesced::through_coalescing(self, reqs, super::coalesced::claim)
+    }
+
+    fn coalesced_releases(
+        self: std::sync::Arc<Self>,
+        reqs: Vec<leasehold_core::ReleaseRequest>,
+    ) -> impl Future<Output = Vec<Result<leasehold_core::Release, StoreError>>> + Send {
+        super::coalesced::through_coalescing(self, reqs, super::coalesced::release)
+    }
+
     fn lock_waiters(&self, session: i64) -> impl Future<Output = Result<Vec<i64>, String>> + Send {
         let pool = self.pool().clone();
         async move {

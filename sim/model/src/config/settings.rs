@@ -24,6 +24,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Dur = Dur::secs(2);
 pub const DEFAULT_POLL: Dur = Dur::ms(500);
 /// Default attempt budget.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// Default tries of a release before a worker gives it up: the protocol's
+/// documented default (`docs/PROTOCOL.md`, "The renew schedule"), written
+/// here rather than read from the core, which the checker judges.
+pub const DEFAULT_RELEASE_TRIES: u32 = 10;
 /// Default backoff base.
 pub const DEFAULT_BACKOFF_BASE: Dur = Dur::ms(500);
 /// Default backoff cap.
@@ -57,10 +61,21 @@ pub struct Topology {
     /// (round the list), each with its limit ([`Protocol::worker_limit`]).
     #[serde(skip_serializing_if = "is_one")]
     pub queues_per_worker: u32,
+    /// Each worker process's store client sends the parts of a batch as
+    /// calls of their own (the `Store` trait's default `batch`), as a
+    /// store client without batches, or a user's own claim-and-release
+    /// loop, does: the store then serves single claims and releases (on
+    /// PostgreSQL through its `Coalescing` wrapper).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub single_calls: bool,
 }
 
 fn is_one(v: &u32) -> bool {
     *v == 1
+}
+
+fn is_default_release_tries(v: &u32) -> bool {
+    *v == DEFAULT_RELEASE_TRIES
 }
 
 impl Default for Topology {
@@ -71,6 +86,7 @@ impl Default for Topology {
             schedulers: 0,
             workers_per_process: 1,
             queues_per_worker: 1,
+            single_calls: false,
         }
     }
 }
@@ -93,6 +109,11 @@ pub struct Protocol {
     pub concurrency: u32,
     /// Attempt budget of every job.
     pub max_attempts: u32,
+    /// Tries of a release before a worker gives it up (its outcome unknown
+    /// or answered `Conflict` every time); the checker reads it to tell a
+    /// release given up too early.
+    #[serde(skip_serializing_if = "is_default_release_tries")]
+    pub release_tries: u32,
     /// Retry backoff base.
     pub backoff_base: Dur,
     /// Retry backoff cap.
@@ -140,6 +161,7 @@ impl Default for Protocol {
             fence_margin: DEFAULT_FENCE_MARGIN,
             concurrency: 2,
             max_attempts: DEFAULT_MAX_ATTEMPTS,
+            release_tries: DEFAULT_RELEASE_TRIES,
             backoff_base: DEFAULT_BACKOFF_BASE,
             backoff_cap: DEFAULT_BACKOFF_CAP,
             parallelism: None,

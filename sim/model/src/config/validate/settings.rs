@@ -124,6 +124,9 @@ pub(super) fn protocol(cfg: &SimConfig, bad: &mut Bad) {
     if p.max_attempts == 0 {
         bad("protocol.max_attempts", "must be at least 1".into());
     }
+    if p.release_tries == 0 {
+        bad("protocol.release_tries", "must be at least 1".into());
+    }
     if p.concurrency == 0 {
         bad("protocol.concurrency", "must be at least 1".into());
     }

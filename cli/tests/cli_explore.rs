@@ -146,3 +146,86 @@ fn catalogue_scenarios_are_left_out_unless_asked_for() {
     let err = stderr(&o);
     assert!(err.contains("--include-catalogue"), "{err}");
 }
+
+/// The lines naming situations first reached, without their seconds.
+fn first_reached(err: &str) -> Vec<String> {
+    err.lines()
+        .filter(|l| l.contains(" new: "))
+        .map(|l| {
+            let (head, rest) = l.split_once(" (").unwrap_or((l, ""));
+            let tail = rest.split_once("): ").map_or("", |x| x.1);
+            format!("{head}: {tail}")
+        })
+        .collect()
+}
+
+#[test]
+fn guided_exploration_reports_coverage_over_time_and_repeats_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("c");
+    let corpus = corpus.to_str().unwrap();
+    let args = [
+        "explore",
+        CORRECT,
+        "--max-seeds",
+        "40",
+        "--seed-base",
+        "3",
+        "--corpus",
+        corpus,
+    ];
+    let a = leasehold(&[&args[..], &["-j", "2"]].concat());
+    let b = leasehold(&[&args[..], &["-j", "1"]].concat());
+    exits(&a, 0);
+    exits(&b, 0);
+    let (ea, eb) = (stderr(&a), stderr(&b));
+    assert!(ea.contains("guided by coverage"), "{ea}");
+    assert!(ea.contains("inputs kept"), "{ea}");
+    let (fa, fb) = (first_reached(&ea), first_reached(&eb));
+    assert!(!fa.is_empty(), "situations named when first reached: {ea}");
+    assert!(fa[0].starts_with("explore: run 1:"), "{fa:?}");
+    assert_eq!(
+        fa, fb,
+        "same seed and budget, same runs, whatever the threads"
+    );
+    assert!(
+        stdout(&a).starts_with("explored 40 seeds"),
+        "{}",
+        stdout(&a)
+    );
+    let u = leasehold(&[&args[..], &["--uniform"]].concat());
+    exits(&u, 0);
+    assert!(stderr(&u).contains(", uniform,"), "{}", stderr(&u));
+}
+
+#[test]
+fn compare_runs_both_explorers_for_the_same_budget() {
+    let o = leasehold(&[
+        "explore",
+        CORRECT,
+        "--compare",
+        "--max-seeds",
+        "20",
+        "--seed-base",
+        "3",
+        "-j",
+        "2",
+    ]);
+    exits(&o, 0);
+    let out = stdout(&o);
+    for line in [
+        "guided   20 runs in",
+        "uniform  20 runs in",
+        "first reached",
+        "rare situations",
+    ] {
+        assert!(out.contains(line), "{line}: {out}");
+    }
+    let refused = leasehold(&["explore", CORRECT, "--compare"]);
+    exits(&refused, 2);
+    assert!(
+        stderr(&refused).contains("--max-seeds"),
+        "{}",
+        stderr(&refused)
+    );
+}

@@ -214,6 +214,24 @@ pub struct ExploreArgs {
     /// failure (to try the explorer on a known bug).
     #[arg(long)]
     pub include_catalogue: bool,
+    /// Draw every run uniformly off the library's seed wheel; by default
+    /// the explorer is guided by coverage (it mutates the inputs that
+    /// reached new or rare situations, and draws a fixed share uniformly).
+    #[arg(long, conflicts_with = "compare")]
+    pub uniform: bool,
+    /// Run the guided and the uniform explorer, a generation of runs each
+    /// in turn, for the same budget (`--max-seeds` runs each, or `--for`
+    /// in all), and print what each reached and when; writes no corpus.
+    #[arg(long)]
+    pub compare: bool,
+    /// With `--compare`: also plant each bug of the catalogue scenarios
+    /// under DIR into the explored (correct) scenarios, and count the runs
+    /// each explorer takes to catch it.
+    #[arg(long, value_name = "DIR", requires = "compare")]
+    pub catalogue: Option<PathBuf>,
+    /// With `--catalogue`: most runs each explorer spends on one bug.
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "catalogue")]
+    pub catalogue_seeds: u64,
     /// Most wall seconds to spend shrinking one failure.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub shrink_secs: u64,

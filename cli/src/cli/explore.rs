@@ -20,24 +20,30 @@
 //! as many times as its own `seeds` (a heavy scenario of 10 seeds keeps
 //! its small share), and seed k of the exploration is turn `k mod W` of
 //! the wheel, so each scenario advances through its own seeds `base`,
-//! `base+1`, … without gaps or repeats.
+//! `base+1`, … without gaps or repeats. `--uniform` draws every run off
+//! the wheel; by default the explorer is guided by coverage
+//! ([`super::explore_guided`]): most runs mutate a kept input that
+//! reached a new or rare situation, a fixed share still comes off the
+//! wheel, and a progress line names each situation when first reached.
+//! `--compare` runs both ([`super::explore_compare`]).
 
 use super::args::ExploreArgs;
-use super::engine::{self, Shown};
+use super::engine::Shown;
+use super::explore_guided::{Source, GENERATION};
+use super::explore_runs;
 use super::stores::Stores;
-use super::swarm_mix;
 use super::ExitCode;
 use leasehold_model::config::{InvariantId, SimConfig};
 use leasehold_model::scenario::{load_paths, to_toml, Scenario};
 use leasehold_model::store_kind::StoreKind;
+use leasehold_sim::coverage::Coverage;
 use leasehold_sim::runner::PreparedConfig;
 use leasehold_sim::shrink::{shrink, Budget};
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Most suffixes tried when a corpus name is taken.
@@ -46,8 +52,6 @@ pub const MAX_NAME_TRIES: u32 = 1_000;
 const SHRINK_MAX_RUNS: u32 = 2_000;
 /// The largest seed a scenario file can hold (a TOML integer is an i64).
 const TOML_MAX_SEED: u64 = i64::MAX as u64;
-/// Results buffered between the threads and the reporter.
-const CHANNEL_DEPTH: usize = 64;
 
 /// Set by SIGINT/SIGTERM: stop taking seeds.
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -126,49 +130,16 @@ pub fn write_new(dir: &Path, stem: &str, text: &str) -> Result<PathBuf, String> 
     ))
 }
 
-/// The library's seed mix as a cycle: each scenario once per seed of its
-/// own `seeds`.
-struct Wheel {
-    /// (scenario, its occurrence on the wheel, its seeds per turn).
-    slots: Vec<(usize, u64, u64)>,
-}
-
-impl Wheel {
-    fn new(scenarios: &[Scenario]) -> Wheel {
-        let mut slots = Vec::new();
-        // Interleaved, so every scenario appears early in each turn.
-        let most = scenarios
-            .iter()
-            .map(|s| s.config.seeds.max(1))
-            .max()
-            .unwrap_or(1);
-        for occ in 0..most {
-            for (i, s) in scenarios.iter().enumerate() {
-                let per = s.config.seeds.max(1);
-                if occ < per {
-                    slots.push((i, occ, per));
-                }
-            }
-        }
-        Wheel { slots }
-    }
-
-    /// Exploration seed k: the scenario and its seed offset from the base.
-    fn turn(&self, k: u64) -> (usize, u64) {
-        let w = self.slots.len() as u64;
-        let (i, occ, per) = self.slots[(k % w) as usize];
-        (i, (k / w).wrapping_mul(per).wrapping_add(occ))
-    }
-}
-
-/// One seed's result, sent from a worker thread.
+/// One seed's result, in run order.
 struct Outcome {
     scenario: usize,
     seed: u64,
-    /// The configuration that ran (mixed or as written).
+    /// The configuration that ran (mixed, mutated or as written).
     config: SimConfig,
     /// Kinds the swarm mix switched off.
     off: Vec<&'static str>,
+    /// How the guided explorer drew it (`wheel`, or a mutation).
+    how: String,
     result: Result<Shown, String>,
 }
 
@@ -244,7 +215,9 @@ impl Corpus<'_> {
             o.seed, o.seed
         );
         let stem = corpus_name(&what, &s.config.name, o.seed, &self.explorer);
-        let mix = if o.off.is_empty() {
+        let mix = if o.how != "wheel" {
+            format!("none; guided, mutated: {}", o.how)
+        } else if o.off.is_empty() {
             "none (the scenario's faults as written)".to_string()
         } else {
             format!("off: {}", o.off.join(", "))
@@ -310,8 +283,22 @@ impl Corpus<'_> {
     }
 }
 
-/// Runs the command.
-pub fn run(args: &ExploreArgs) -> ExitCode {
+/// What every explorer starts from: the scenarios it explores (pinned to
+/// their stores), the stores, the seed base and the thread count.
+pub(super) struct Prepared {
+    /// The scenarios explored, each pinned to its store.
+    pub scenarios: Vec<Scenario>,
+    /// The stores they run on.
+    pub stores: Stores,
+    /// The seed base (given, or drawn and printed).
+    pub base: u64,
+    /// Threads.
+    pub jobs: usize,
+}
+
+/// Checks the limits, loads the scenarios (the catalogue's only with
+/// `--include-catalogue`), checks their stores and draws the seed base.
+pub(super) fn prepare(args: &ExploreArgs) -> Result<Prepared, ExitCode> {
     let zero = [
         ("--for", args.for_.map(|d| d.0 .0)),
         ("--max-seeds", args.max_seeds),
@@ -320,14 +307,14 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     ];
     if let Some((flag, _)) = zero.iter().find(|(_, v)| *v == Some(0)) {
         eprintln!("leasehold: {flag} 0 would explore nothing; give a positive value");
-        return ExitCode::Input;
+        return Err(ExitCode::Input);
     }
     let stores = Stores::new(&args.stores);
     let loaded = match load_paths(&args.paths) {
         Ok(s) => s,
         Err(e) => {
             crate::diagnostic::eprint_load_errors(&e);
-            return ExitCode::Input;
+            return Err(ExitCode::Input);
         }
     };
     let total = loaded.len();
@@ -345,17 +332,13 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     }
     if scenarios.is_empty() {
         eprintln!("leasehold: no scenario to explore under the given paths");
-        return ExitCode::Input;
+        return Err(ExitCode::Input);
     }
     for k in &super::run::pin_stores(&mut scenarios, &stores) {
         if let Err(e) = stores.check(*k) {
             eprintln!("leasehold: {e}");
-            return ExitCode::Input;
+            return Err(ExitCode::Input);
         }
-    }
-    if let Err(e) = std::fs::create_dir_all(&args.corpus) {
-        eprintln!("leasehold: cannot create {}: {e}", args.corpus.display());
-        return ExitCode::Input;
     }
     let base = args.seed_base.unwrap_or_else(super::run::random_base);
     // Corpus files pin seeds as TOML integers, which stop at i64::MAX.
@@ -365,18 +348,49 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
              integers (at most {TOML_MAX_SEED}); use a base up to {}",
             TOML_MAX_SEED / 2
         );
-        return ExitCode::Input;
+        return Err(ExitCode::Input);
     }
     let jobs = args
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
         .max(1);
+    Ok(Prepared {
+        scenarios,
+        stores,
+        base,
+        jobs,
+    })
+}
+
+/// Runs the command.
+pub fn run(args: &ExploreArgs) -> ExitCode {
+    if args.compare {
+        return super::explore_compare::run(args);
+    }
+    let Prepared {
+        scenarios,
+        stores,
+        base,
+        jobs,
+    } = match prepare(args) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if let Err(e) = std::fs::create_dir_all(&args.corpus) {
+        eprintln!("leasehold: cannot create {}: {e}", args.corpus.display());
+        return ExitCode::Input;
+    }
     let limit = args.for_.map(|d| Duration::from_millis(d.0 .0));
     let max_seeds = args.max_seeds.unwrap_or(u64::MAX);
     eprintln!(
-        "explore: {} scenarios from seed {base} on {jobs} threads, {}; corpus {} \
+        "explore: {} scenarios from seed {base} on {jobs} threads, {}, {}; corpus {} \
          (repeat with --seed-base {base})",
         scenarios.len(),
+        if args.uniform {
+            "uniform"
+        } else {
+            "guided by coverage"
+        },
         args.for_
             .map_or("until Ctrl-C or SIGTERM".to_string(), |d| format!(
                 "for {d}"
@@ -395,88 +409,60 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         written: Vec::new(),
     };
     let started = Instant::now();
-    let next = AtomicU64::new(0);
     let enough = AtomicBool::new(false);
-    let wheel = Wheel::new(&scenarios);
+    let mut source = Source::new(&scenarios, base, args.no_swarm_mix, !args.uniform);
     let mut done: u64 = 0;
     let mut failures: u64 = 0;
     let mut write_error = None;
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::sync_channel::<Outcome>(CHANNEL_DEPTH);
-        for _ in 0..jobs {
-            let tx = tx.clone();
-            let (next, enough, scenarios, stores, wheel) =
-                (&next, &enough, &scenarios, &stores, &wheel);
-            scope.spawn(move || loop {
-                let over_time = limit.is_some_and(|l| started.elapsed() >= l);
-                if STOP.load(Ordering::SeqCst) || enough.load(Ordering::SeqCst) || over_time {
-                    break;
-                }
-                let k = next.fetch_add(1, Ordering::SeqCst);
-                if k >= max_seeds {
-                    break;
-                }
-                let (i, n) = wheel.turn(k);
-                let seed = base.wrapping_add(n);
-                let s = &scenarios[i];
-                let (config, off) = if args.no_swarm_mix {
-                    (s.config.clone(), Vec::new())
-                } else {
-                    swarm_mix::mix(&s.config, seed)
-                        .unwrap_or_else(|| (s.config.clone(), Vec::new()))
-                };
-                let path = s.path.to_string_lossy();
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    // A mixed config is a new config for each seed.
-                    PreparedConfig::new(config.clone())
-                        .map_err(|e| e.to_string())
-                        .and_then(|cfg| engine::run(&cfg, seed, &path, stores))
-                }))
-                .unwrap_or_else(|_| Err("panicked".into()));
-                let o = Outcome {
-                    scenario: i,
-                    seed,
-                    config,
-                    off,
-                    result,
-                };
-                if tx.send(o).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let every = Duration::from_secs(args.progress_secs);
-        let mut last = Instant::now();
-        // Ends when every thread has stopped and the channel is drained.
-        loop {
-            match rx.recv_timeout(every) {
-                Ok(o) => {
-                    done += 1;
-                    let bad = o
-                        .result
-                        .as_ref()
-                        .map_or(true, |r| !r.violations().is_empty());
-                    if bad {
-                        failures += 1;
-                        if let Err(e) = corpus.record(&scenarios[o.scenario], &o) {
-                            write_error = Some(e);
-                            enough.store(true, Ordering::SeqCst);
-                        }
-                        if args.max_failures.is_some_and(|m| corpus.seen.len() >= m) {
-                            enough.store(true, Ordering::SeqCst);
-                        }
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+    let every = Duration::from_secs(args.progress_secs);
+    let mut last = Instant::now();
+    let over_time = || limit.is_some_and(|l| started.elapsed() >= l);
+    let stop = || STOP.load(Ordering::SeqCst) || enough.load(Ordering::SeqCst) || over_time();
+    // One generation at a time: drawn, run on every thread, learnt from in
+    // run order (so the same seed and count of runs draw the same runs).
+    while done < max_seeds && !stop() {
+        let inputs = source.draw(&scenarios, GENERATION.min(max_seeds - done));
+        let results = explore_runs::generation(&inputs, &scenarios, &stores, jobs, &stop);
+        for (input, result) in inputs.into_iter().zip(results) {
+            let Some(result) = result else { continue };
+            done += 1;
+            let none = Coverage::default();
+            let coverage = result.as_ref().map_or(&none, |r| &r.outcome.coverage);
+            let new = source.learn(&input, coverage);
+            if !new.is_empty() {
+                eprintln!(
+                    "explore: run {done} ({:.1}s): {} situations reached, new: {}",
+                    started.elapsed().as_secs_f64(),
+                    source.reached(),
+                    new.join(", ")
+                );
             }
-            if last.elapsed() >= every {
-                last = Instant::now();
-                progress(done, started, failures, &corpus);
+            let bad = result.as_ref().map_or(true, |r| !r.violations().is_empty());
+            if !bad {
+                continue;
+            }
+            failures += 1;
+            let o = Outcome {
+                scenario: input.scenario,
+                seed: input.seed,
+                config: input.config,
+                off: input.off,
+                how: input.how,
+                result,
+            };
+            if let Err(e) = corpus.record(&scenarios[o.scenario], &o) {
+                write_error = Some(e);
+                enough.store(true, Ordering::SeqCst);
+            }
+            if args.max_failures.is_some_and(|m| corpus.seen.len() >= m) {
+                enough.store(true, Ordering::SeqCst);
             }
         }
-    });
+        if last.elapsed() >= every {
+            last = Instant::now();
+            progress(done, started, failures, &corpus, &source);
+        }
+    }
     let wall = started.elapsed().as_secs_f64();
     let why = if STOP.load(Ordering::SeqCst) {
         "stopped by a signal"
@@ -490,7 +476,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         "time limit reached"
     };
     eprintln!("explore: {why}");
-    progress(done, started, failures, &corpus);
+    progress(done, started, failures, &corpus, &source);
     let kinds = super::tally::joined(&corpus.by_kind, |(k, n)| format!("{k} x{n}"));
     println!(
         "explored {done} seeds in {wall:.1}s ({:.1} seeds/s) from seed base {base}: {failures} \
@@ -519,17 +505,25 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     }
 }
 
-fn progress(done: u64, started: Instant, failures: u64, corpus: &Corpus<'_>) {
+fn progress(done: u64, started: Instant, failures: u64, corpus: &Corpus<'_>, source: &Source) {
     let t = started.elapsed().as_secs_f64();
+    let kept = if source.guided() {
+        format!(", {} inputs kept", source.kept())
+    } else {
+        String::new()
+    };
     eprintln!(
-        "explore: {done} seeds in {t:.0}s ({:.1} seeds/s), {failures} failures, {} written",
+        "explore: {done} seeds in {t:.0}s ({:.1} seeds/s), {} situations reached{kept}, \
+         {failures} failures, {} written",
         done as f64 / t.max(1e-9),
+        source.reached(),
         corpus.written.len()
     );
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::explore_guided::Wheel;
     use super::*;
 
     #[test]

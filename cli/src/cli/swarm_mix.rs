@@ -11,8 +11,9 @@
 
 use leasehold_model::config::{Range, SimConfig};
 
-/// The swarm rate ranges a mix may switch off, by their scenario-file name.
-fn kinds(cfg: &mut SimConfig) -> [(&'static str, &mut Range<f64>); 13] {
+/// The swarm rate ranges a mix may switch off, by their scenario-file name
+/// (the guided explorer's mutations switch the same kinds).
+pub(super) fn kinds(cfg: &mut SimConfig) -> [(&'static str, &mut Range<f64>); 13] {
     let f = &mut cfg.faults;
     [
         ("worker_crash_rate", &mut f.worker_crash_rate),
@@ -32,7 +33,7 @@ fn kinds(cfg: &mut SimConfig) -> [(&'static str, &mut Range<f64>); 13] {
 }
 
 /// SplitMix64 step: a well-mixed draw from a counter.
-fn splitmix(x: u64) -> u64 {
+pub(super) fn splitmix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -63,7 +63,12 @@ struct Marking(MemoryStore);
 
 forward_store! {
     impl[] Store for Marking, |self| self.0;
-    except [release] {
+    // `batch` and `batch_within` keep the trait's defaults, which run a
+    // batch by parts through `self.release`: the Worker sends its releases
+    // inside batches, and forwarding `batch` to the wrapped store would
+    // run them through *its* `release`, past the mark below (so no seed
+    // recorded one).
+    except [release, batch, batch_within] {
         fn release(
             &self,
             r: ReleaseRequest,
@@ -91,7 +96,6 @@ impl OnMemoryRows for Factory {
 }
 
 #[test]
-#[ignore = "open finding: the marking store's release is not reached in the merged tree (seed 0 records none); see docs/COVERAGE.md"]
 fn a_users_store_marks_its_own_situations_into_its_run() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let path = root.join("worker_crash_mid_job_is_reclaimed_once.toml");

@@ -106,6 +106,9 @@ pub enum Join {
 pub struct Interleaver {
     rng: Mutex<SimRng>,
     open: Mutex<Vec<Arc<Group>>>,
+    /// Groups closed, in the order they closed, whose callers have not
+    /// all taken their answers yet.
+    closed: Mutex<Vec<Arc<Group>>>,
     orders: Mutex<Vec<String>>,
 }
 
@@ -116,7 +119,24 @@ impl Interleaver {
         Interleaver {
             rng: Mutex::new(SimRng::derive(seed, "statement-order", &[])),
             open: Mutex::new(Vec::new()),
+            closed: Mutex::new(Vec::new()),
             orders: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Ready once every caller of every group closed before `upto` (all
+    /// of them when `None`) took its answer, or is gone.
+    ///
+    /// Why: a caller records its call in the history when it takes its
+    /// answer, which may be some polls after its group ran. A store call
+    /// that ran after the group (a later group, or a call run alone) must
+    /// not be recorded before it: the history would show the calls in
+    /// another order than they took effect in. So a later call first
+    /// waits for the earlier groups' answers to be taken.
+    pub(crate) fn drained(&self, upto: Option<&Arc<Group>>) -> Drained<'_> {
+        Drained {
+            il: self,
+            upto: upto.cloned(),
         }
     }
 
@@ -139,6 +159,7 @@ impl Interleaver {
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, SetupError> {
         if join == Join::Alone {
+            self.drained(None).await;
             return driver.run(fut).map_err(|e| SetupError::new(e.to_string()));
         }
         let call: Call = Box::pin(async move { Box::new(fut.await) as Answer });
@@ -163,10 +184,17 @@ impl Interleaver {
             }
         };
         if leads {
+            let mut lead = Lead {
+                il: self,
+                group: &group,
+                ran: false,
+            };
             for _ in 0..GATHER_YIELDS {
                 YieldNow(false).await;
             }
             lock(&self.open).retain(|g| !Arc::ptr_eq(g, &group));
+            lock(&self.closed).push(group.clone());
+            self.drained(Some(&group)).await;
             let calls = std::mem::take(&mut *lock(&group.calls));
             let seed = lock(&self.rng).next_u64();
             let probe: Probe = Arc::new(move |session| {
@@ -183,10 +211,12 @@ impl Interleaver {
                 }
             }
             group.finish(ran.map(|(answers, _, effect)| (answers, effect)));
+            lead.ran = true;
         }
         let answer = Finished {
             group: &group,
             index,
+            taken: false,
         }
         .await
         .map_err(SetupError::new)?;
@@ -197,9 +227,57 @@ impl Interleaver {
     }
 }
 
+/// The leader of a group while it gathers and runs it: dropped before
+/// the group ran (its host went down), it closes the group as failed, so
+/// no later call joins it or waits for its answers.
+struct Lead<'a> {
+    il: &'a Interleaver,
+    group: &'a Arc<Group>,
+    ran: bool,
+}
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        if !self.ran {
+            lock(&self.il.open).retain(|g| !Arc::ptr_eq(g, self.group));
+            self.group
+                .finish(Err("the group's caller went away before it ran".into()));
+        }
+    }
+}
+
+/// A future ready once earlier groups' answers were all taken
+/// ([`Interleaver::drained`]).
+pub(crate) struct Drained<'a> {
+    il: &'a Interleaver,
+    upto: Option<Arc<Group>>,
+}
+
+impl Future for Drained<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut closed = lock(&self.il.closed);
+        closed.retain(|g| !g.drained());
+        let ahead = closed
+            .iter()
+            .take_while(|g| self.upto.as_ref().is_none_or(|u| !Arc::ptr_eq(g, u)));
+        let mut waiting = false;
+        for g in ahead {
+            lock(&g.waiters).push(cx.waker().clone());
+            waiting = true;
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+}
+
 /// Calls gathering in one instant, and then their answers.
 #[derive(Default)]
-struct Group {
+pub(crate) struct Group {
     calls: Mutex<Vec<Call>>,
     joined: Mutex<usize>,
     batches: Mutex<usize>,
@@ -208,6 +286,9 @@ struct Group {
     /// many of them took their answer: each caller takes its answer in its
     /// turn, so the store host records the calls in that order.
     turns: Mutex<(Vec<usize>, usize)>,
+    /// Callers dropped before they took their answer (their host went
+    /// down): their turns are skipped.
+    gone: Mutex<Vec<usize>>,
     waiters: Mutex<Vec<Waker>>,
 }
 
@@ -220,6 +301,34 @@ impl Group {
         let mut n = lock(&self.joined);
         *n += 1;
         *n - 1
+    }
+
+    /// Moves the next turn past callers that are gone; whether every
+    /// answer is now taken (or the group failed).
+    fn advance(&self) -> bool {
+        let gone = lock(&self.gone).clone();
+        let answered = lock(&self.answers).as_ref().map(Result::is_ok);
+        let mut turns = lock(&self.turns);
+        let (order, next) = &mut *turns;
+        while order.get(*next).is_some_and(|i| gone.contains(i)) {
+            *next += 1;
+        }
+        match answered {
+            None => false,
+            Some(false) => true,
+            Some(true) => *next >= order.len(),
+        }
+    }
+
+    /// Whether the group ran and every caller took its answer or is gone.
+    fn drained(&self) -> bool {
+        self.advance()
+    }
+
+    fn wake_all(&self) {
+        for w in lock(&self.waiters).drain(..) {
+            w.wake();
+        }
     }
 
     fn finish(&self, answers: Result<(Vec<Answer>, Vec<usize>), String>) {
@@ -238,34 +347,57 @@ impl Group {
 struct Finished<'a> {
     group: &'a Group,
     index: usize,
+    taken: bool,
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        if !self.taken {
+            // Dropped (its host went down): the turns after it go on.
+            lock(&self.group.gone).push(self.index);
+            self.group.wake_all();
+        }
+    }
 }
 
 impl Future for Finished<'_> {
     type Output = Result<Answer, String>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut answers = lock(&self.group.answers);
-        match answers.as_mut() {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let group = self.group;
+        let failed = lock(&group.answers)
+            .as_ref()
+            .map(|a| a.as_ref().err().cloned());
+        match failed {
             None => {
-                lock(&self.group.waiters).push(cx.waker().clone());
+                lock(&group.waiters).push(cx.waker().clone());
                 Poll::Pending
             }
-            Some(Err(e)) => Poll::Ready(Err(e.clone())),
-            Some(Ok(all)) => {
-                let mut turns = lock(&self.group.turns);
-                let (effect, next) = &mut *turns;
-                if effect.get(*next) != Some(&self.index) {
-                    lock(&self.group.waiters).push(cx.waker().clone());
-                    return Poll::Pending;
+            Some(Some(e)) => {
+                self.taken = true;
+                Poll::Ready(Err(e))
+            }
+            Some(None) => {
+                group.advance();
+                {
+                    let mut turns = lock(&group.turns);
+                    let (effect, next) = &mut *turns;
+                    if effect.get(*next) != Some(&self.index) {
+                        drop(turns);
+                        lock(&group.waiters).push(cx.waker().clone());
+                        return Poll::Pending;
+                    }
+                    *next += 1;
                 }
-                *next += 1;
-                for w in lock(&self.group.waiters).drain(..) {
-                    w.wake();
-                }
+                self.taken = true;
+                let answer = lock(&group.answers)
+                    .as_mut()
+                    .and_then(|a| a.as_mut().ok())
+                    .and_then(|all| all.get_mut(self.index))
+                    .and_then(Option::take);
+                group.wake_all();
                 Poll::Ready(
-                    all.get_mut(self.index)
-                        .and_then(Option::take)
-                        .ok_or_else(|| "an interleaved call was answered twice".to_string()),
+                    answer.ok_or_else(|| "an interleaved call was answered twice".to_string()),
                 )
             }
         }

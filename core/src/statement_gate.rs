@@ -31,11 +31,25 @@ use std::task::{Context, Poll};
 /// run its statement.
 pub type StepFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
+/// The name of the step before `BEGIN`: a transaction (or a new try of
+/// one) starts.
+pub const BEGIN: &str = "begin";
+/// The name of the step before `COMMIT`.
+pub const COMMIT: &str = "commit";
+
 /// Where a transaction stands when it reaches its gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
-    /// About to run this statement (`BEGIN` and `COMMIT` included).
+    /// About to run this statement ([`BEGIN`] and [`COMMIT`] included).
     Before(&'static str),
+    /// About to run the statement the transaction decides on: a scan whose
+    /// rows it then writes, which skips rows other transactions lock and
+    /// does not see their uncommitted rows (`FOR UPDATE SKIP LOCKED`).
+    /// Such a transaction takes effect here, not at its commit: a commit
+    /// of another transaction between the two does not change what it
+    /// decided, so a scheduler that orders transactions by where they took
+    /// effect places it at the first such step of its try.
+    Decides(&'static str),
     /// Cannot go on until another transaction of the same store ends (on
     /// SQLite, the store's write lock is held by another transaction); the
     /// adapter tries again when the step returns.
@@ -46,7 +60,7 @@ impl Step {
     /// The statement's short name.
     pub fn what(&self) -> &'static str {
         match self {
-            Step::Before(w) | Step::Blocked(w) => w,
+            Step::Before(w) | Step::Decides(w) | Step::Blocked(w) => w,
         }
     }
 }
@@ -195,5 +209,6 @@ mod tests {
     fn a_step_names_its_statement() {
         assert_eq!(Step::Before("commit").what(), "commit");
         assert_eq!(Step::Blocked("write lock").what(), "write lock");
+        assert_eq!(Step::Decides("select rows").what(), "select rows");
     }
 }

@@ -109,7 +109,7 @@ impl PgStore {
              SELECT x.*, {LIVE_CLOCK} FROM \
              (SELECT r.*, false AS candidate FROM r UNION ALL SELECT c.*, true FROM c) x"
         );
-        crate::tx::gate("batch select").await;
+        crate::tx::decides("batch select").await;
         let rows = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(ids)

@@ -4,7 +4,7 @@
 //! write.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::fetch_locked;
+use crate::load::fetch_scan;
 use crate::write_batch::Batch;
 use crate::{error, read, PgStore};
 use leasehold_core::transition;
@@ -89,7 +89,8 @@ impl PgStore {
         }
         let mut granted: Vec<Vec<Lease>> = vec![Vec::new(); valid.len()];
         for (queue, slots) in by_queue {
-            let running = if self.policy.parallelism_of(queue).is_some() {
+            let limited = self.policy.parallelism_of(queue).is_some();
+            let running = if limited {
                 crate::tx::gate("advisory lock").await;
                 sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
                     .bind(ADVISORY_NAMESPACE)
@@ -97,7 +98,11 @@ impl PgStore {
                     .execute(&mut *conn)
                     .await
                     .map_err(error::map)?;
-                crate::tx::gate("count running").await;
+                // The count and the scan after it are one decision: no
+                // gate between them, so no commit of another transaction
+                // falls between what the count saw and what the scan saw
+                // (the simulator places the claim at this step).
+                crate::tx::decides("count running").await;
                 read::JOBS.running(&mut *conn, queue).await?
             } else {
                 0
@@ -118,7 +123,7 @@ impl PgStore {
                 .bind(self.clock_param())
                 .bind(queue)
                 .bind(i64::from(cap));
-            let locked = fetch_locked(conn, q).await?;
+            let locked = fetch_scan(conn, q, !limited).await?;
             let Some(now) = locked.now else {
                 continue;
             };

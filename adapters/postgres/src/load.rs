@@ -26,6 +26,23 @@ pub(crate) async fn fetch_locked(
     decode_locked(&rows)
 }
 
+/// Runs `q`, a `FOR UPDATE SKIP LOCKED` scan the transaction decides on
+/// (a claim's or a sweep's candidates), and decodes its rows as
+/// [`fetch_locked`] does. Its gate is a decision (`tx::decides`), or none
+/// when `gated` is false: the statement just before it, with no gate
+/// between, was the decision's gate (a limited queue's count).
+pub(crate) async fn fetch_scan(
+    conn: &mut PgConnection,
+    q: Query<'_, Postgres, PgArguments>,
+    gated: bool,
+) -> Result<Locked, StoreError> {
+    if gated {
+        crate::tx::decides("scan").await;
+    }
+    let rows = q.fetch_all(&mut *conn).await.map_err(error::map)?;
+    decode_locked(&rows)
+}
+
 /// Decodes rows of the job [`COLUMNS`] followed by the clock (column 20);
 /// the store time is the latest clock read.
 fn decode_locked(rows: &[PgRow]) -> Result<Locked, StoreError> {

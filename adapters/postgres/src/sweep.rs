@@ -2,7 +2,7 @@
 //! core, one write; the queues whose workers a reclaim wakes are notified.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::fetch_locked;
+use crate::load::fetch_scan;
 use crate::write_batch::Batch;
 use crate::{listener, PgStore};
 use leasehold_core::transition;
@@ -24,7 +24,7 @@ impl PgStore {
         let q = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(i64::from(limit));
-        let locked = fetch_locked(conn, q).await?;
+        let locked = fetch_scan(conn, q, true).await?;
         let Some(now) = locked.now else {
             return Ok(Vec::new());
         };

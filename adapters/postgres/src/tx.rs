@@ -68,6 +68,14 @@ pub(crate) async fn gate(what: &'static str) {
     statement_gate::step(statement_gate::Step::Before(what)).await;
 }
 
+/// The simulator's yield point before the `SKIP LOCKED` scan `what` that
+/// the transaction decides on (`Step::Decides`: under the simulator the
+/// transaction takes effect there, not at its commit): ready at once
+/// outside its scheduler.
+pub(crate) async fn decides(what: &'static str) {
+    statement_gate::step(statement_gate::Step::Decides(what)).await;
+}
+
 /// Under the simulator's scheduler, tells it the backend pid of the
 /// transaction's connection; otherwise does nothing (no statement).
 pub(crate) async fn attach_session(conn: &mut PgConnection) -> Result<(), StoreError> {

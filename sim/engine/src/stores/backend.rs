@@ -69,11 +69,16 @@ impl<F: StoreFactory> Backend<F> {
     }
 
     /// Runs one store call from inside the store host: on the driver
-    /// (blocking the simulation until it is done) or in place.
+    /// (blocking the simulation until it is done) or in place. With
+    /// interleaving, once the calls of earlier groups took their answers,
+    /// so the history records them before this call (it runs after them).
     pub async fn call<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, SetupError> {
+        if let Some(il) = &self.interleaver {
+            il.drained(None).await;
+        }
         match &self.driver {
             Some(d) => d.run(fut).map_err(|e| SetupError::new(e.to_string())),
             None => Ok(fut.await),

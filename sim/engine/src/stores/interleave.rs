@@ -31,6 +31,14 @@
 //!   and PostgreSQL has never two waiters to choose from when it wakes
 //!   one. A transaction SQLite blocked is chosen again only once another
 //!   transaction of the group has ended.
+//! - **Answer order.** The store host records the calls of a group in
+//!   the order they took effect, which the reference model (I11) replays
+//!   them in: a transaction at its commit, or at its first
+//!   [`Step::Decides`] scan (`FOR UPDATE SKIP LOCKED`: what it decided no
+//!   later commit changes); a call that committed nothing at the last
+//!   step taken when it ended; ties in call order. Never the order in
+//!   which tasks happened to finish: two calls that run at once (reads,
+//!   which no gate precedes) finish in an order real time decides.
 //! - **Bounds.** [`MAX_GROUP`] calls per group, [`MAX_STEPS`] steps per
 //!   group, and [`REAL_TIME_GUARD`] of real time for one group: past
 //!   either, the run fails as a harness error, never hangs.
@@ -42,11 +50,12 @@
 
 use crate::stores::driver::Driver;
 use crate::stores::{SetupError, SimStore};
-use leasehold_core::statement_gate::{gated, StatementGate, Step, StepFuture};
+use leasehold_core::statement_gate::{gated, StatementGate, Step, StepFuture, BEGIN, COMMIT};
 use leasehold_model::rng::SimRng;
 use std::any::Any;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -97,6 +106,9 @@ pub enum Join {
 pub struct Interleaver {
     rng: Mutex<SimRng>,
     open: Mutex<Vec<Arc<Group>>>,
+    /// Groups closed, in the order they closed, whose callers have not
+    /// all taken their answers yet.
+    closed: Mutex<Vec<Arc<Group>>>,
     orders: Mutex<Vec<String>>,
 }
 
@@ -107,7 +119,24 @@ impl Interleaver {
         Interleaver {
             rng: Mutex::new(SimRng::derive(seed, "statement-order", &[])),
             open: Mutex::new(Vec::new()),
+            closed: Mutex::new(Vec::new()),
             orders: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Ready once every caller of every group closed before `upto` (all
+    /// of them when `None`) took its answer, or is gone.
+    ///
+    /// Why: a caller records its call in the history when it takes its
+    /// answer, which may be some polls after its group ran. A store call
+    /// that ran after the group (a later group, or a call run alone) must
+    /// not be recorded before it: the history would show the calls in
+    /// another order than they took effect in. So a later call first
+    /// waits for the earlier groups' answers to be taken.
+    pub(crate) fn drained(&self, upto: Option<&Arc<Group>>) -> Drained<'_> {
+        Drained {
+            il: self,
+            upto: upto.cloned(),
         }
     }
 
@@ -130,6 +159,7 @@ impl Interleaver {
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, SetupError> {
         if join == Join::Alone {
+            self.drained(None).await;
             return driver.run(fut).map_err(|e| SetupError::new(e.to_string()));
         }
         let call: Call = Box::pin(async move { Box::new(fut.await) as Answer });
@@ -154,10 +184,17 @@ impl Interleaver {
             }
         };
         if leads {
+            let mut lead = Lead {
+                il: self,
+                group: &group,
+                ran: false,
+            };
             for _ in 0..GATHER_YIELDS {
                 YieldNow(false).await;
             }
             lock(&self.open).retain(|g| !Arc::ptr_eq(g, &group));
+            lock(&self.closed).push(group.clone());
+            self.drained(Some(&group)).await;
             let calls = std::mem::take(&mut *lock(&group.calls));
             let seed = lock(&self.rng).next_u64();
             let probe: Probe = Arc::new(move |session| {
@@ -173,11 +210,13 @@ impl Interleaver {
                     lock(&self.orders).push(order.clone());
                 }
             }
-            group.finish(ran.map(|(answers, _, ended)| (answers, ended)));
+            group.finish(ran.map(|(answers, _, effect)| (answers, effect)));
+            lead.ran = true;
         }
         let answer = Finished {
             group: &group,
             index,
+            taken: false,
         }
         .await
         .map_err(SetupError::new)?;
@@ -188,17 +227,68 @@ impl Interleaver {
     }
 }
 
+/// The leader of a group while it gathers and runs it: dropped before
+/// the group ran (its host went down), it closes the group as failed, so
+/// no later call joins it or waits for its answers.
+struct Lead<'a> {
+    il: &'a Interleaver,
+    group: &'a Arc<Group>,
+    ran: bool,
+}
+
+impl Drop for Lead<'_> {
+    fn drop(&mut self) {
+        if !self.ran {
+            lock(&self.il.open).retain(|g| !Arc::ptr_eq(g, self.group));
+            self.group
+                .finish(Err("the group's caller went away before it ran".into()));
+        }
+    }
+}
+
+/// A future ready once earlier groups' answers were all taken
+/// ([`Interleaver::drained`]).
+pub(crate) struct Drained<'a> {
+    il: &'a Interleaver,
+    upto: Option<Arc<Group>>,
+}
+
+impl Future for Drained<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let mut closed = lock(&self.il.closed);
+        closed.retain(|g| !g.drained());
+        let ahead = closed
+            .iter()
+            .take_while(|g| self.upto.as_ref().is_none_or(|u| !Arc::ptr_eq(g, u)));
+        let mut waiting = false;
+        for g in ahead {
+            lock(&g.waiters).push(cx.waker().clone());
+            waiting = true;
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+}
+
 /// Calls gathering in one instant, and then their answers.
 #[derive(Default)]
-struct Group {
+pub(crate) struct Group {
     calls: Mutex<Vec<Call>>,
     joined: Mutex<usize>,
     batches: Mutex<usize>,
     answers: Mutex<Option<Result<Vec<Option<Answer>>, String>>>,
-    /// The calls in the order they ended (committed), and how many of
-    /// them took their answer: each caller takes its answer in its turn,
-    /// so the store host records the calls in the order they committed.
+    /// The calls in the order they took effect (`answer_order`), and how
+    /// many of them took their answer: each caller takes its answer in its
+    /// turn, so the store host records the calls in that order.
     turns: Mutex<(Vec<usize>, usize)>,
+    /// Callers dropped before they took their answer (their host went
+    /// down): their turns are skipped.
+    gone: Mutex<Vec<usize>>,
     waiters: Mutex<Vec<Waker>>,
 }
 
@@ -213,9 +303,37 @@ impl Group {
         *n - 1
     }
 
+    /// Moves the next turn past callers that are gone; whether every
+    /// answer is now taken (or the group failed).
+    fn advance(&self) -> bool {
+        let gone = lock(&self.gone).clone();
+        let answered = lock(&self.answers).as_ref().map(Result::is_ok);
+        let mut turns = lock(&self.turns);
+        let (order, next) = &mut *turns;
+        while order.get(*next).is_some_and(|i| gone.contains(i)) {
+            *next += 1;
+        }
+        match answered {
+            None => false,
+            Some(false) => true,
+            Some(true) => *next >= order.len(),
+        }
+    }
+
+    /// Whether the group ran and every caller took its answer or is gone.
+    fn drained(&self) -> bool {
+        self.advance()
+    }
+
+    fn wake_all(&self) {
+        for w in lock(&self.waiters).drain(..) {
+            w.wake();
+        }
+    }
+
     fn finish(&self, answers: Result<(Vec<Answer>, Vec<usize>), String>) {
-        let answers = answers.map(|(a, ended)| {
-            *lock(&self.turns) = (ended, 0);
+        let answers = answers.map(|(a, effect)| {
+            *lock(&self.turns) = (effect, 0);
             a.into_iter().map(Some).collect()
         });
         *lock(&self.answers) = Some(answers);
@@ -229,34 +347,57 @@ impl Group {
 struct Finished<'a> {
     group: &'a Group,
     index: usize,
+    taken: bool,
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        if !self.taken {
+            // Dropped (its host went down): the turns after it go on.
+            lock(&self.group.gone).push(self.index);
+            self.group.wake_all();
+        }
+    }
 }
 
 impl Future for Finished<'_> {
     type Output = Result<Answer, String>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut answers = lock(&self.group.answers);
-        match answers.as_mut() {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let group = self.group;
+        let failed = lock(&group.answers)
+            .as_ref()
+            .map(|a| a.as_ref().err().cloned());
+        match failed {
             None => {
-                lock(&self.group.waiters).push(cx.waker().clone());
+                lock(&group.waiters).push(cx.waker().clone());
                 Poll::Pending
             }
-            Some(Err(e)) => Poll::Ready(Err(e.clone())),
-            Some(Ok(all)) => {
-                let mut turns = lock(&self.group.turns);
-                let (ended, next) = &mut *turns;
-                if ended.get(*next) != Some(&self.index) {
-                    lock(&self.group.waiters).push(cx.waker().clone());
-                    return Poll::Pending;
+            Some(Some(e)) => {
+                self.taken = true;
+                Poll::Ready(Err(e))
+            }
+            Some(None) => {
+                group.advance();
+                {
+                    let mut turns = lock(&group.turns);
+                    let (effect, next) = &mut *turns;
+                    if effect.get(*next) != Some(&self.index) {
+                        drop(turns);
+                        lock(&group.waiters).push(cx.waker().clone());
+                        return Poll::Pending;
+                    }
+                    *next += 1;
                 }
-                *next += 1;
-                for w in lock(&self.group.waiters).drain(..) {
-                    w.wake();
-                }
+                self.taken = true;
+                let answer = lock(&group.answers)
+                    .as_mut()
+                    .and_then(|a| a.as_mut().ok())
+                    .and_then(|all| all.get_mut(self.index))
+                    .and_then(Option::take);
+                group.wake_all();
                 Poll::Ready(
-                    all.get_mut(self.index)
-                        .and_then(Option::take)
-                        .ok_or_else(|| "an interleaved call was answered twice".to_string()),
+                    answer.ok_or_else(|| "an interleaved call was answered twice".to_string()),
                 )
             }
         }
@@ -299,13 +440,52 @@ struct Tx {
     status: Status,
     session: Option<i64>,
     go: Option<oneshot::Sender<()>>,
+    /// Whether the gate it is parked at is a [`Step::Decides`].
+    decides: bool,
+    /// The step of the first [`Step::Decides`] of its current try.
+    decided: Option<u64>,
+    /// Where it took effect: the step of its commit (or of the
+    /// [`Step::Decides`] before it), or, for a call that committed
+    /// nothing, the last step taken when it ended (see [`answer_order`]).
+    point: Option<u64>,
+    /// Whether its current lock wait is in the order already.
+    wait_logged: bool,
+}
+
+impl Tx {
+    fn new() -> Self {
+        Tx {
+            status: Status::Running,
+            session: None,
+            go: None,
+            decides: false,
+            decided: None,
+            point: None,
+            wait_logged: false,
+        }
+    }
+
+    /// Chosen to take step `n` from the gate it is parked at.
+    fn chosen(&mut self, at: &'static str, n: u64) {
+        if at == BEGIN {
+            // A new try: what an earlier try decided is gone.
+            self.decided = None;
+        } else if self.decides {
+            self.decided.get_or_insert(n);
+        } else if at == COMMIT {
+            self.point = Some(self.decided.unwrap_or(n));
+        }
+        self.status = Status::Running;
+        self.decides = false;
+        self.wait_logged = false;
+    }
 }
 
 /// What the gates and the scheduler share.
 struct Shared {
     txs: Mutex<Vec<Tx>>,
-    /// The transactions in the order their calls ended.
-    ended: Mutex<Vec<usize>>,
+    /// Steps the scheduler has chosen so far (numbered from 1).
+    taken: AtomicU64,
     changed: Notify,
 }
 
@@ -323,9 +503,10 @@ impl StatementGate for Gate {
             let ended = txs.iter().filter(|t| t.status == Status::Done).count();
             let tx = &mut txs[self.i];
             tx.status = match at {
-                Step::Before(w) => Status::Parked(w),
+                Step::Before(w) | Step::Decides(w) => Status::Parked(w),
                 Step::Blocked(w) => Status::Blocked { at: w, ended },
             };
+            tx.decides = matches!(at, Step::Decides(_));
             tx.go = Some(go);
         }
         self.shared.changed.notify_one();
@@ -343,7 +524,8 @@ impl StatementGate for Gate {
 
 /// Runs the calls of one group to their answers, interleaved at their
 /// statements in an order drawn from `rng`; their answers in call order,
-/// the order the steps ran in, and the calls in the order they ended.
+/// the order the steps ran in, and the calls in the order they took
+/// effect ([`answer_order`]).
 pub(crate) async fn run_group(
     probe: Probe,
     calls: Vec<Call>,
@@ -358,17 +540,9 @@ pub(crate) async fn run_group(
         return Ok((answers, String::new(), vec![0]));
     }
     let shared = Arc::new(Shared {
-        txs: Mutex::new(
-            (0..calls.len())
-                .map(|_| Tx {
-                    status: Status::Running,
-                    session: None,
-                    go: None,
-                })
-                .collect(),
-        ),
+        txs: Mutex::new((0..calls.len()).map(|_| Tx::new()).collect()),
+        taken: AtomicU64::new(0),
         changed: Notify::new(),
-        ended: Mutex::new(Vec::new()),
     });
     let mut tasks = Vec::with_capacity(calls.len());
     for (i, call) in calls.into_iter().enumerate() {
@@ -379,8 +553,11 @@ pub(crate) async fn run_group(
         let done = shared.clone();
         tasks.push(tokio::spawn(gated(gate, async move {
             let answer = call.await;
-            lock(&done.ended).push(i);
-            lock(&done.txs)[i].status = Status::Done;
+            let taken = done.taken.load(Ordering::SeqCst);
+            let mut txs = lock(&done.txs);
+            txs[i].point.get_or_insert(taken);
+            txs[i].status = Status::Done;
+            drop(txs);
             done.changed.notify_one();
             answer
         })));
@@ -400,8 +577,27 @@ pub(crate) async fn run_group(
                 .map_err(|e| format!("an interleaved call died: {e}"))?,
         );
     }
-    let ended = lock(&shared.ended).clone();
-    ran.map(|order| (answers, order, ended))
+    let effect = answer_order(&lock(&shared.txs));
+    ran.map(|order| (answers, order, effect))
+}
+
+/// The calls of a group in the order the history records them: the order
+/// they took effect in, which the reference model replays them in.
+///
+/// A transaction takes effect at its commit (its writes become visible
+/// there, and the row locks it holds until then keep anyone from acting
+/// on what it read), or at its first [`Step::Decides`] scan, whose answer
+/// no commit between the two changes (it skips the rows others lock and
+/// does not see rows they have not committed). A call that committed
+/// nothing (a read, a rejected or failed call) took effect among the
+/// steps before it ended: when the last step taken then ran. Ties, and
+/// calls that ended before any step (reads, which run at once and all
+/// see the state before the group), keep their call order. So the order
+/// never depends on which of two calls running at once ended first.
+fn answer_order(txs: &[Tx]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..txs.len()).collect();
+    order.sort_by_key(|&i| (txs[i].point.unwrap_or(u64::MAX), i));
+    order
 }
 
 /// The scheduler's loop (see the module docs); the order the steps ran in.
@@ -413,7 +609,9 @@ async fn schedule(
 ) -> Result<String, String> {
     let mut order = Vec::new();
     settle(probe, shared, started, &mut order).await?;
-    for step in 0..MAX_STEPS {
+    // Bounded: each round either takes a step or waits for PostgreSQL to
+    // break a deadlock.
+    for _ in 0..MAX_STEPS {
         let chosen = {
             let mut txs = lock(&shared.txs);
             if txs.iter().all(|t| t.status == Status::Done) {
@@ -429,8 +627,11 @@ async fn schedule(
                     Status::Parked(w) | Status::Blocked { at: w, .. } => w,
                     _ => "?",
                 };
-                order.push(format!("{step}:{i}:{at}"));
-                txs[i].status = Status::Running;
+                // Numbered by the steps taken, not the rounds: rounds spent
+                // waiting on a deadlock depend on real time.
+                let n = shared.taken.fetch_add(1, Ordering::SeqCst) + 1;
+                order.push(format!("{n}:{i}:{at}"));
+                txs[i].chosen(at, n);
                 if let Some(go) = txs[i].go.take() {
                     let _ = go.send(());
                 }
@@ -534,7 +735,12 @@ async fn settle(
             // It may have reached its gate meanwhile: only a transaction
             // still running is marked waiting.
             if txs[i].status == Status::Running {
-                order.push(format!("{i}:waits"));
+                // Logged once per wait: while PostgreSQL breaks a
+                // deadlock the wait is read again every round.
+                if !txs[i].wait_logged {
+                    order.push(format!("{i}:waits"));
+                    txs[i].wait_logged = true;
+                }
                 txs[i].status = Status::Waits(holders);
             }
         }
@@ -556,7 +762,7 @@ mod tests {
         Tx {
             status,
             session,
-            go: None,
+            ..Tx::new()
         }
     }
 
@@ -644,6 +850,71 @@ mod tests {
         assert!(
             orders.len() > 1,
             "seeds choose different orders: {orders:?}"
+        );
+    }
+
+    fn no_waits() -> Probe {
+        Arc::new(|_| Box::pin(async { Ok(Vec::new()) }))
+    }
+
+    /// Two calls no gate precedes (reads) run at once: the later one in
+    /// call order finishing first must not put it first in the history.
+    #[test]
+    fn calls_that_run_at_once_are_answered_in_call_order() {
+        let driver = Driver::new().expect("a driver");
+        for _ in 0..3 {
+            let calls: Vec<Call> = vec![
+                Box::pin(async {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Box::new(0usize) as Answer
+                }),
+                Box::pin(async { Box::new(1usize) as Answer }),
+            ];
+            let (_, order, effect) = driver
+                .run(run_group(no_waits(), calls, SimRng::new(1)))
+                .expect("ran")
+                .expect("scheduled");
+            assert_eq!(order, "", "no gate, no step");
+            assert_eq!(effect, [0, 1]);
+        }
+    }
+
+    /// A transaction that decides at a scan takes effect there: another's
+    /// commit chosen between its scan and its commit comes after it.
+    #[test]
+    fn a_decision_orders_a_transaction_before_later_commits() {
+        use leasehold_core::statement_gate::step;
+        let driver = Driver::new().expect("a driver");
+        let mut between = 0;
+        for seed in 0..40 {
+            let calls: Vec<Call> = vec![
+                Box::pin(async {
+                    step(Step::Before(BEGIN)).await;
+                    step(Step::Decides("scan")).await;
+                    step(Step::Before(COMMIT)).await;
+                    Box::new(()) as Answer
+                }),
+                Box::pin(async {
+                    step(Step::Before(BEGIN)).await;
+                    step(Step::Before(COMMIT)).await;
+                    Box::new(()) as Answer
+                }),
+            ];
+            let (_, order, effect) = driver
+                .run(run_group(no_waits(), calls, SimRng::new(seed)))
+                .expect("ran")
+                .expect("scheduled");
+            let at = |what: &str| order.find(what).expect(what);
+            let (scan, commit0, commit1) = (at(":0:scan"), at(":0:commit"), at(":1:commit"));
+            let want = if scan < commit1 { [0, 1] } else { [1, 0] };
+            assert_eq!(effect, want, "seed {seed}: {order}");
+            if scan < commit1 && commit1 < commit0 {
+                between += 1;
+            }
+        }
+        assert!(
+            between > 0,
+            "no seed committed between the scan and its commit"
         );
     }
 }

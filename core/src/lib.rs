@@ -91,7 +91,7 @@ pub use store::{
     LIST_ALL_MAX_ROWS, MAX_BATCH_REQUESTS,
 };
 pub use time::{Millis, StoreTime};
-pub use transition::{PruneRequest, MAX_PRUNE_LIMIT, MIN_RETENTION};
+pub use transition::{PruneRequest, AUDIT_EVENTS_PER_JOB, MAX_PRUNE_LIMIT, MIN_RETENTION};
 pub use worker::{
     shutdown_channel, Handler, HandlerError, PruneFailure, Pruner, PrunerConfig, Scheduler,
     SchedulerConfig, Shutdown, ShutdownHandle, StopReason, StopSignal, Sweeper, SweeperConfig,

@@ -74,7 +74,7 @@ pub use job::{
     CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Release, ReleaseMark, Renewal,
     RetryOutcome,
 };
-pub use job_counts::{JobCounts, QueueCounts};
+pub use job_counts::{JobCounts, QueueCounts, StateCounts};
 pub use patience::Patience;
 pub use policy::{
     Backoff, Limits, Policy, PolicyBuilder, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP,

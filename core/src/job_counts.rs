@@ -11,16 +11,16 @@
 
 use crate::job::{JobRecord, JobState};
 use crate::time::StoreTime;
+use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// One queue's jobs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct QueueCounts {
-    /// The queue.
-    pub queue: String,
+/// Jobs in each state: what `leasehold status` prints per queue (its
+/// JSON's field names are these).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StateCounts {
     /// Jobs waiting (due or not).
     pub pending: u64,
-    /// Jobs leased.
+    /// Jobs leased: the running leases.
     pub running: u64,
     /// Finished with a result.
     pub succeeded: u64,
@@ -28,6 +28,29 @@ pub struct QueueCounts {
     pub dead: u64,
     /// Cancelled.
     pub cancelled: u64,
+}
+
+impl StateCounts {
+    /// Adds `n` jobs in `state`.
+    pub fn add(&mut self, state: JobState, n: u64) {
+        let count = match state {
+            JobState::Pending => &mut self.pending,
+            JobState::Running => &mut self.running,
+            JobState::Succeeded => &mut self.succeeded,
+            JobState::Dead => &mut self.dead,
+            JobState::Cancelled => &mut self.cancelled,
+        };
+        *count += n;
+    }
+}
+
+/// One queue's jobs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueCounts {
+    /// The queue.
+    pub queue: String,
+    /// Its jobs in each state.
+    pub by_state: StateCounts,
     /// Enqueue time of the oldest pending job.
     pub oldest_pending: Option<StoreTime>,
     /// Expiry of the running lease that expires first.
@@ -49,18 +72,11 @@ impl QueueCounts {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        self.by_state.add(state, n);
         match state {
-            JobState::Pending => {
-                self.pending += n;
-                self.oldest_pending = min(self.oldest_pending, created);
-            }
-            JobState::Running => {
-                self.running += n;
-                self.nearest_expiry = min(self.nearest_expiry, expires);
-            }
-            JobState::Succeeded => self.succeeded += n,
-            JobState::Dead => self.dead += n,
-            JobState::Cancelled => self.cancelled += n,
+            JobState::Pending => self.oldest_pending = min(self.oldest_pending, created),
+            JobState::Running => self.nearest_expiry = min(self.nearest_expiry, expires),
+            JobState::Succeeded | JobState::Dead | JobState::Cancelled => {}
         }
     }
 
@@ -122,11 +138,20 @@ mod tests {
         b.queue("q").add(JobState::Succeeded, 5, t(1), None);
         let c = b.finish(true);
         assert_eq!(c.queues.len(), 2);
-        assert_eq!((c.queues[0].queue.as_str(), c.queues[0].dead), ("a", 4));
+        assert_eq!(
+            (c.queues[0].queue.as_str(), c.queues[0].by_state.dead),
+            ("a", 4)
+        );
         let q = &c.queues[1];
         assert_eq!(
-            (q.pending, q.running, q.succeeded, q.dead, q.cancelled),
-            (3, 4, 5, 0, 1)
+            q.by_state,
+            StateCounts {
+                pending: 3,
+                running: 4,
+                succeeded: 5,
+                dead: 0,
+                cancelled: 1
+            }
         );
         assert_eq!(
             q.oldest_pending,

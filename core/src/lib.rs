@@ -74,7 +74,7 @@ pub use job::{
     CancelOutcome, JobRecord, JobState, Lease, NewJob, Outcome, Release, ReleaseMark, Renewal,
     RetryOutcome,
 };
-pub use job_counts::{JobCounts, QueueCounts};
+pub use job_counts::{JobCounts, QueueCounts, StateCounts};
 pub use patience::Patience;
 pub use policy::{
     Backoff, Limits, Policy, PolicyBuilder, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_CAP,
@@ -91,7 +91,7 @@ pub use store::{
     LIST_ALL_MAX_ROWS, MAX_BATCH_REQUESTS,
 };
 pub use time::{Millis, StoreTime};
-pub use transition::{PruneRequest, MAX_PRUNE_LIMIT, MIN_RETENTION};
+pub use transition::{PruneRequest, AUDIT_EVENTS_PER_JOB, MAX_PRUNE_LIMIT, MIN_RETENTION};
 pub use worker::{
     shutdown_channel, Handler, HandlerError, PruneFailure, Pruner, PrunerConfig, Scheduler,
     SchedulerConfig, Shutdown, ShutdownHandle, StopReason, StopSignal, Sweeper, SweeperConfig,

@@ -4,7 +4,9 @@
 
 use super::cases::{assert_cancel, claim_one, enqueue, release};
 use super::{suite_policy, Harness, LONG_LEASE};
-use leasehold_core::{count_by_listing, CancelOutcome, NewJob, Outcome, Release, Store};
+use leasehold_core::{
+    count_by_listing, CancelOutcome, NewJob, Outcome, Release, StateCounts, Store,
+};
 
 /// Two queues with a job in every state: the store's own count gives the
 /// counts, the oldest pending enqueue and the nearest expiry the rows
@@ -50,8 +52,14 @@ pub async fn count_jobs_counts_every_queue_and_state<H: Harness>(h: &H) {
     );
     let a = &c.queues[0];
     assert_eq!(
-        (a.pending, a.running, a.succeeded, a.dead, a.cancelled),
-        (2, 1, 1, 1, 1),
+        a.by_state,
+        StateCounts {
+            pending: 2,
+            running: 1,
+            succeeded: 1,
+            dead: 1,
+            cancelled: 1
+        },
         "{name}: {a:?}"
     );
     let get = |id| async move { s.get(id).await.expect("get").expect("the row") };
@@ -67,7 +75,7 @@ pub async fn count_jobs_counts_every_queue_and_state<H: Harness>(h: &H) {
     );
     let b = &c.queues[1];
     assert_eq!(
-        (b.pending, b.running, b.nearest_expiry),
+        (b.by_state.pending, b.by_state.running, b.nearest_expiry),
         (1, 0, None),
         "{name}"
     );

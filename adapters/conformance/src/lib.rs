@@ -188,6 +188,7 @@ pub const CASES: &[&str] = &[
     "a_pruned_plan_time_does_not_fire_again",
     "operations_on_a_pruned_job_answer_as_for_an_unknown_job",
     "audit_events_are_kept_for_their_own_retention",
+    "a_prune_deletes_at_most_ten_audit_events_per_job_of_its_limit",
     "bad_prune_requests_are_refused_and_change_nothing",
     "count_jobs_counts_every_queue_and_state",
     "a_dead_job_is_retried_with_a_fresh_budget",
@@ -248,6 +249,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, prune::a_pruned_plan_time_does_not_fire_again);
         $crate::conformance_tests!(@case $harness, prune::operations_on_a_pruned_job_answer_as_for_an_unknown_job);
         $crate::conformance_tests!(@case $harness, prune::audit_events_are_kept_for_their_own_retention);
+        $crate::conformance_tests!(@case $harness, prune::a_prune_deletes_at_most_ten_audit_events_per_job_of_its_limit);
         $crate::conformance_tests!(@case $harness, prune::bad_prune_requests_are_refused_and_change_nothing);
         $crate::conformance_tests!(@case $harness, counts::count_jobs_counts_every_queue_and_state);
         $crate::conformance_tests!(@case $harness, retry::a_dead_job_is_retried_with_a_fresh_budget);

@@ -2,7 +2,8 @@
 //! that finished at least `R` ago, at most its limit, oldest first; a
 //! pruned job is unknown to every later operation; its idempotency key is
 //! free again; its plan time never fires again; audit events keep their own
-//! retention; a bad request is refused and changes nothing.
+//! retention, and a call deletes at most ten per job of its limit on every
+//! store; a bad request is refused and changes nothing.
 //!
 //! `R` is at least [`MIN_RETENTION`], a minute: the cases that wait for a
 //! job to age run on a manual clock only, and say so on a real one (the
@@ -14,7 +15,7 @@ use leasehold_core::schedule::{FireRequest, Rule, Schedule};
 use leasehold_core::{CancelOutcome, JobId, JobState, NewJob, Outcome, Release, StoreTime};
 use leasehold_core::{InputError, StoreError};
 use leasehold_core::{Millis, PruneRequest, ReleaseRequest, RenewRequest, Store};
-use leasehold_core::{MAX_PRUNE_LIMIT, MIN_RETENTION};
+use leasehold_core::{AUDIT_EVENTS_PER_JOB, MAX_PRUNE_LIMIT, MIN_RETENTION};
 
 const R: Millis = MIN_RETENTION;
 
@@ -307,6 +308,46 @@ pub async fn audit_events_are_kept_for_their_own_retention<H: Harness>(h: &H) {
         events.is_empty(),
         "{name}: with the default audit retention, events go once R old: {events:?}"
     );
+}
+
+/// A call's audit side is bounded alike on every store: it deletes the
+/// oldest events old enough, at most [`AUDIT_EVENTS_PER_JOB`] per job of
+/// its limit (`PruneRequest::audit_budget`), however many jobs it prunes.
+/// Four jobs of three events each (one statement each) and a limit of 1:
+/// the first call takes one job and exactly the ten oldest events, the
+/// second the next job and the last two.
+pub async fn a_prune_deletes_at_most_ten_audit_events_per_job_of_its_limit<H: Harness>(h: &H) {
+    let (f, name) = opened(h).await;
+    let s = &*f.store;
+    if h.events(s).await.is_none() {
+        eprintln!("{name}: keeps no audit log; audit budget case skipped");
+        return;
+    }
+    if !manual_only(f.time.is_manual(), &name, "audit budget") {
+        return;
+    }
+    let mut jobs = Vec::new();
+    for i in 0..4u8 {
+        let id = enqueue(s, NewJob::new("q", vec![i])).await;
+        let l = claim_one(s, "w", "q", LONG_LEASE).await;
+        assert_eq!(release(s, id, l.token, ok(b"r")).await, Release::Committed);
+        jobs.push(id);
+    }
+    let written = h.events(s).await.expect("events");
+    assert_eq!(written.len(), 12, "{name}: three events per job");
+    f.time.advance(R).await;
+    let one = req(1);
+    assert_eq!(one.audit_budget(), AUDIT_EVENTS_PER_JOB);
+    assert_eq!(prune(s, one).await, vec![jobs[0]], "{name}");
+    let left = h.events(s).await.expect("events");
+    assert_eq!(
+        left,
+        written[AUDIT_EVENTS_PER_JOB as usize..],
+        "{name}: a call of limit 1 deletes the {AUDIT_EVENTS_PER_JOB} oldest events, no more"
+    );
+    assert_eq!(prune(s, one).await, vec![jobs[1]], "{name}");
+    let left = h.events(s).await.expect("events");
+    assert!(left.is_empty(), "{name}: the rest went: {left:?}");
 }
 
 /// A retention under the minimum, an audit retention under the job

@@ -34,7 +34,7 @@ impl MemoryStore {
         if bug.frees_unpruned_keys() {
             st.free_finished_keys(now);
         }
-        st.prune_events(req.audit_cutoff(now), req.limit as usize);
+        st.prune_events(req.audit_cutoff(now), req.audit_budget() as usize);
         Ok(plan.jobs)
     }
 }
@@ -123,8 +123,9 @@ impl MemoryState {
     }
 
     /// Drops the oldest history events written at or before `cutoff`, at
-    /// most `limit`, stopping at the first younger one (events are kept in
-    /// commit order).
+    /// most `limit` (the request's audit budget, as on the SQL stores),
+    /// stopping at the first younger one (events are kept in commit
+    /// order).
     fn prune_events(&mut self, cutoff: StoreTime, limit: usize) {
         let n = self
             .events

@@ -60,23 +60,12 @@ pub fn scan(d: Dialect) -> String {
     )
 }
 
-/// Audit events a prune call may delete per job it may delete: the
-/// audit side's bound is `limit ×` this, so that it keeps up with the jobs.
-///
-/// A job writes about three events (enqueue, claim, release), more with
-/// retries or cancels; a call bounded at `limit` events (the bound before
-/// issue 44's long runs) deleted a third of what the jobs it pruned had
-/// written, and the log grew without end. Ten leaves room for retries.
-/// With the `Pruner` making at least one call per wake-up and one more per
-/// full batch of jobs, a wake-up may delete ten events per job it may
-/// prune: the audit log keeps up while jobs average at most ten events.
-pub const AUDIT_EVENTS_PER_JOB: u32 = 10;
-
-/// The most audit events one prune call reads and deletes:
-/// `req.limit ×` [`AUDIT_EVENTS_PER_JOB`], at most 100,000 (the limit is
-/// at most `MAX_PRUNE_LIMIT`, 10,000).
+/// The most audit events one prune call reads and deletes, as a bound
+/// parameter: the core's `PruneRequest::audit_budget` (`limit ×`
+/// `AUDIT_EVENTS_PER_JOB`, ten per job), the same bound as the memory
+/// store's.
 pub fn audit_budget(req: &PruneRequest) -> i64 {
-    i64::from(req.limit) * i64::from(AUDIT_EVENTS_PER_JOB)
+    i64::from(req.audit_budget())
 }
 
 /// Runs a store's own audit prune `sql`, which reads and deletes at most
@@ -112,10 +101,9 @@ mod tests {
     use super::*;
     use crate::dialect::{POSTGRES, SQLITE};
 
-    /// Ten audit events per job of the limit: what three events a job need
-    /// with room for retries, at most 100,000 for the largest limit.
+    /// The bound each store binds is the core's, ten events per job.
     #[test]
-    fn the_audit_budget_is_ten_events_per_job() {
+    fn the_audit_budget_is_the_cores() {
         let req = |limit| PruneRequest::new(leasehold_core::MIN_RETENTION, limit).unwrap();
         assert_eq!(audit_budget(&req(1)), 10);
         assert_eq!(audit_budget(&req(1_000)), 10_000);

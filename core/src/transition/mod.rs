@@ -32,8 +32,8 @@ pub use claim::{claim, claim_capacity, validate_claim};
 pub use enqueue::{enqueue, validate_new_job, EnqueuePlan};
 pub use fire::{fire, fire_key, put_schedule, FirePlan, PutPlan};
 pub use prune::{
-    prunable, prune, refuse_pruned_plan_time, PrunePlan, PruneRequest, MAX_PRUNE_LIMIT,
-    MIN_RETENTION,
+    prunable, prune, refuse_pruned_plan_time, PrunePlan, PruneRequest, AUDIT_EVENTS_PER_JOB,
+    MAX_PRUNE_LIMIT, MIN_RETENTION,
 };
 pub use release::{release, validate_outcome, ReleasePlan};
 pub use renew::{renew, RenewPlan};

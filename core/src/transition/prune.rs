@@ -41,8 +41,23 @@ pub const MIN_RETENTION: Millis = Millis::from_secs(60);
 /// bounded one keeps its locks short.
 pub const MAX_PRUNE_LIMIT: u32 = 10_000;
 
+/// Audit events a prune call may delete per job it may delete: the audit
+/// side's bound is `limit ×` this ([`PruneRequest::audit_budget`]), on
+/// every store alike, so that the log keeps up with the jobs.
+///
+/// A job writes about three events (enqueue, claim, release), more with
+/// retries or cancels; a call bounded at `limit` events (the bound before
+/// issue 44's long runs) deleted a third of what the jobs it pruned had
+/// written, and the log grew without end. Ten leaves room for retries.
+/// With the `Pruner` making at least one call per wake-up and one more per
+/// full batch of jobs, a wake-up may delete ten events per job it may
+/// prune: the audit log keeps up while jobs average at most ten events.
+pub const AUDIT_EVENTS_PER_JOB: u32 = 10;
+
 const _: () = assert!(MIN_RETENTION.0 > 0);
 const _: () = assert!(MAX_PRUNE_LIMIT >= 1);
+// The largest audit budget fits a `u32` (and an SQL `bigint`).
+const _: () = assert!(MAX_PRUNE_LIMIT.checked_mul(AUDIT_EVENTS_PER_JOB).is_some());
 
 /// Delete up to `limit` jobs that finished at least `retention` ago, and
 /// audit events older than `audit_retention`.
@@ -57,10 +72,8 @@ pub struct PruneRequest {
     /// `now − R` (store clock). At least [`MIN_RETENTION`].
     pub retention: Millis,
     /// At most this many jobs per call; 1 to [`MAX_PRUNE_LIMIT`]. The audit
-    /// side has a bound of its own derived from it: this many events on
-    /// the memory store, ten times as many on SQLite and PostgreSQL
-    /// (`leasehold_sql::prune_sql::audit_budget`), so that their audit logs
-    /// keep up with the jobs pruned.
+    /// side has a bound derived from it, the same on every store:
+    /// [`PruneRequest::audit_budget`] events.
     pub limit: u32,
     /// An audit event goes once it was written at or before
     /// `now − audit_retention`. Never shorter than `retention`.
@@ -111,6 +124,13 @@ impl PruneRequest {
             });
         }
         Ok(())
+    }
+
+    /// The most audit events one call reads and deletes:
+    /// `limit ×` [`AUDIT_EVENTS_PER_JOB`], at most 100,000 (for
+    /// [`MAX_PRUNE_LIMIT`]). Saturates on a request that was not validated.
+    pub fn audit_budget(&self) -> u32 {
+        self.limit.saturating_mul(AUDIT_EVENTS_PER_JOB)
     }
 
     /// The latest finish time a prunable job may have at `now`: `now − R`.
@@ -316,6 +336,15 @@ mod tests {
             audit_retention: Millis::ZERO,
         };
         assert!(prune(&[], &forged, StoreTime(0)).is_err());
+    }
+
+    /// Ten audit events per job of the limit: what three events a job need
+    /// with room for retries, at most 100,000 for the largest limit.
+    #[test]
+    fn the_audit_budget_is_ten_events_per_job() {
+        assert_eq!(req(1).audit_budget(), 10);
+        assert_eq!(req(1_000).audit_budget(), 10_000);
+        assert_eq!(req(MAX_PRUNE_LIMIT).audit_budget(), 100_000);
     }
 
     #[test]

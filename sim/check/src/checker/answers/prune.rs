@@ -33,6 +33,14 @@
 //!   The first answer that tells settles it: an image of the row (it is
 //!   there), a `get` with no row or an `UnknownJob` (it is gone), a new job
 //!   under its key (it is gone), or a later prune naming it.
+//! - **A retried prune.** The core's `Pruner` answers an `Unavailable`
+//!   prune by waiting its backoff and calling again: a new request, judged
+//!   like any prune. A job it names that the lost prune may have deleted
+//!   was still there, so the earlier prune did not delete it, and its row
+//!   is the one the model holds (a terminal row never changes, and nothing
+//!   naming it was applied meanwhile): it is judged in full, terminal and
+//!   finished by this call's own cutoff, not waved through as "maybe
+//!   pruned".
 
 use super::compare::variant_of;
 use super::model::{terminal, Model, Plan, Want};
@@ -94,7 +102,10 @@ impl Model {
                 };
                 return Some((Some(*id), why));
             };
-            if !row.known || self.maybe_pruned.contains(id) {
+            // A row the model lost track of (an answer of unknown
+            // outcome) is not judged; one a lost prune may have deleted
+            // is (see "A retried prune" above).
+            if !row.known {
                 continue;
             }
             if !terminal(row.state) {

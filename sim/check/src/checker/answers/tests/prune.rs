@@ -7,10 +7,15 @@ use super::*;
 const R: i64 = 60_000;
 
 fn prune_op() -> Op {
+    prune_of(R)
+}
+
+/// A prune of limit 10 with retention (and audit retention) `r` ms.
+fn prune_of(r: i64) -> Op {
     Op::Prune {
-        retention: Millis(R as u64),
+        retention: Millis(r as u64),
         limit: 10,
-        audit_retention: Millis(R as u64),
+        audit_retention: Millis(r as u64),
     }
 }
 
@@ -282,4 +287,62 @@ fn an_unknown_prune_suspends_only_the_jobs_it_could_have_deleted() {
         ],
     );
     assert_says(&v[1], &["now(): the store answered time @0ms"]);
+}
+
+/// The `Pruner` retries a prune answered `Unavailable` with a new call:
+/// a job that call names was still there, so it is judged in full. Job 1
+/// finished at 20 and the lost prune at `20 + R` may have deleted it; the
+/// retry one millisecond later with the same `R` may name it, and the
+/// model then knows it is gone. A retry whose own cutoff is before the
+/// finish (here a longer `R`, as an operator's `leasehold prune` after the
+/// `Pruner`'s) named it too early: reported, though the lost prune could
+/// have deleted it.
+#[test]
+fn a_retried_prune_is_judged_in_full_after_an_unknown_one() {
+    let lost = |s: &mut Script| {
+        s.serve(
+            20 + R,
+            prune_op(),
+            Reply::Unavailable("store down".into()),
+            vec![],
+        );
+    };
+    let mut ok = succeeded(None);
+    lost(&mut ok);
+    ok.serve(
+        20 + R + 1,
+        prune_op(),
+        Reply::Pruned(vec![JobId(1)]),
+        vec![],
+    );
+    assert!(ok.check().is_empty(), "{:?}", ok.check());
+    // Settled by the retry: job 1 is gone, and a row for it is reported.
+    ok.serve(
+        20 + R + 2,
+        Op::Get { job: JobId(1) },
+        Reply::Row(Some(pending(1, 0))),
+        vec![],
+    );
+    let v = ok.check();
+    assert_eq!(only_i11(&v).len(), 1, "{v:?}");
+    assert_says(&v[0], &["get(job-1)", "expected no row"]);
+
+    let mut early = succeeded(None);
+    lost(&mut early);
+    early.serve(
+        20 + R + 1,
+        prune_of(2 * R),
+        Reply::Pruned(vec![JobId(1)]),
+        vec![],
+    );
+    let v = early.check();
+    assert_eq!(only_i11(&v).len(), 1, "{v:?}");
+    assert_says(
+        &v[0],
+        &[
+            "pruned job-1, which finished at @20ms",
+            "before its retention ran out",
+        ],
+    );
+    assert_eq!(v[0].job, Some(JobId(1)));
 }

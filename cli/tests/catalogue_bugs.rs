@@ -156,11 +156,11 @@ catalogue_on_sql! {
         => "prune_frees_unpruned_keys_makes_a_second_job_for_a_key.toml",
 }
 
-/// Bug 32 is planted in PostgreSQL's `Coalescing` wrapper, which answers
+/// Bug 29 is planted in PostgreSQL's `Coalescing` wrapper, which answers
 /// single claims and releases: caught on PostgreSQL alone (when
 /// `DATABASE_URL` is set), within the scenario's seed budget.
 #[test]
-fn bug_32_coalesced_answers_reversed_is_caught_on_postgres() {
+fn bug_29_coalesced_answers_reversed_is_caught_on_postgres() {
     let Some(args) = on(StoreKind::Postgres) else {
         return;
     };

@@ -174,8 +174,8 @@ fn guided_exploration_reports_coverage_over_time_and_repeats_its_runs() {
         "--corpus",
         corpus,
     ];
-    let a = leasehold(&[&args[..], &["-j", "2"]].concat());
-    let b = leasehold(&[&args[..], &["-j", "1"]].concat());
+    let a = leasehold(&[&args[..], &["-j", "2", "--guided"]].concat());
+    let b = leasehold(&[&args[..], &["-j", "1", "--guided"]].concat());
     exits(&a, 0);
     exits(&b, 0);
     let (ea, eb) = (stderr(&a), stderr(&b));
@@ -193,7 +193,7 @@ fn guided_exploration_reports_coverage_over_time_and_repeats_its_runs() {
         "{}",
         stdout(&a)
     );
-    let u = leasehold(&[&args[..], &["--uniform"]].concat());
+    let u = leasehold(&args);
     exits(&u, 0);
     assert!(stderr(&u).contains(", uniform,"), "{}", stderr(&u));
 }

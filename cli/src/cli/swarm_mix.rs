@@ -6,8 +6,8 @@
 //! Invariant: the mix is a pure function of (scenario name, seed), and the
 //! mixed configuration is what runs, is shrunk and is written to the
 //! corpus, so a regression case replays exactly what failed. A mix only
-//! switches kinds off (rate range set to zero), never on, and keeps at
-//! least one of the scenario's kinds.
+//! switches kinds off (rate range set to zero), never on, keeps at least
+//! one of the scenario's kinds, and is a valid scenario (or no mix).
 
 use leasehold_model::config::{Range, SimConfig};
 
@@ -69,7 +69,10 @@ pub fn mix(cfg: &SimConfig, seed: u64) -> Option<(SimConfig, Vec<&'static str>)>
             off.push(*name);
         }
     }
-    if off.is_empty() {
+    // A kind another option needs (`conflict_on = "every-write"` widens
+    // `store_conflict`) may not be switched off: the scenario then runs as
+    // written, as a bad mix would otherwise fail as a harness error.
+    if off.is_empty() || out.validate().is_err() {
         return None;
     }
     Some((out, off))
@@ -117,5 +120,21 @@ mod tests {
     fn scenarios_without_swarm_faults_are_never_mixed() {
         let cfg = leasehold_model::builtin::calm();
         assert!((0..100).all(|s| mix(&cfg, s).is_none()));
+    }
+
+    /// `conflict_on = "every-write"` needs `store_conflict`: no mix
+    /// switches it off, and the other kinds are still mixed.
+    #[test]
+    fn a_mix_never_switches_off_a_kind_another_option_needs() {
+        let mut cfg = leasehold_model::builtin::standard();
+        cfg.faults.conflict_on = leasehold_model::config::ConflictOn::EveryWrite;
+        cfg.faults.store_conflict = Range::new(0.05, 0.2);
+        assert!(cfg.validate().is_ok());
+        let mixes: Vec<_> = (0..200).filter_map(|s| mix(&cfg, s)).collect();
+        assert!(!mixes.is_empty(), "other kinds are still mixed");
+        for (m, off) in &mixes {
+            assert!(m.validate().is_ok(), "{off:?}");
+            assert!(!off.contains(&"store_conflict"), "{off:?}");
+        }
     }
 }

@@ -679,7 +679,7 @@ mod tests {
         let out = shrink(
             &cfg,
             None,
-            &mut |c: &PreparedConfig| needs(&**c),
+            &mut |c: &PreparedConfig| needs(c),
             Budget::default(),
         );
         let f = &out.config.faults;

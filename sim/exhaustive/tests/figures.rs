@@ -1,7 +1,9 @@
 //! Prints the figures of a scope given in the environment (for measuring;
 //! ignored by default): `LEASEHOLD_SCOPE=w,j,crashes,lost,conflicts,unavailable,cancels`.
 
-use leasehold_exhaustive::{check, Scope, World};
+use leasehold_exhaustive::run::check_watched;
+use leasehold_exhaustive::{Scope, World};
+use std::time::Duration;
 
 #[test]
 #[ignore = "a measurement, run by hand"]
@@ -21,7 +23,15 @@ fn figures() {
         .cancels(n[6])
         .build()
         .expect("scope");
-    let r = check(World::new(scope), 2);
+    // Progress every 30 s, so a run stopped at a cap still says how far
+    // it got.
+    let mut shown = Duration::ZERO;
+    let r = check_watched(World::new(scope), 2, |states, elapsed| {
+        if elapsed >= shown + Duration::from_secs(30) {
+            shown = elapsed;
+            println!("  {states} states after {elapsed:.0?}");
+        }
+    });
     println!(
         "scope {spec}: {} states ({} generated), depth {}, {:.1?}, {:.0} states/s, violated {:?}",
         r.unique_states,

@@ -132,9 +132,10 @@ impl Scope {
     /// S1 as pinned in CI, first half: 2 workers, 1 job, 1 lost message,
     /// 1 `Conflict`, drift at the bound. The S1 also has a crash
     /// and a second lost message, which do not fit 60 s together even
-    /// with the search's reductions (`reduce.rs`): 1 crash, 1 lost and 1
-    /// `Conflict` are 3.0 M states, 133 s on the shared 2-core machine
-    /// (`docs/EXHAUSTIVE.md`). The crash is pinned in [`Scope::s1_crash`].
+    /// with the search's reductions (`reduce.rs`): the whole S1
+    /// is 12.7 M states, about 200 CPU-s, 22 minutes on the shared 2-core
+    /// machine (`docs/EXHAUSTIVE.md`). The crash is pinned in
+    /// [`Scope::s1_crash`].
     pub fn s1() -> Scope {
         Scope::builder()
             .workers(2)

@@ -1,10 +1,12 @@
 //! Runs a world breadth-first to the end and reports: states, time, and
-//! the first violated invariant with a shortest path to it.
+//! the first violated invariant with a shortest path to it; or probes it
+//! depth-first, up to a state budget, for a violation that lies deep in a
+//! scope too large to search whole ([`probe`]).
 
 use crate::ghost::{holds, Inv};
 use crate::model::{Action, World, CONCURRENCY};
 use crate::world::State;
-use stateright::{Checker, Model};
+use stateright::{Checker, HasDiscoveries, Model};
 use std::time::{Duration, Instant};
 
 /// What a run found.
@@ -67,9 +69,36 @@ pub fn check_watched(
     threads: usize,
     mut watch: impl FnMut(usize, Duration),
 ) -> Report {
-    let horizon = world.scope.horizon.0;
     let start = Instant::now();
     let checker = world.checker().threads(threads.max(1)).spawn_bfs();
+    wait(checker, start, &mut watch)
+}
+
+/// Searches `world` depth-first on one thread (the same order on every
+/// run) until an invariant breaks or about `max_states` states were
+/// generated. Not a proof: a [`Verdict::Holds`] says only that no
+/// violation was met within the budget. The path of a violation is the
+/// one the search went down, not a shortest one. For a scope whose whole
+/// search does not fit (the full S1: 12.7 M states), it reaches
+/// states a breadth-first run meets only near its end.
+pub fn probe(world: World, max_states: usize, mut watch: impl FnMut(usize, Duration)) -> Report {
+    let start = Instant::now();
+    let checker = world
+        .checker()
+        .threads(1)
+        .target_state_count(max_states.max(1))
+        .finish_when(HasDiscoveries::AnyFailures)
+        .spawn_dfs();
+    wait(checker, start, &mut watch)
+}
+
+/// Waits for `checker` to finish, watching it, and reports what it found.
+fn wait(
+    checker: impl Checker<World>,
+    start: Instant,
+    watch: &mut impl FnMut(usize, Duration),
+) -> Report {
+    let horizon = checker.model().scope.horizon.0;
     // Polled in short sleeps so a small scope returns at once; bounded by
     // the search itself, which ends (the world is finite).
     let mut last = Instant::now();

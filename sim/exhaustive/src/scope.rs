@@ -132,9 +132,10 @@ impl Scope {
     /// S1 as pinned in CI, first half: 2 workers, 1 job, 1 lost message,
     /// 1 `Conflict`, drift at the bound. The S1 also has a crash
     /// and a second lost message, which do not fit 60 s together even
-    /// with the search's reductions (`reduce.rs`): 1 crash, 1 lost and 1
-    /// `Conflict` are 3.0 M states, 133 s on the shared 2-core machine
-    /// (`docs/EXHAUSTIVE.md`). The crash is pinned in [`Scope::s1_crash`].
+    /// with the search's reductions (`reduce.rs`): the whole S1
+    /// is 12.7 M states, about 200 CPU-s, 22 minutes on the shared 2-core
+    /// machine (`docs/EXHAUSTIVE.md`). The crash is pinned in
+    /// [`Scope::s1_crash`].
     pub fn s1() -> Scope {
         Scope::builder()
             .workers(2)
@@ -230,9 +231,9 @@ impl ScopeBuilder {
         faults_until: Millis,
     }
 
-    /// The last instant (default: when the faults end, plus a lease, a
-    /// sweep, a poll, a job's run and two request timeouts: time for a
-    /// lease left by a crash to expire and its job to run again).
+    /// The last instant, where I6 asks every job to be terminal (default:
+    /// [`default_horizon`], the end of the longest chain the faults can
+    /// start).
     pub fn horizon(mut self, h: Millis) -> Self {
         self.horizon = Some(h);
         self
@@ -279,18 +280,115 @@ impl ScopeBuilder {
                 "must be below the lease; release_tries and max_attempts at least 1".into(),
             );
         }
-        let default_horizon = s.faults_until.0
-            + s.lease.0
-            + s.sweep_interval.0
-            + s.poll_interval.0
-            + s.max_job_time.0
-            + 2 * s.request_timeout.0;
-        s.horizon = self.horizon.unwrap_or(Millis(default_horizon));
+        s.horizon = self.horizon.unwrap_or_else(|| default_horizon(&s));
         if s.horizon < s.faults_until {
             return err("horizon", "must not end before the faults do".into());
         }
         Ok(s)
     }
+}
+
+/// Shortest wait before a renew whose outcome was unknown is sent again
+/// (`MIN` of the renew schedule, docs/PROTOCOL.md §3; read from the
+/// protocol, not from the worker's code).
+const RENEW_RETRY_MIN: u64 = 100;
+
+/// The longest true time a span of `local` ms lasts on a clock running at
+/// 1-ρ: a reading is `floor(t·(1-ρ))`, so from any instant `t0` the
+/// clock reads `local` more by `t0 + ceil(local/(1-ρ))` at the latest.
+fn on_slowest_clock(local: u64, drift_ppm: u32) -> u64 {
+    let rate = 1_000_000 - u128::from(drift_ppm.min(999_999));
+    u64::try_from((u128::from(local) * 1_000_000).div_ceil(rate)).unwrap_or(u64::MAX)
+}
+
+/// The shortest true time a span of `local` ms lasts on a clock running
+/// at 1+ρ (rounded down).
+fn on_fastest_clock(local: u64, drift_ppm: u32) -> u64 {
+    let rate = 1_000_000 + u128::from(drift_ppm);
+    u64::try_from(u128::from(local) * 1_000_000 / rate).unwrap_or(u64::MAX)
+}
+
+/// The default horizon: the latest instant a job can still need to become
+/// terminal, plus one (at the horizon itself no step is taken).
+///
+/// Faults end at `F` (`faults_until`). What can leave a job unfinished
+/// after `F` is a lease whose holder stopped caring for it: the world
+/// then waits for the lease to expire, the sweeper to reclaim it and a
+/// new run to finish. The longest such chain, each step at its bound
+/// (`d` = `max_delay`; a local span is read on the slowest clock, 1-ρ,
+/// where it lasts longest in true time):
+///
+/// 1. **The last renew of an abandoned lease is sent by `F + A (+ W)`.**
+///    A holder abandons a lease only on a fault. A crash strikes by `F`.
+///    A release is given up only when its last try failed: lost (decided
+///    as it leaves, by `F`, and seen at its request timeout, so by
+///    `F + A` with `A` = the timeout on the slowest clock) or refused
+///    (answered by `F + d`, sooner: a round trip fits the timeout). A try
+///    sent after `F` reaches the store and commits. The releasing
+///    heartbeat renews until the release ends, so its last renew leaves
+///    by `F + A` (the probe's path: the give-up at 1,320 ms, its renew
+///    sent at 1,313 ms). A running handler is abandoned at its fence;
+///    that can happen only to a handler that can outlive its first fence
+///    (`max_job_time + 2d` reaches the safe lease, `L·(1-ρ)/(1+ρ)` on the
+///    fastest clock): after the last lost renew is seen (by `F + A`) the
+///    renew schedule retries within `W` = `max(MIN, renew_interval/2)`,
+///    and that renew applies even if its answer comes after the fence.
+/// 2. **It reaches the store `d` later and sets the expiry a `lease`
+///    after.** A claim from a holder that crashed, or whose grant was
+///    lost, is applied by `F + d` with the same lease: no later.
+/// 3. **The sweeper reclaims it within `sweep_interval`.**
+/// 4. **A host claims the job within `d + poll_interval`.** A host free
+///    to take it claims at once, unless its last claim met no pending job
+///    just before the reclaim: that answer comes `d` late and the host
+///    waits a poll. With more jobs than workers, every host may be busy:
+///    the job waits at most `ceil(jobs/workers) - 1` runs of other jobs
+///    (a claim's round trip and a handler each; a host claims again as
+///    its handler returns).
+/// 5. **The claim's round trip (`2d`), the handler (`max_job_time`) and
+///    the release's trip to the store (`d`).** This run starts after `F`
+///    (the expiry in 2 is past `F`), so no fault touches it and its
+///    release needs no retry. A release retried earlier either commits
+///    by `F + A + renew_interval + d` (the retry wait is at most an
+///    interval), well within the chain, or is given up: step 1.
+///
+/// So the horizon is `F + A (+ W) + d + lease + sweep_interval + d +
+/// poll + (ceil(jobs/workers) - 1)·(2d + max_job_time) + 2d +
+/// max_job_time + d + 1`. With the defaults: 1,200 + 208 + 100 + 1,000
+/// + 100 + 202 + 200 + 700 + 100 + 1 = 3,811 ms. The formula it
+/// replaces (3,510 ms: faults end, lease, sweep, poll, job, two request
+/// timeouts) left out the renew sent by the releasing heartbeat just
+/// before the give-up and the claim's round trip: the full S1
+/// met a run that finished at 3,513 ms (docs/EXHAUSTIVE.md).
+pub fn default_horizon(s: &Scope) -> Millis {
+    let rho = s.drift_ppm;
+    let d = s.max_delay.0;
+    let slow = |local: u64| on_slowest_clock(local, rho);
+    let give_up = slow(s.request_timeout.0).max(d);
+    let safe_lease = u128::from(s.lease.0) * (1_000_000 - u128::from(rho).min(999_999))
+        / (1_000_000 + u128::from(rho));
+    let safe_lease = on_fastest_clock(u64::try_from(safe_lease).unwrap_or(u64::MAX), rho);
+    let fenced_retry = if s.max_job_time.0.saturating_add(2 * d) >= safe_lease {
+        slow(RENEW_RETRY_MIN.max(s.renew_interval.0 / 2))
+    } else {
+        0
+    };
+    let run = d.saturating_mul(2).saturating_add(s.max_job_time.0);
+    let queued = u64::from(s.jobs.div_ceil(s.workers.max(1)).saturating_sub(1));
+    let steps = [
+        s.faults_until.0,
+        give_up,
+        fenced_retry,
+        d,
+        s.lease.0,
+        s.sweep_interval.0,
+        d,
+        slow(s.poll_interval.0),
+        queued.saturating_mul(run),
+        run,
+        d,
+        1,
+    ];
+    Millis(steps.iter().fold(0, |at, step| at.saturating_add(*step)))
 }
 
 #[cfg(test)]
@@ -317,5 +415,55 @@ mod tests {
             .build()
             .is_ok());
         assert_eq!(Scope::s1().request_timeout, DEFAULT_REQUEST_TIMEOUT);
+    }
+
+    #[test]
+    fn the_default_horizon_ends_the_longest_chain_after_the_faults() {
+        // 1,200 + 208 (a 205 ms timeout at -1%) + 100 + 1,000 + 100 + 100
+        // + 102 (a 100 ms poll at -1%) + 200 + 700 + 100 + 1.
+        assert_eq!(Scope::s1().horizon, Millis(3_811));
+        assert_eq!(Scope::s1_crash().horizon, Millis(3_811));
+        // The run the full S1 met finished at 3,513 ms.
+        assert!(Scope::s1().horizon > Millis(3_513));
+        assert_eq!(on_slowest_clock(205, 10_000), 208);
+        assert_eq!(on_slowest_clock(100, 10_000), 102);
+        // A clock at -1% that reads 1,188 at 1,200 ms reads 1,393 first
+        // at 1,408 ms: the bound is reached.
+        assert_eq!(
+            crate::clock::true_at(-10_000, crate::clock::local_at(-10_000, 1_200) + 205),
+            1_200 + 208
+        );
+        // An explicit horizon is kept.
+        let s = Scope::builder().horizon(Millis(5_000)).build().unwrap();
+        assert_eq!(s.horizon, Millis(5_000));
+    }
+
+    #[test]
+    fn a_handler_that_can_outlive_its_fence_adds_a_renew_retry() {
+        let short = Scope::builder().build().unwrap().horizon;
+        // 900 ms of handler and round trip stay under the 970 ms a safe
+        // lease (980 ms local) lasts at +1%; 2,500 ms do not.
+        let long = Scope::builder()
+            .max_job_time(Millis(2_500))
+            .build()
+            .unwrap()
+            .horizon;
+        // The longer handler (1,800 ms), and a retry half an interval
+        // (150 ms, 152 at -1%) after the last lost renew is seen.
+        assert_eq!(long.0 - short.0, 1_800 + 152);
+    }
+
+    #[test]
+    fn more_jobs_than_workers_wait_for_the_runs_ahead_of_them() {
+        let one = Scope::builder().workers(1).jobs(1).build().unwrap().horizon;
+        let two = Scope::builder().workers(1).jobs(2).build().unwrap().horizon;
+        let three = Scope::builder().workers(2).jobs(3).build().unwrap().horizon;
+        let run = 2 * DEFAULT_MAX_DELAY.0 + DEFAULT_MAX_JOB_TIME.0;
+        assert_eq!(two.0 - one.0, run);
+        assert_eq!(three.0 - one.0, run);
+        assert_eq!(
+            Scope::builder().workers(3).jobs(2).build().unwrap().horizon,
+            one
+        );
     }
 }

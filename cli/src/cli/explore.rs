@@ -25,7 +25,7 @@
 //! ([`super::explore_guided`]): most runs mutate a kept input that
 //! reached a new or rare situation, a fixed share still comes off the
 //! wheel, and a progress line names each situation when first reached.
-//! `--compare` runs both ([`super::explore_compare`]).
+//! `--compare` runs both (`explore_compare.rs`, which builds on this file).
 
 use super::args::ExploreArgs;
 use super::engine::Shown;
@@ -362,11 +362,9 @@ pub(super) fn prepare(args: &ExploreArgs) -> Result<Prepared, ExitCode> {
     })
 }
 
-/// Runs the command.
+/// Runs the command (without `--compare`: the dispatcher sends that to
+/// `explore_compare.rs`).
 pub fn run(args: &ExploreArgs) -> ExitCode {
-    if args.compare {
-        return super::explore_compare::run(args);
-    }
     let Prepared {
         scenarios,
         stores,

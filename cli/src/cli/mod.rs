@@ -75,6 +75,7 @@ pub fn main() -> i32 {
         args::Command::Replay(a) => replay::run(a),
         args::Command::Shrink(a) => shrink::run(a),
         args::Command::Merge(a) => merge::run(a),
+        args::Command::Explore(a) if a.compare => explore_compare::run(a),
         args::Command::Explore(a) => explore::run(a),
         args::Command::Export(a) => export::run(a),
         args::Command::Exhaust(a) => exhaustive::run(a),

@@ -353,8 +353,8 @@ fn on_fastest_clock(local: u64, drift_ppm: u32) -> u64 {
 ///
 /// So the horizon is `F + A (+ W) + d + lease + sweep_interval + d +
 /// poll + (ceil(jobs/workers) - 1)·(2d + max_job_time) + 2d +
-/// max_job_time + d + 1`. With the defaults: 1,200 + 208 + 100 + 1,000
-/// + 100 + 202 + 200 + 700 + 100 + 1 = 3,811 ms. The formula it
+/// max_job_time + d + 1`. With the defaults: 1,200 + 208 + 100 +
+/// 1,000 + 100 + 202 + 200 + 700 + 100 + 1 = 3,811 ms. The formula it
 /// replaces (3,510 ms: faults end, lease, sweep, poll, job, two request
 /// timeouts) left out the renew sent by the releasing heartbeat just
 /// before the give-up and the claim's round trip: the full S1

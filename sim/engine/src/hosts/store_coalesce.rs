@@ -16,14 +16,13 @@
 //! queues do, and each group is one call, so two transactions never run
 //! at once.
 
+use crate::stores::interleave::YieldNow;
 use crate::stores::{SetupError, SimStore};
 use leasehold_model::history::ReadRow;
 use leasehold_model::wire::{WireOp, WireReply};
 use leasehold_model::wire_store::{touched, wire};
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use tokio::sync::oneshot;
 
 /// Times the first request of a group yields before the group closes.
@@ -202,20 +201,4 @@ pub async fn answer_group<S: SimStore>(store: Arc<S>, ops: Vec<WireOp>) -> Vec<S
         out.push((reply, after));
     }
     out
-}
-
-/// Yields once to the executor: every other task ready now runs first.
-struct YieldNow(bool);
-
-impl Future for YieldNow {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            return Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        Poll::Pending
-    }
 }

@@ -404,8 +404,9 @@ impl Future for Finished<'_> {
     }
 }
 
-/// Yields once to the executor.
-struct YieldNow(bool);
+/// Yields once to the executor: every other task ready now runs first
+/// (also the lone-call gathering's yield, `hosts/store_coalesce.rs`).
+pub(crate) struct YieldNow(pub(crate) bool);
 
 impl Future for YieldNow {
     type Output = ();

@@ -13,7 +13,8 @@
 //! it would have to be) or the job is stuck. A backlog
 //! is not a wedge: when more jobs of a queue are unfinished at the moment a
 //! job's clock starts (healing, or its enqueue if later) than the queue has
-//! slots (workers × concurrency, capped by its parallelism), each further
+//! slots (every worker serving it, as its first queue or a later one, times
+//! the slots that worker gives it, capped by its parallelism), each further
 //! round of slots adds one bound to that job. Only the jobs ahead of it
 //! count: enqueued before it and still unfinished at that moment. Work
 //! arriving later never stretches an older job's deadline, and a stuck job
@@ -68,16 +69,32 @@ fn backlog_allowance(facts: &Facts, cfg: &SimConfig, bound: u64) -> BTreeMap<Job
         }
     }
     let p = &cfg.protocol;
+    // Which queues each worker serves, read from the scenario here, not
+    // through the model's helpers the hosts configure the workers with:
+    // worker `k` (every worker of every process counted from 0) serves
+    // `queues_per_worker` queues from the `k`-th on, round the list.
+    let workers = cfg.topology.workers as usize * cfg.topology.workers_per_process.max(1) as usize;
+    let served = (cfg.topology.queues_per_worker as usize).clamp(1, queues.len().max(1));
     let slots_of = |q: &str| {
-        let workers = (0..cfg.topology.workers as usize)
-            .filter(|i| queues.get(i % queues.len().max(1)).map(String::as_str) == Some(q))
+        let serving = (0..workers)
+            .filter(|k| {
+                (0..served).any(|i| {
+                    queues
+                        .get((k + i) % queues.len().max(1))
+                        .map(String::as_str)
+                        == Some(q)
+                })
+            })
             .count() as u64;
         // A worker runs at most its limit of the queue; the store at most
         // the queue's parallelism (each queue's own, else the common one).
+        // A worker of several queues hands its free slots to them in turn,
+        // so a queue with a backlog gets at least its share of them.
+        let share = (p.concurrency as usize / served).max(1) as u32;
         let per_worker = p.queue_limits.get(q).copied().or(p.queue_limit);
-        let per_worker = u64::from(per_worker.map_or(p.concurrency, |l| l.min(p.concurrency)));
+        let per_worker = u64::from(per_worker.map_or(share, |l| l.min(share)));
         let store = p.queue_parallelism.get(q).copied().or(p.parallelism);
-        (workers * per_worker)
+        (serving * per_worker)
             .min(store.map_or(u64::MAX, u64::from))
             .max(1)
     };

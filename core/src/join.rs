@@ -1,5 +1,8 @@
 //! Runs a bounded list of futures at once and answers their outputs in
-//! list order (the default [`crate::Store::batch`] uses it).
+//! list order (the default [`crate::Store::batch`] uses it, and an
+//! embedding that runs several workers of one process on one task, so
+//! that the order they run in after a shared wake-up never depends on
+//! which of them the executor woke first).
 //!
 //! Invariants:
 //! - every future is first polled in list order, so requests that take
@@ -12,8 +15,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
 
-/// Polls every future of `futs` until all have finished.
-pub(crate) async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
+/// Polls every future of `futs`, in list order on every wake, until all
+/// have finished.
+pub async fn join_all<F: Future>(futs: Vec<F>) -> Vec<F::Output> {
     let mut running: Vec<Option<Pin<Box<F>>>> =
         futs.into_iter().map(|f| Some(Box::pin(f))).collect();
     let mut outputs: Vec<Option<F::Output>> = running.iter().map(|_| None).collect();

@@ -49,7 +49,7 @@ mod history;
 mod ids;
 mod job;
 pub mod job_counts;
-mod join;
+pub mod join;
 mod patience;
 mod policy;
 pub mod schedule;

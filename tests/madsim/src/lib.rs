@@ -47,6 +47,8 @@
 #![warn(missing_docs)]
 
 #[cfg(madsim)]
+mod batch;
+#[cfg(madsim)]
 mod faults;
 #[cfg(madsim)]
 mod net;
@@ -56,5 +58,7 @@ mod nodes;
 pub mod run;
 #[cfg(madsim)]
 pub mod scenario;
+#[cfg(madsim)]
+mod wake;
 #[cfg(madsim)]
 mod world;

@@ -10,16 +10,26 @@
 //! [`StoreError::Unavailable`], as in production. The wire types and their
 //! history summaries are the simulator's own
 //! (`leasehold_model::wire`), so both simulators record the same history.
+//!
+//! A request is a [`WireMessage`]: one call, or a worker node's merged batch
+//! (see [`crate::batch`]), which travels, is lost and is answered as one
+//! message, and is served by the store's own `batch`.
 
 use crate::world::Host;
-use leasehold_core::{Millis, Runtime, Store, StoreError, StoreTime};
+use leasehold_core::worker::wake::WorkSignal;
+use leasehold_core::{
+    BatchAnswer, BatchMerger, BatchRequest, Millis, Patience, Runtime, Store, StoreError,
+    StoreTime, DEFAULT_MERGE_FLUSHERS,
+};
 use leasehold_memory::MemoryStore;
-use leasehold_model::history::{Fate, Record, Reply};
-use leasehold_model::wire::{WireOp, WireReply, WireRequest};
-use leasehold_model::wire_store::{apply, touched, WireCall, WireStore};
+use leasehold_model::history::{Fate, ReadRow, Record, Reply};
+use leasehold_model::wire::{WireMessage, WireOp, WireReply, WireRequest};
+use leasehold_model::wire_store::{apply, apply_batch, touched, WireCall, WireStore};
 use madsim::net::Endpoint;
+use std::collections::VecDeque;
+use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The store node's address.
 pub const STORE_ADDR: &str = "10.0.0.1:7000";
@@ -41,43 +51,100 @@ pub type RemoteStore = WireStore<RemoteCall>;
 /// Carries a node's requests to the store node as madsim datagrams, and
 /// records each request and its answer.
 pub struct RemoteCall {
-    host: Host,
+    pub(crate) host: Host,
     ep: Endpoint,
+    /// Merges the concurrent batches of the node's workers into one
+    /// message each, as the SQL adapters' merger merges them into one
+    /// transaction in production (the production `BatchMerger`).
+    pub(crate) merger: BatchMerger,
+    /// Request ids of the batches queued in the merger, in its order: each
+    /// caller's release count and ids (releases', then claims').
+    pub(crate) queued: Mutex<VecDeque<(usize, Vec<u64>)>>,
+    /// The node's wake-ups (see [`crate::wake`]); none: never woken.
+    wake: Option<Arc<WorkSignal>>,
 }
 
-/// Records "no answer" if a call is dropped before it finished (its caller
-/// timed out), unless the node was killed.
-struct Pending<'a> {
-    host: &'a Host,
-    id: u64,
-    done: bool,
+/// Records "no answer" for each of its requests if a call is dropped
+/// before it finished (its caller timed out), unless the node was killed.
+pub(crate) struct Pending<'a> {
+    pub(crate) host: &'a Host,
+    pub(crate) ids: Vec<u64>,
+    pub(crate) done: bool,
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if !self.done {
-            let t = self.host.now();
-            self.host.record(Record::Answer {
-                t,
-                local: t,
-                host: self.host.name.clone(),
-                id: self.id,
-                reply: Reply::Unavailable("caller gave up waiting".into()),
-            });
+            for &id in &self.ids {
+                self.host
+                    .record_answer(id, Reply::Unavailable("caller gave up waiting".into()));
+            }
         }
     }
 }
 
-/// A remote store for `host` (binds an ephemeral endpoint on its node).
-pub async fn connect(host: Host) -> std::io::Result<RemoteStore> {
+/// The carrier of `host`'s calls (binds an ephemeral endpoint on its node).
+async fn carrier(host: Host) -> std::io::Result<RemoteCall> {
     let ep = Endpoint::bind("0.0.0.0:0").await?;
-    Ok(WireStore::new(RemoteCall { host, ep }))
+    Ok(RemoteCall {
+        host,
+        ep,
+        merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
+        queued: Mutex::default(),
+        wake: None,
+    })
+}
+
+/// A remote store for `host`: every call one message.
+pub async fn connect(host: Host) -> std::io::Result<RemoteStore> {
+    Ok(WireStore::new(carrier(host).await?))
+}
+
+/// The store client of a worker node, shared by its workers: their batches
+/// merge (with the catalogue's merger variant, if any), each merged batch
+/// one message, and `work_available` hears the wake-ups announced on
+/// `wake`.
+pub async fn connect_worker(host: Host, wake: Arc<WorkSignal>) -> std::io::Result<RemoteStore> {
+    let variant = host.shared.scenario.variant;
+    let mut call = carrier(host).await?;
+    call.merger = leasehold_model::catalogue::configure_merger(call.merger, variant);
+    call.wake = Some(wake);
+    Ok(WireStore::new(call))
+}
+
+impl RemoteCall {
+    /// Sends `msg` as one message and waits (at most [`SAFETY_TIMEOUT`])
+    /// for the answer tagged `tag`. The request travels on its own once
+    /// sent: a caller that gives up leaves it to arrive, and be executed,
+    /// late.
+    pub(crate) async fn exchange<T: 'static>(
+        &self,
+        tag: u64,
+        msg: WireMessage,
+    ) -> Result<T, String> {
+        let exchange = async {
+            self.ep
+                .send_to_raw(store_addr(), REQUEST_TAG, Box::new(msg))
+                .await?;
+            let (payload, _) = self.ep.recv_from_raw(tag).await?;
+            payload
+                .downcast::<T>()
+                .map(|r| *r)
+                .map_err(|_| std::io::Error::other("not an answer"))
+        };
+        tokio::select! {
+            biased;
+            r = exchange => r.map_err(|e| e.to_string()),
+            _ = self.host.rt().sleep(SAFETY_TIMEOUT) => Err(format!("no answer within {SAFETY_TIMEOUT}")),
+        }
+    }
 }
 
 impl WireCall for RemoteCall {
+    const BATCHES: bool = true;
+
     async fn call(&self, op: WireOp) -> Result<WireReply, StoreError> {
-        let shared = &self.host.shared;
-        let id = shared.next_request_id();
+        let id = self.host.shared.next_request_id();
         let t = self.host.now();
         self.host.record(Record::Request {
             t,
@@ -89,7 +156,7 @@ impl WireCall for RemoteCall {
         });
         let mut pending = Pending {
             host: &self.host,
-            id,
+            ids: vec![id],
             done: false,
         };
         let req = WireRequest {
@@ -97,37 +164,44 @@ impl WireCall for RemoteCall {
             host: self.host.name.clone(),
             op,
         };
-        let exchange = async {
-            self.ep
-                .send_to_raw(store_addr(), REQUEST_TAG, Box::new(req))
-                .await?;
-            let (payload, _) = self.ep.recv_from_raw(id).await?;
-            payload
-                .downcast::<WireReply>()
-                .map(|r| *r)
-                .map_err(|_| std::io::Error::other("not an answer"))
-        };
-        let result = tokio::select! {
-            biased;
-            r = exchange => r.map_err(|e| e.to_string()),
-            _ = self.host.rt().sleep(SAFETY_TIMEOUT) => Err(format!("no answer within {SAFETY_TIMEOUT}")),
-        };
+        let result = self.exchange::<WireReply>(id, WireMessage::One(req)).await;
         pending.done = true;
-        let t = self.host.now();
-        self.host.record(Record::Answer {
-            t,
-            local: t,
-            host: self.host.name.clone(),
+        self.host.record_answer(
             id,
-            reply: match &result {
+            match &result {
                 Ok(r) => r.summary(),
                 Err(e) => Reply::Unavailable(e.clone()),
             },
-        });
+        );
         match result {
             Ok(WireReply::Error(e)) => Err(e.into_store_error()),
             Ok(r) => Ok(r),
             Err(e) => Err(StoreError::Unavailable(e)),
+        }
+    }
+
+    /// One worker's batch, merged with the node's other workers' (see
+    /// [`crate::batch`]).
+    async fn call_batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
+        self.merged_batch(req, None).await
+    }
+
+    async fn call_batch_within(
+        &self,
+        req: BatchRequest,
+        patience: Patience,
+    ) -> Result<BatchAnswer, StoreError> {
+        self.merged_batch(req, Some(patience)).await
+    }
+
+    fn work_available(&self, queue: &str) -> impl Future<Output = ()> + Send {
+        // Subscribed here, when the worker asks (before its claim leaves).
+        let sub = self.wake.as_ref().map(|w| w.subscribe(queue));
+        async move {
+            match sub {
+                Some(s) => s.await,
+                None => std::future::pending().await,
+            }
         }
     }
 }
@@ -142,12 +216,12 @@ pub async fn serve_store(host: Host, store: Arc<MemoryStore>) {
         let Ok((payload, from)) = ep.recv_from_raw(REQUEST_TAG).await else {
             return;
         };
-        let Ok(req) = payload.downcast::<WireRequest>() else {
+        let Ok(msg) = payload.downcast::<WireMessage>() else {
             continue;
         };
         let (host, store, ep) = (host.clone(), store.clone(), ep.clone());
         host.rt().clone().spawn(Box::pin(async move {
-            serve(host, store, ep, *req, from).await;
+            serve(host, store, ep, *msg, from).await;
         }));
     }
 }
@@ -156,27 +230,48 @@ async fn serve(
     host: Host,
     store: Arc<MemoryStore>,
     ep: Endpoint,
-    req: WireRequest,
+    msg: WireMessage,
     from: SocketAddr,
 ) {
     let t = host.now();
     let store_time = store.now().await.unwrap_or(StoreTime(0));
-    let op = req.op.clone();
-    let reply = apply(&*store, op.clone()).await;
-    let after = touched(&store, &op, &reply).await;
-    for row in &after {
-        host.shared.anchor(row.job, row.version, t, req.id);
+    let served = |id: u64, sender: &str, reply: &WireReply, after: Vec<ReadRow>| {
+        for row in &after {
+            host.shared.anchor(row.job, row.version, t, id);
+        }
+        host.record(Record::Served {
+            t,
+            store_time,
+            id,
+            host: sender.to_string(),
+            // Whether madsim loses the answer on its way is not known
+            // here; a lost answer shows as the caller's `Unavailable`.
+            fate: Fate::Answered,
+            reply: Some(reply.summary()),
+            after,
+        });
+    };
+    match msg {
+        WireMessage::One(req) => {
+            let reply = apply(&*store, req.op.clone()).await;
+            let after = touched(&*store, &req.op, &reply).await;
+            served(req.id, &req.host, &reply, after);
+            let _ = ep.send_to_raw(from, req.id, Box::new(reply)).await;
+        }
+        WireMessage::Batch(b) => {
+            // Answered under its first part's id (see `crate::batch`).
+            let Some(tag) = b.parts.first().map(|(id, _)| *id) else {
+                return;
+            };
+            let sender = b.host.clone();
+            // The store's own `batch`: every part under one lock.
+            let parts = apply_batch(&*store, b).await;
+            let mut replies = Vec::with_capacity(parts.len());
+            for (id, reply, after) in parts {
+                served(id, &sender, &reply, after);
+                replies.push(reply);
+            }
+            let _ = ep.send_to_raw(from, tag, Box::new(replies)).await;
+        }
     }
-    host.record(Record::Served {
-        t,
-        store_time,
-        id: req.id,
-        host: req.host,
-        // Whether madsim loses the answer on its way is not known here; a
-        // lost answer shows as the caller's `Unavailable`.
-        fate: Fate::Answered,
-        reply: Some(reply.summary()),
-        after,
-    });
-    let _ = ep.send_to_raw(from, req.id, Box::new(reply)).await;
 }

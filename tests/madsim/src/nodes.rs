@@ -5,8 +5,11 @@
 
 use crate::net::{serve_store, RemoteStore};
 use crate::scenario::QUEUE;
+use crate::wake::{announce_wake_ups, hear_wake_ups};
 use crate::world::{Host, Shared};
+use leasehold_core::join::join_all;
 use leasehold_core::variants::Variant;
+use leasehold_core::worker::wake::WorkSignal;
 use leasehold_core::worker::RuntimeEvent;
 use leasehold_core::{
     shutdown_channel, Handler, HandlerError, JobId, Lease, ListRequest, Millis, NewJob, Runtime,
@@ -16,6 +19,7 @@ use leasehold_memory::{MemoryState, MemoryStore};
 use leasehold_model::history::{record_of_event, Execution, HandlerSink, Record};
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 /// The result bytes an attempt produces.
@@ -82,16 +86,26 @@ pub async fn store_node(shared: Arc<Shared>, state: Arc<Mutex<MemoryState>>) {
     // madsim simulates.
     let mut store = MemoryStore::with_state(policy, leasehold_core::SystemStoreClock, state);
     store.set_variant(shared.scenario.variant);
-    serve_store(host, Arc::new(store)).await;
+    let store = Arc::new(store);
+    let wakes = announce_wake_ups(host.clone(), store.clone(), QUEUE.to_string());
+    shared.rt.spawn(Box::pin(wakes));
+    serve_store(host, store).await;
 }
 
 /// The worker identity of an incarnation: `worker-2` first, then
 /// `worker-2#1`, … (always the plain name under `restart-reuses-identity`).
-fn identity(host: &str, incarnation: u32, variant: Option<Variant>) -> String {
+/// With several workers per node, worker `k` (from 1) of the node is
+/// `worker-2.k`, `worker-2.k#1`, … (the checker reads the node before the
+/// `.` or `#`).
+fn identity(host: &str, slot: Option<u32>, incarnation: u32, variant: Option<Variant>) -> String {
+    let base = match slot {
+        Some(k) => format!("{host}.{k}"),
+        None => host.to_string(),
+    };
     if incarnation == 0 || variant == Some(Variant::RestartReusesIdentity) {
-        host.to_string()
+        base
     } else {
-        format!("{host}#{incarnation}")
+        format!("{base}#{incarnation}")
     }
 }
 
@@ -102,36 +116,56 @@ fn observe(host: &Host, e: &RuntimeEvent) {
     host.record(record_of_event(e, host.now(), &host.name, until_true));
 }
 
-/// A worker node: the real `Worker` on the run's `TokioRuntime` (madsim's
-/// clock and executor under `--cfg madsim`).
+/// A worker node: `workers_per_node` real `Worker`s on the run's
+/// `TokioRuntime` (madsim's clock and executor under `--cfg madsim`),
+/// sharing one store client (their batches merge, each merged batch one
+/// message) and one wake-up listener, as one production process does. A
+/// kill takes them all down at once.
 pub async fn worker_node(shared: Arc<Shared>, index: u32) {
     let name = format!("worker-{index}");
     let variant = shared.scenario.variant;
-    let host = shared.start(&name, |n| Some(identity(&name, n, variant)));
-    let id = host.worker.clone().expect("a worker identity");
-    let b = leasehold_model::protocol::worker_config(
-        &shared.cfg,
-        id.clone(),
-        &[QUEUE.to_string()],
-        variant,
-    );
-    let cfg = b
-        .build()
-        .expect("the scenario's worker configuration is valid");
+    let per = shared.scenario.workers_per_node.max(1);
+    let slot = |k: u32| (per > 1).then_some(k);
+    let host = shared.start(&name, |n| Some(identity(&name, slot(1), n, variant)));
+    let incarnation = shared.incarnation(&name);
+    let wake = Arc::new(WorkSignal::new());
     let store = Arc::new(
-        crate::net::connect(host.clone())
+        crate::net::connect_worker(host.clone(), wake.clone())
             .await
             .expect("an ephemeral port"),
     );
-    let handler = SimHandler {
-        host: host.clone(),
-        worker: WorkerId::new(id),
-    };
-    let obs = host.clone();
-    let worker = Worker::new(store, handler, shared.rt.clone(), cfg)
-        .with_observer(move |e: &RuntimeEvent| observe(&obs, e));
+    shared.rt.spawn(Box::pin(hear_wake_ups(wake)));
     let (_keep, shutdown) = shutdown_channel();
-    worker.run(shutdown).await;
+    let mut workers: Vec<Pin<Box<dyn Future<Output = ()> + Send>>> = Vec::new();
+    for k in 1..=per {
+        let id = identity(&name, slot(k), incarnation, variant);
+        let b = leasehold_model::protocol::worker_config(
+            &shared.cfg,
+            id.clone(),
+            &[QUEUE.to_string()],
+            variant,
+        );
+        let cfg = b
+            .build()
+            .expect("the scenario's worker configuration is valid");
+        let handler = SimHandler {
+            host: host.clone(),
+            worker: WorkerId::new(id),
+        };
+        let obs = host.clone();
+        let worker = Worker::new(store.clone(), handler, shared.rt.clone(), cfg)
+            .with_observer(move |e: &RuntimeEvent| observe(&obs, e));
+        let sd = shutdown.clone();
+        workers.push(Box::pin(async move {
+            worker.run(sd).await;
+        }));
+    }
+    // The node's workers share one task, polled in slot order: a wake-up
+    // they all wait for (tokio's `watch`, which spreads its waiters over
+    // notifiers picked by tokio's own thread-local random numbers, outside
+    // madsim's seed) then runs them in the same order on every run of a
+    // seed. A kill drops the task, and every worker with it.
+    join_all(workers).await;
 }
 
 /// A sweeper node: the real `Sweeper`.

@@ -248,7 +248,7 @@ pub async fn simulate(scenario: Scenario) -> Outcome {
         let n = handle
             .create_node()
             .name(format!("worker-{i}"))
-            .ip(ip(1, 0, i as u8))
+            .ip(crate::wake::worker_ip(i))
             .init(move || worker_node(sh.clone(), i))
             .build();
         add(&format!("worker-{i}"), n);

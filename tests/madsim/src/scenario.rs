@@ -114,6 +114,10 @@ pub struct Scenario {
     pub variant: Option<Variant>,
     /// Worker nodes (`worker-1` …).
     pub workers: u32,
+    /// Workers on each worker node (`worker-1.1`, `worker-1.2` … when
+    /// above 1), sharing the node's store client, whose batches merge into
+    /// one message each, and its wake-up listener.
+    pub workers_per_node: u32,
     /// Sweeper nodes (`sweeper-1` …).
     pub sweepers: u32,
     /// Protocol settings (lease, renew, sweep, …) as the simulator's
@@ -149,12 +153,15 @@ pub struct Scenario {
 impl Scenario {
     /// Every fault madsim offers, drawn per seed: worker, sweeper and store
     /// kills and restarts, partitions (both ways and one way), pauses,
-    /// packet-loss bursts, latency. The correct core must pass every seed.
+    /// packet-loss bursts, latency, on three worker nodes of two workers
+    /// each (merged batches, lost wake-ups). The correct core must pass
+    /// every seed.
     pub fn swarm() -> Scenario {
         Scenario {
             name: "madsim-swarm".into(),
             variant: None,
-            workers: 4,
+            workers: 3,
+            workers_per_node: 2,
             sweepers: 1,
             protocol: Protocol {
                 lease: Dur::secs(5),
@@ -201,6 +208,7 @@ impl Scenario {
             name: format!("madsim-{name}"),
             variant: Some(variant),
             workers: 4,
+            workers_per_node: 1,
             sweepers: 1,
             protocol: Protocol {
                 lease: Dur::secs(5),
@@ -316,6 +324,56 @@ impl Scenario {
         s
     }
 
+    /// Bug 16 (`merged-answers-misrouted`, expected I1): the production
+    /// merger of a worker node hands one worker the claim answers of
+    /// another worker of the node, in the shape of its catalogue scenario:
+    /// six workers share each node's store client, over a network slow
+    /// enough that a merged batch is still out when the next claims come.
+    pub fn merged_answers_misrouted() -> Scenario {
+        let mut s =
+            Scenario::catalogue("merged-answers-misrouted", Variant::MergedAnswersMisrouted);
+        s.workers = 2;
+        s.workers_per_node = 6;
+        s.jobs = 60;
+        s.run_time = (500, 3_000);
+        s.latency = (5, 40);
+        s.window = 30_000;
+        s.duration = 120_000;
+        s
+    }
+
+    /// Bug 18 (`waits-only-for-wake-ups`, expected I6): idle workers wait
+    /// only for wake-ups and never poll. Both worker nodes are cut off from
+    /// the store while the client enqueues, so the wake-ups of those
+    /// enqueues are lost in madsim's network and the jobs sit unclaimed
+    /// after the partitions heal.
+    pub fn waits_only_for_wake_ups() -> Scenario {
+        let mut s = Scenario::catalogue("waits-only-for-wake-ups", Variant::WaitsOnlyForWakeUps);
+        s.workers = 2;
+        s.workers_per_node = 2;
+        s.jobs = 30;
+        s.enqueue_over = 40_000;
+        s.run_time = (100, 1_000);
+        s.scripted = (1..=2)
+            .map(|i| Scripted::Partition {
+                host: format!("worker-{i}"),
+                from: 0,
+                to: 50_000,
+            })
+            .collect();
+        s
+    }
+
+    /// [`Scenario::waits_only_for_wake_ups`] without the partitions: every
+    /// wake-up arrives, so workers that never poll still finish every job,
+    /// woken only by the store node's messages.
+    pub fn wake_ups_alone_drive_the_workers() -> Scenario {
+        let mut s = Scenario::waits_only_for_wake_ups();
+        s.name = "madsim-wake-ups-alone-drive-the-workers".into();
+        s.scripted.clear();
+        s
+    }
+
     /// Host names: the store, the client, workers, sweepers.
     pub fn hosts(&self) -> Vec<String> {
         let mut v = vec!["store".to_string(), "client".to_string()];
@@ -341,7 +399,8 @@ impl Scenario {
                 workers: self.workers,
                 sweepers: self.sweepers,
                 schedulers: 0,
-                // One worker per node, on the one queue.
+                workers_per_process: self.workers_per_node.max(1),
+                // Every worker on the one queue.
                 ..Topology::default()
             },
             protocol: self.protocol.clone(),

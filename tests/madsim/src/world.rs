@@ -21,7 +21,7 @@
 use crate::scenario::Scenario;
 use leasehold_core::{Event, JobId, JobRecord, Millis, Runtime, TokioRuntime, WorkerId};
 use leasehold_model::config::SimConfig;
-use leasehold_model::history::{History, Record};
+use leasehold_model::history::{History, Record, Reply};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -94,7 +94,8 @@ impl Shared {
             .or_insert((t, req));
     }
 
-    /// Starts a new incarnation of `host` and records it.
+    /// Starts a new incarnation of `host` and records it, with the worker
+    /// identity `worker` gives the incarnation's number (its first worker's).
     pub fn start(self: &Arc<Self>, host: &str, worker: impl Fn(u32) -> Option<String>) -> Host {
         let alive = Arc::new(AtomicBool::new(true));
         let n = {
@@ -108,14 +109,18 @@ impl Shared {
             t: self.now(),
             host: host.to_string(),
             incarnation: n,
-            worker: worker.clone().map(WorkerId::new),
+            worker: worker.map(WorkerId::new),
         });
         Host {
             shared: self.clone(),
             name: host.to_string(),
-            worker,
             alive,
         }
+    }
+
+    /// The number of `host`'s running incarnation (0 before any).
+    pub fn incarnation(&self, host: &str) -> u32 {
+        lock(&self.incarnations).get(host).map_or(0, |(n, _)| *n)
     }
 
     /// Marks the running incarnation of `host` dead (before madsim kills it).
@@ -174,8 +179,6 @@ pub struct Host {
     pub shared: Arc<Shared>,
     /// Host name.
     pub name: String,
-    /// Worker identity, for worker hosts.
-    pub worker: Option<String>,
     alive: Arc<AtomicBool>,
 }
 
@@ -190,6 +193,19 @@ impl Host {
         if self.alive() {
             self.shared.record(r);
         }
+    }
+
+    /// Records the answer the caller got to its request `id` (madsim's
+    /// clock is the true clock: local and true times are the same).
+    pub fn record_answer(&self, id: u64, reply: Reply) {
+        let t = self.now();
+        self.record(Record::Answer {
+            t,
+            local: t,
+            host: self.name.clone(),
+            id,
+            reply,
+        });
     }
 
     /// Milliseconds since the run started.

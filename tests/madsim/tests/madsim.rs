@@ -138,4 +138,69 @@ catalogue_is_caught! {
     catalogue_heartbeat_stops_on_error_is_caught: heartbeat_stops_on_error breaks I5;
     catalogue_claim_without_cas_is_caught: claim_without_cas breaks I1;
     catalogue_restart_reuses_identity_is_caught: restart_reuses_identity breaks I6;
+    catalogue_merged_answers_misrouted_is_caught: merged_answers_misrouted breaks I1;
+    catalogue_waits_only_for_wake_ups_is_caught: waits_only_for_wake_ups breaks I6;
+}
+
+/// Seeds of the wake-up test: every one must pass.
+const WAKE_SEEDS: u64 = 5;
+
+/// Workers that never poll (`waits-only-for-wake-ups`) finish every job
+/// when no fault takes their wake-ups: the store node's wake-up messages
+/// alone drive them. Before wake-ups crossed madsim's network, these
+/// workers claimed once and never again.
+#[test]
+fn wake_up_messages_alone_drive_workers_that_never_poll() {
+    for seed in first_seed()..first_seed() + WAKE_SEEDS {
+        let out = run_seed(Scenario::wake_ups_alone_drive_the_workers(), seed);
+        assert!(
+            out.violations.is_empty(),
+            "wake-ups did not drive the workers:\n{}",
+            out.report()
+        );
+    }
+}
+
+/// A worker node's batches leave as one message each, and the production
+/// merger puts the claims of several of its workers into one: some `sent`
+/// record carries claims of two workers, in the world of bug 16 (six
+/// workers a node) run with the correct core, which holds every invariant.
+#[test]
+fn a_merged_batch_carries_claims_of_two_workers_of_a_node() {
+    use leasehold_model::history::{Op, Record};
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut world = Scenario::merged_answers_misrouted();
+    world.variant = None;
+    world.name = "madsim-merged-batches".into();
+    let out = run_seed(world, first_seed());
+    assert!(out.violations.is_empty(), "{}", out.report());
+    let mut claimer = BTreeMap::new();
+    let mut messages = 0;
+    let mut of_two = 0;
+    for r in &out.history.records {
+        match r {
+            Record::Request {
+                id,
+                op: Op::Claim { worker, .. },
+                merged: true,
+                ..
+            } => {
+                claimer.insert(*id, worker.clone());
+            }
+            Record::Sent { ids, .. } => {
+                messages += 1;
+                let workers: BTreeSet<_> = ids.iter().filter_map(|id| claimer.get(id)).collect();
+                if workers.len() > 1 {
+                    of_two += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(messages > 0, "no batch left as one message");
+    assert!(
+        of_two > 0,
+        "none of {messages} batch messages carried claims of two workers"
+    );
+    eprintln!("{of_two} of {messages} batch messages carried claims of two or more workers");
 }

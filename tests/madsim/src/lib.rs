@@ -16,7 +16,9 @@
 //! - `scenario`: what a run simulates, and the bug catalogue's madsim
 //!   scenarios;
 //! - `run`: one seed (`run::simulate`), and the seed loops the tests use
-//!   (`tests/madsim.rs`).
+//!   (`tests/madsim.rs`);
+//! - `net`, `batch` and `wake`: the store over madsim's network, a worker
+//!   node's merged batches as one message each, and wake-ups as messages.
 //!
 //! Run it with `scripts/test-madsim.sh`, or
 //! `CARGO_TARGET_DIR=target/madsim RUSTFLAGS="--cfg madsim" cargo test -p leasehold-madsim-tests`.

@@ -4,8 +4,7 @@
 
 mod histories;
 
-use histories::{cfg, claim, end, enq, ok, released, row, run_record, store_event};
-use leasehold_check::checker::check;
+use histories::{cfg, claim, end, enq, messages, ok, released, row, run_record, store_event};
 use leasehold_core::{Event, EventKind, JobState};
 use leasehold_model::config::InvariantId;
 use leasehold_model::history::{History, Record};
@@ -52,11 +51,7 @@ fn two_queues(limit_a: u32, limit_b: u32) -> Vec<String> {
     c.workload.queues = vec!["a".into(), "b".into()];
     c.protocol.queue_parallelism.insert("a".into(), limit_a);
     c.protocol.queue_parallelism.insert("b".into(), limit_b);
-    check(&History { records }, &c)
-        .into_iter()
-        .filter(|v| v.invariant == InvariantId::I9)
-        .map(|v| v.message)
-        .collect()
+    messages(&History { records }, &c, InvariantId::I9)
 }
 
 #[test]

@@ -3,8 +3,7 @@
 
 mod histories;
 
-use histories::{cfg, end, handler, row, run_record};
-use leasehold_check::checker::check;
+use histories::{cfg, end, handler, messages, row, run_record};
 use leasehold_core::JobState;
 use leasehold_model::config::InvariantId;
 use leasehold_model::history::{HandlerPhase, History, Record};
@@ -40,11 +39,7 @@ fn i9_worker_history_with(
     c.protocol.concurrency = 4;
     c.protocol.queue_limit = Some(2);
     limits(&mut c.protocol);
-    check(&History { records }, &c)
-        .into_iter()
-        .filter(|v| v.invariant == InvariantId::I9)
-        .map(|v| v.message)
-        .collect()
+    messages(&History { records }, &c, InvariantId::I9)
 }
 
 #[test]

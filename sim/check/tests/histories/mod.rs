@@ -340,6 +340,16 @@ pub fn only(h: &History) -> Vec<InvariantId> {
     v
 }
 
+/// The messages of the whole check's reports of `inv` on `h` under `c`,
+/// in report order.
+pub fn messages(h: &History, c: &SimConfig, inv: InvariantId) -> Vec<String> {
+    check(h, c)
+        .into_iter()
+        .filter(|v| v.invariant == inv)
+        .map(|v| v.message)
+        .collect()
+}
+
 /// The opening of most histories: job 1 enqueued at 10 and claimed by
 /// `w1` at 20 (store event after request `claim_req`, if any).
 pub fn w1_holds_job_1(claim_req: Option<u64>) -> Vec<Record> {

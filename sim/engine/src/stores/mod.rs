@@ -37,6 +37,7 @@ mod backend;
 mod coalesced;
 pub mod driver;
 pub mod interleave;
+mod interleave_candidates;
 #[cfg(all(test, feature = "sql"))]
 mod interleave_bites;
 mod memory;

@@ -165,6 +165,16 @@ pub trait SimStore: Store {
         }
     }
 
+    /// Whether [`SimStore::coalesced_claims`] and
+    /// [`SimStore::coalesced_releases`] answer a whole group in one
+    /// transaction (PostgreSQL's `Coalescing` wrapper); only then may the
+    /// statement scheduler run the group as one of its calls
+    /// (`hosts/store_coalesce.rs`). Default: no (one by one).
+    #[doc(hidden)]
+    fn coalesces_in_one_tx(&self) -> bool {
+        false
+    }
+
     /// Single releases sent at once, as [`SimStore::coalesced_claims`].
     #[doc(hidden)]
     fn coalesced_releases(

@@ -37,9 +37,9 @@ mod backend;
 mod coalesced;
 pub mod driver;
 pub mod interleave;
-mod interleave_candidates;
 #[cfg(all(test, feature = "sql"))]
 mod interleave_bites;
+mod interleave_candidates;
 mod memory;
 pub mod part_gate;
 #[cfg(feature = "sql")]

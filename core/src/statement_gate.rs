@@ -225,11 +225,13 @@ mod tests {
     #[test]
     fn a_carried_future_keeps_the_gate_it_was_made_under() {
         let log = Arc::new(Log::default());
-        let made = now(gated(log.clone(), async {
-            carried(async {
+        // Made inside the gated future, handed out (in a tuple: it is
+        // polled later, not awaited there) and polled outside it.
+        let (made,) = now(gated(log.clone(), async {
+            (carried(async {
                 assert!(armed());
                 step(Step::Before("flush")).await;
-            })
+            }),)
         }))
         .expect("made at once");
         assert!(!armed());

@@ -6,7 +6,14 @@
 #   - SQLite: full seed counts, each seed also run on memory (--against):
 #     the two stores must give the same answer to every request;
 #   - PostgreSQL: LEASEHOLD_PG_SEEDS seeds per scenario (default 3, for CI
-#     time; docs/CLI.md gives the full command), also against memory.
+#     time; docs/CLI.md gives the full command), also against memory;
+#   - SQLite and PostgreSQL again with interleaving on (--interleave: the
+#     SQL transactions of one instant interleaved at their statements),
+#     LEASEHOLD_INTERLEAVE_SEEDS seeds per scenario (default 1, for CI
+#     time; its cost is in docs/PERFORMANCE.md), judged by the reference
+#     model (a differential run turns interleaving off). Every scenario but
+#     regressions/: each pins a seed and the situation it reached in the
+#     uninterleaved order, which interleaving changes.
 # Between the two: the madsim tests (scripts/test-madsim.sh, its own
 # target/madsim), the worker inside a madsim simulation.
 # Each `leasehold run` also replays one seed per scenario and compares the
@@ -43,6 +50,11 @@ stage "scenario library on sqlite, against memory"
 $bin run scenarios/ --store sqlite --against memory
 stage "scenario library on postgres, against memory (${LEASEHOLD_PG_SEEDS:-3} seeds per scenario)"
 $bin run scenarios/ --store postgres --against memory --seeds "${LEASEHOLD_PG_SEEDS:-3}"
+stage "scenario library on sqlite, interleaved (${LEASEHOLD_INTERLEAVE_SEEDS:-1} seeds per scenario)"
+interleaved="scenarios/*.toml scenarios/catalogue/ scenarios/exhaustive/ scenarios/sql_races/"
+$bin run $interleaved --store sqlite --interleave --seeds "${LEASEHOLD_INTERLEAVE_SEEDS:-1}"
+stage "scenario library on postgres, interleaved (${LEASEHOLD_INTERLEAVE_SEEDS:-1} seeds per scenario)"
+$bin run $interleaved --store postgres --interleave --seeds "${LEASEHOLD_INTERLEAVE_SEEDS:-1}"
 stage "leasehold chaos on sqlite"
 $bin chaos --store sqlite --seed "${LEASEHOLD_CHAOS_SEED:-1}" --jobs 3000 --duration 30s
 stage "leasehold chaos on postgres"

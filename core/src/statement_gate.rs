@@ -17,7 +17,8 @@
 //!
 //! Invariants:
 //! - the gate seen by [`step`] is the one of the innermost [`gated`]
-//!   future being polled on this thread, and none once its poll returns
+//!   future (or [`carried`] future made under a gate) being polled on
+//!   this thread, and none once its poll returns
 //!   (a guard restores the outer one, even if the poll panics);
 //! - an unarmed [`step`] never suspends.
 
@@ -107,14 +108,25 @@ pub fn session(id: i64) {
 /// `fut` with `gate` attached (see the module docs).
 pub fn gated<F: Future>(gate: Arc<dyn StatementGate>, fut: F) -> Gated<F> {
     Gated {
-        gate,
+        gate: Some(gate),
         inner: Box::pin(fut),
     }
 }
 
-/// A future with a gate attached ([`gated`]).
+/// `fut` with the gate attached where it is made, if any: for a task that
+/// a gated future spawns to run its transactions (PostgreSQL's
+/// `Coalescing` flushers), whose statements must reach the same gate.
+/// Made where no gate is attached (production), it attaches none.
+pub fn carried<F: Future>(fut: F) -> Gated<F> {
+    Gated {
+        gate: current(),
+        inner: Box::pin(fut),
+    }
+}
+
+/// A future with a gate attached ([`gated`], [`carried`]).
 pub struct Gated<F> {
-    gate: Arc<dyn StatementGate>,
+    gate: Option<Arc<dyn StatementGate>>,
     inner: Pin<Box<F>>,
 }
 
@@ -132,7 +144,10 @@ impl<F: Future> Future for Gated<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let gate = self.gate.clone();
+        let Some(gate) = self.gate.clone() else {
+            // Nothing attached: the gate of the poller, if any, stays.
+            return self.inner.as_mut().poll(cx);
+        };
         let _restore = Restore(CURRENT.with(|c| c.borrow_mut().replace(gate)));
         self.inner.as_mut().poll(cx)
     }
@@ -203,6 +218,27 @@ mod tests {
         assert_eq!(now(gated(outer.clone(), body)), Some(()));
         assert_eq!(*inner.seen.lock().unwrap(), ["Before(\"in\")"]);
         assert_eq!(*outer.seen.lock().unwrap(), ["Before(\"out\")"]);
+    }
+
+    /// A future made under a gate carries it to wherever it is polled
+    /// later (a spawned task); one made without a gate carries none.
+    #[test]
+    fn a_carried_future_keeps_the_gate_it_was_made_under() {
+        let log = Arc::new(Log::default());
+        // Made inside the gated future, handed out (in a tuple: it is
+        // polled later, not awaited there) and polled outside it.
+        let (made,) = now(gated(log.clone(), async {
+            (carried(async {
+                assert!(armed());
+                step(Step::Before("flush")).await;
+            }),)
+        }))
+        .expect("made at once");
+        assert!(!armed());
+        assert_eq!(now(made), Some(()));
+        assert_eq!(*log.seen.lock().unwrap(), ["Before(\"flush\")"]);
+        let bare = carried(async { armed() });
+        assert_eq!(now(bare), Some(false));
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 use crate::PgStore;
 use leasehold_core::forward_store;
+use leasehold_core::statement_gate;
 use leasehold_core::transition;
 use leasehold_core::{
     BatchAnswer, BatchRequest, ClaimRequest, Lease, Release, ReleaseRequest, StoreError,
@@ -106,20 +107,23 @@ impl Coalescing {
         let claim_rx: Queue<ClaimRequest, Vec<Lease>> = Arc::new(Mutex::new(claim_rx));
         let release_rx: Queue<ReleaseRequest, Release> = Arc::new(Mutex::new(release_rx));
         for _ in 0..flushers.max(1) {
+            // Under the simulator's statement scheduler the flushers'
+            // transactions reach the gate of the call that made the
+            // wrapper (`carried`); in production there is none.
             let (s, q) = (store.clone(), claim_rx.clone());
-            tokio::spawn(async move {
+            tokio::spawn(statement_gate::carried(async move {
                 while let Some(batch) = next_batch(&q, max_batch).await {
                     let reqs: Vec<ClaimRequest> = batch.iter().map(|p| p.req.clone()).collect();
                     answer(batch, s.claim_many(&reqs).await, reversed);
                 }
-            });
+            }));
             let (s, q) = (store.clone(), release_rx.clone());
-            tokio::spawn(async move {
+            tokio::spawn(statement_gate::carried(async move {
                 while let Some(batch) = next_batch(&q, max_batch).await {
                     let reqs: Vec<ReleaseRequest> = batch.iter().map(|p| p.req.clone()).collect();
                     answer(batch, s.release_many(&reqs).await, reversed);
                 }
-            });
+            }));
         }
         Coalescing {
             store,

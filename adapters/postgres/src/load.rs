@@ -16,12 +16,21 @@ pub(crate) struct Locked {
 }
 
 /// Runs `q`, a statement selecting the job [`COLUMNS`] followed by the
-/// clock, and decodes its rows with the clock they carry.
+/// clock, and decodes its rows with the clock they carry. `locks`: the
+/// statement locks its rows (`FOR UPDATE`), so its gate is a decision
+/// (`tx::decides`): once it holds them no other commit changes what the
+/// transaction decides on them (a `SKIP LOCKED` scan of another skips
+/// them), so under the simulator it takes effect there.
 pub(crate) async fn fetch_locked(
     conn: &mut PgConnection,
     q: Query<'_, Postgres, PgArguments>,
+    locks: bool,
 ) -> Result<Locked, StoreError> {
-    crate::tx::gate("select rows").await;
+    if locks {
+        crate::tx::decides("lock rows").await;
+    } else {
+        crate::tx::gate("select rows").await;
+    }
     let rows = q.fetch_all(&mut *conn).await.map_err(error::map)?;
     decode_locked(&rows)
 }
@@ -76,7 +85,7 @@ impl PgStore {
             "SELECT c.*, {LIVE_CLOCK} FROM (SELECT {COLUMNS} FROM leasehold_jobs \
              WHERE id = ANY($2) ORDER BY id FOR UPDATE) c"
         );
-        self.read_rows(conn, &sql, ids).await
+        self.read_rows(conn, &sql, ids, true).await
     }
 
     /// Reads the rows of `ids` without locking them, and the clock after
@@ -92,20 +101,22 @@ impl PgStore {
         // An id too large to be stored has no row: it is answered unknown.
         let ids: Vec<i64> = ids.iter().filter_map(|id| to_i64(id.0).ok()).collect();
         let sql = format!("SELECT {COLUMNS}, {LIVE_CLOCK} FROM leasehold_jobs WHERE id = ANY($2)");
-        self.read_rows(conn, &sql, ids).await
+        self.read_rows(conn, &sql, ids, false).await
     }
 
     /// Runs `sql` (the clock parameter as `$1`, `ids` as `$2`) and decodes
     /// its rows with the clock they carry: what [`Self::lock_rows`] and
-    /// [`Self::load_rows`] share, whether or not their rows are locked.
+    /// [`Self::load_rows`] share, whether or not their rows are locked
+    /// (`locks`).
     async fn read_rows(
         &self,
         conn: &mut PgConnection,
         sql: &str,
         ids: Vec<i64>,
+        locks: bool,
     ) -> Result<Locked, StoreError> {
         let q = sqlx::query(sql).bind(self.clock_param()).bind(ids);
-        fetch_locked(conn, q).await
+        fetch_locked(conn, q, locks).await
     }
 
     pub(crate) async fn one_row(

@@ -53,13 +53,11 @@ pub struct StoreArgs {
     /// and reported as an error, not a pass.
     #[arg(long, value_name = "DURATION", default_value_t = DEFAULT_RUN_TIMEOUT)]
     pub run_timeout: RunTimeout,
-    /// EXPERIMENTAL, not yet sound (docs/ENGINE.md): interleave the SQL
-    /// transactions of one instant at their statements, in an order drawn
-    /// from the seed (every scenario; a scenario can ask for it with
-    /// `interleave = true`; the memory store ignores it). On SQLite one
-    /// seed can still give two histories, and the checker reports answers
-    /// the interleaving got wrong, so a failure under it is not yet a
-    /// finding about the code under test.
+    /// Interleave the SQL transactions of one instant at their statements,
+    /// in an order drawn from the seed (every scenario; a scenario can ask
+    /// for it with `interleave = true`; the memory store ignores it, and
+    /// a run with --against turns it off, since its two sides must answer
+    /// alike). What it covers and cannot: docs/ENGINE.md.
     #[arg(long)]
     pub interleave: bool,
     /// Draw only the inputs two different stores answer alike, as each

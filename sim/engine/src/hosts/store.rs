@@ -48,7 +48,7 @@
 //! its production coalescing wrapper, on the other stores one by one.
 
 use super::batch_parts::{gated, run_order};
-use super::store_coalesce::{answer_group, Lanes, RecordServed, Served};
+use super::store_coalesce::{run_lane, Lanes, RecordServed, Served};
 use super::store_faults::StoreFaults;
 use super::store_paths::StorePaths;
 use crate::machine::recorder::Recorder;
@@ -268,7 +268,7 @@ async fn serve<F: StoreFactory>(
                         let at = (t, store_time);
                         record_served(rt.recorder(), at, id, &host, fate, reply, after.clone());
                     });
-                    let run = |ops| backend.call(answer_group(store.clone(), ops));
+                    let run = |ops| run_lane(&backend, store.clone(), ops);
                     lane.submit(req.op, record, run).await
                 }
                 None => {

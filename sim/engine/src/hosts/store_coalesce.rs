@@ -13,11 +13,16 @@
 //! the other stores one by one, in order) and each request gets its own
 //! answer. Every store gathers alike, so a seed draws and orders the same
 //! on each. Claims and releases keep lanes of their own, as the wrapper's
-//! queues do, and each group is one call, so two transactions never run
-//! at once.
+//! queues do.
+//!
+//! With interleaving ([`run_lane`]), a group the store answers in one
+//! transaction (PostgreSQL's wrapper) is one call of the statement
+//! scheduler's group of its instant, interleaved with the other calls
+//! there; on the other stores a group stays one call run alone (see
+//! [`run_lane`] for why).
 
-use crate::stores::interleave::YieldNow;
-use crate::stores::{SetupError, SimStore};
+use crate::stores::interleave::{Join, YieldNow};
+use crate::stores::{Backend, SetupError, SimStore, StoreFactory};
 use leasehold_model::history::ReadRow;
 use leasehold_model::wire::{WireOp, WireReply};
 use leasehold_model::wire_store::{touched, wire};
@@ -201,4 +206,162 @@ pub async fn answer_group<S: SimStore>(store: Arc<S>, ops: Vec<WireOp>) -> Vec<S
         out.push((reply, after));
     }
     out
+}
+
+/// Runs a lane's group (`ops`, all of one kind) as one store call. With
+/// interleaving, a store that answers the whole group in one transaction
+/// (PostgreSQL, through its `Coalescing` wrapper, whose flushers carry the
+/// call's statement gate) runs it as one call of the statement
+/// scheduler's group of this instant; otherwise, and without
+/// interleaving, the group runs alone once the earlier groups' callers
+/// took their answers ([`Backend::call`]).
+///
+/// Why not the other stores: they answer the members one by one, several
+/// transactions in one call, and the scheduler places a call at one point
+/// of its group (its commit). Another call committing between two members
+/// would be recorded before all of them although it came after the first,
+/// and the reference model (I11) would judge the answers in that order.
+pub async fn run_lane<F: StoreFactory>(
+    backend: &Backend<F>,
+    store: Arc<F::Store>,
+    ops: Vec<WireOp>,
+) -> Result<Vec<Served>, SetupError> {
+    let call = answer_group(store.clone(), ops);
+    if store.coalesces_in_one_tx() {
+        backend.call_grouped(store, Join::Any, call).await
+    } else {
+        backend.call(call).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_core::{ClaimRequest, JobId, Millis, WorkerId};
+
+    fn claim(n: u32) -> WireOp {
+        WireOp::Claim(ClaimRequest {
+            worker: WorkerId(format!("w{n}")),
+            queue: "q".into(),
+            lease: Millis(1_000),
+            max: n,
+        })
+    }
+
+    fn max_of(op: &WireOp) -> u32 {
+        match op {
+            WireOp::Claim(c) => c.max,
+            _ => u32::MAX,
+        }
+    }
+
+    fn number(reply: &WireReply) -> u32 {
+        match reply {
+            WireReply::Job(j) => j.0 as u32,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// What one test saw: each store call's requests (by `max`), and the
+    /// order the answers were recorded in.
+    #[derive(Default)]
+    struct Seen {
+        calls: Mutex<Vec<Vec<u32>>>,
+        recorded: Mutex<Vec<u32>>,
+    }
+
+    /// Submits `op` to `lane` after `delay` yields; the store call answers
+    /// each request with its own `max`.
+    async fn submit(lane: &Lane, seen: &Arc<Seen>, op: WireOp, delay: u32) -> u32 {
+        for _ in 0..delay {
+            YieldNow(false).await;
+        }
+        let rec = seen.clone();
+        let record: RecordServed =
+            Box::new(move |(reply, _): &Served| lock(&rec.recorded).push(number(reply)));
+        let calls = seen.clone();
+        let run = move |ops: Vec<WireOp>| async move {
+            lock(&calls.calls).push(ops.iter().map(max_of).collect());
+            Ok(ops
+                .iter()
+                .map(|op| (WireReply::Job(JobId(u64::from(max_of(op)))), Vec::new()))
+                .collect())
+        };
+        let (reply, _) = lane.submit(op, record, run).await.expect("answered");
+        number(&reply)
+    }
+
+    fn run<F: Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+            .block_on(f)
+    }
+
+    /// Requests ready within the leader's yields (its instant) join its
+    /// group and are answered by one call, each with its own answer and
+    /// recorded in group order; a request that arrives after the group
+    /// closed opens the next one.
+    #[test]
+    fn requests_of_one_instant_join_one_group_and_a_later_one_opens_the_next() {
+        let (lane, seen) = (Lane::default(), Arc::new(Seen::default()));
+        let answers = run(async {
+            tokio::join!(
+                submit(&lane, &seen, claim(1), 0),
+                submit(&lane, &seen, claim(2), 0),
+                submit(&lane, &seen, claim(3), GATHER_YIELDS - 1),
+                submit(&lane, &seen, claim(4), GATHER_YIELDS + 2),
+            )
+        });
+        assert_eq!(answers, (1, 2, 3, 4), "each request its own answer");
+        let calls = lock(&seen.calls).clone();
+        assert_eq!(calls.len(), 2, "two groups: {calls:?}");
+        let mut first = calls[0].clone();
+        first.sort_unstable();
+        assert_eq!(first, [1, 2, 3], "the instant's three joined one group");
+        assert_eq!(calls[1], [4]);
+        assert_eq!(*lock(&seen.recorded), calls.concat(), "in group order");
+    }
+
+    /// A request that finds its instant's group full is served alone, in a
+    /// call of its own, while the full group still gathers.
+    #[test]
+    fn a_request_finding_the_group_full_is_served_alone() {
+        let (lane, seen) = (Lane::default(), Arc::new(Seen::default()));
+        run(async {
+            let full: Vec<_> = (0..MAX_COALESCED)
+                .map(|_| Box::pin(submit(&lane, &seen, claim(1), 0)))
+                .collect();
+            let (answers, alone) = tokio::join!(join_all(full), submit(&lane, &seen, claim(7), 1));
+            assert!(answers.iter().all(|&a| a == 1));
+            assert_eq!(alone, 7);
+        });
+        let calls = lock(&seen.calls);
+        assert_eq!(calls.len(), 2, "the full group and the one alone");
+        assert_eq!(calls[0], [7], "the one alone ran while the group gathered");
+        assert_eq!(calls[1].len(), MAX_COALESCED);
+    }
+
+    /// Polls every future until each is done (a join without a crate).
+    async fn join_all<F: Future + Unpin>(mut fs: Vec<F>) -> Vec<F::Output> {
+        let mut outs: Vec<Option<F::Output>> = fs.iter().map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            let mut pending = false;
+            for (f, out) in fs.iter_mut().zip(outs.iter_mut()) {
+                if out.is_none() {
+                    match std::pin::Pin::new(f).poll(cx) {
+                        std::task::Poll::Ready(v) => *out = Some(v),
+                        std::task::Poll::Pending => pending = true,
+                    }
+                }
+            }
+            if pending {
+                std::task::Poll::Pending
+            } else {
+                std::task::Poll::Ready(())
+            }
+        })
+        .await;
+        outs.into_iter().flatten().collect()
+    }
 }

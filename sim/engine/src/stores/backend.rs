@@ -17,8 +17,8 @@ pub struct Backend<F: StoreFactory> {
     /// The clock every store of this seed reads.
     pub clock: SimStoreClock,
     driver: Option<Driver>,
-    /// Statement-level interleaving, when the seed asks for it and the
-    /// store runs on a driver.
+    /// Statement-level interleaving, when the seed asks for it, the store
+    /// runs on a driver and the run is not one side of a differential run.
     interleaver: Option<Interleaver>,
 }
 
@@ -34,7 +34,12 @@ impl<F: StoreFactory> Backend<F> {
         } else {
             None
         };
-        let interleaver = (ctx.interleave && driver.is_some()).then(|| Interleaver::new(ctx.seed));
+        // Not in a differential run: its two sides must answer every
+        // request alike, and the other side (memory) runs the calls of an
+        // instant one at a time, in the order they arrived; interleaved,
+        // the SQL side would answer them in the order the seed chose.
+        let interleaver = (ctx.interleave && !ctx.differential && driver.is_some())
+            .then(|| Interleaver::new(ctx.seed));
         let mut b = Backend {
             factory,
             ctx,

@@ -31,6 +31,10 @@
 //!   and PostgreSQL has never two waiters to choose from when it wakes
 //!   one. A transaction SQLite blocked is chosen again only once another
 //!   transaction of the group has ended.
+//! - **Commit order.** While a transaction that decided at a
+//!   [`Step::Decides`] scan has not committed, no transaction that decided
+//!   later, or not at all, commits (except one it waits on), so the order
+//!   of commits is the order of decisions (`interleave_candidates.rs`).
 //! - **Answer order.** The store host records the calls of a group in
 //!   the order they took effect, which the reference model (I11) replays
 //!   them in: a transaction at its commit, or at its first
@@ -48,9 +52,10 @@
 //! What PostgreSQL still decides on its own is written in
 //! `docs/ENGINE.md` ("Interleaved SQL transactions").
 
+use super::interleave_candidates::{candidates, Status, Tx};
 use crate::stores::driver::Driver;
 use crate::stores::{SetupError, SimStore};
-use leasehold_core::statement_gate::{gated, StatementGate, Step, StepFuture, BEGIN, COMMIT};
+use leasehold_core::statement_gate::{gated, StatementGate, Step, StepFuture};
 use leasehold_model::rng::SimRng;
 use std::any::Any;
 use std::future::Future;
@@ -421,67 +426,6 @@ impl Future for YieldNow {
     }
 }
 
-/// Where one transaction of a group stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Status {
-    /// Running a step (or, at first, to its first gate).
-    Running,
-    /// At its gate, before the statement named.
-    Parked(&'static str),
-    /// Its adapter answered a lock held by another transaction of the
-    /// group (SQLite); chosen again once `ended` transactions have ended.
-    Blocked { at: &'static str, ended: usize },
-    /// Waiting on a lock these database sessions hold (PostgreSQL).
-    Waits(Vec<i64>),
-    /// Its call is answered.
-    Done,
-}
-
-struct Tx {
-    status: Status,
-    session: Option<i64>,
-    go: Option<oneshot::Sender<()>>,
-    /// Whether the gate it is parked at is a [`Step::Decides`].
-    decides: bool,
-    /// The step of the first [`Step::Decides`] of its current try.
-    decided: Option<u64>,
-    /// Where it took effect: the step of its commit (or of the
-    /// [`Step::Decides`] before it), or, for a call that committed
-    /// nothing, the last step taken when it ended (see [`answer_order`]).
-    point: Option<u64>,
-    /// Whether its current lock wait is in the order already.
-    wait_logged: bool,
-}
-
-impl Tx {
-    fn new() -> Self {
-        Tx {
-            status: Status::Running,
-            session: None,
-            go: None,
-            decides: false,
-            decided: None,
-            point: None,
-            wait_logged: false,
-        }
-    }
-
-    /// Chosen to take step `n` from the gate it is parked at.
-    fn chosen(&mut self, at: &'static str, n: u64) {
-        if at == BEGIN {
-            // A new try: what an earlier try decided is gone.
-            self.decided = None;
-        } else if self.decides {
-            self.decided.get_or_insert(n);
-        } else if at == COMMIT {
-            self.point = Some(self.decided.unwrap_or(n));
-        }
-        self.status = Status::Running;
-        self.decides = false;
-        self.wait_logged = false;
-    }
-}
-
 /// What the gates and the scheduler share.
 struct Shared {
     txs: Mutex<Vec<Tx>>,
@@ -503,6 +447,7 @@ impl StatementGate for Gate {
             let mut txs = lock(&self.shared.txs);
             let ended = txs.iter().filter(|t| t.status == Status::Done).count();
             let tx = &mut txs[self.i];
+            tx.parked(self.shared.taken.load(Ordering::SeqCst));
             tx.status = match at {
                 Step::Before(w) | Step::Decides(w) => Status::Parked(w),
                 Step::Blocked(w) => Status::Blocked { at: w, ended },
@@ -556,8 +501,7 @@ pub(crate) async fn run_group(
             let answer = call.await;
             let taken = done.taken.load(Ordering::SeqCst);
             let mut txs = lock(&done.txs);
-            txs[i].point.get_or_insert(taken);
-            txs[i].status = Status::Done;
+            txs[i].ended(taken);
             drop(txs);
             done.changed.notify_one();
             answer
@@ -652,31 +596,6 @@ async fn schedule(
     ))
 }
 
-/// The transactions the scheduler may choose: those some lock waiter waits
-/// for, if any waits; else every one at its gate, and those SQLite blocked
-/// once another has ended since.
-fn candidates(txs: &[Tx]) -> Vec<usize> {
-    let ended = txs.iter().filter(|t| t.status == Status::Done).count();
-    let holders: Vec<i64> = txs
-        .iter()
-        .filter_map(|t| match &t.status {
-            Status::Waits(h) => Some(h.iter().copied()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    (0..txs.len())
-        .filter(|&i| {
-            let ready = match txs[i].status {
-                Status::Parked(_) => true,
-                Status::Blocked { ended: e, .. } => ended > e,
-                _ => false,
-            };
-            ready && (holders.is_empty() || txs[i].session.is_some_and(|s| holders.contains(&s)))
-        })
-        .collect()
-}
-
 /// Puts every lock waiter back to running, so [`settle`] asks the database
 /// again.
 fn wake_waiters(shared: &Shared) {
@@ -742,7 +661,7 @@ async fn settle(
                     order.push(format!("{i}:waits"));
                     txs[i].wait_logged = true;
                 }
-                txs[i].status = Status::Waits(holders);
+                txs[i].waits(holders);
             }
         }
     }
@@ -758,49 +677,7 @@ fn done_count(shared: &Shared) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tx(status: Status, session: Option<i64>) -> Tx {
-        Tx {
-            status,
-            session,
-            ..Tx::new()
-        }
-    }
-
-    #[test]
-    fn only_the_holders_of_a_waited_lock_are_chosen() {
-        let txs = vec![
-            tx(Status::Parked("select rows"), Some(10)),
-            tx(Status::Waits(vec![12]), Some(11)),
-            tx(Status::Parked("commit"), Some(12)),
-            tx(Status::Parked("begin"), None),
-        ];
-        assert_eq!(candidates(&txs), [2]);
-        let free = vec![
-            tx(Status::Parked("select rows"), Some(10)),
-            tx(Status::Running, Some(11)),
-            tx(Status::Parked("begin"), None),
-            tx(Status::Done, Some(12)),
-        ];
-        assert_eq!(candidates(&free), [0, 2]);
-    }
-
-    #[test]
-    fn a_blocked_transaction_waits_for_another_to_end() {
-        let mut txs = vec![
-            tx(Status::Parked("commit"), None),
-            tx(
-                Status::Blocked {
-                    at: "write lock",
-                    ended: 0,
-                },
-                None,
-            ),
-        ];
-        assert_eq!(candidates(&txs), [0]);
-        txs[0].status = Status::Done;
-        assert_eq!(candidates(&txs), [1]);
-    }
+    use leasehold_core::statement_gate::{BEGIN, COMMIT};
 
     /// Three gated calls on a runtime: each step the seed chooses runs
     /// alone, so the order the statements ran in is the order logged, and
@@ -880,13 +757,15 @@ mod tests {
         }
     }
 
-    /// A transaction that decides at a scan takes effect there: another's
-    /// commit chosen between its scan and its commit comes after it.
+    /// A transaction that decides at a scan takes effect there, and no
+    /// other transaction commits between its scan and its commit (the
+    /// commit order follows the decisions, `interleave_candidates.rs`);
+    /// the other's other steps may still run in between.
     #[test]
     fn a_decision_orders_a_transaction_before_later_commits() {
         use leasehold_core::statement_gate::step;
         let driver = Driver::new().expect("a driver");
-        let mut between = 0;
+        let (mut inside, mut before) = (0, 0);
         for seed in 0..40 {
             let calls: Vec<Call> = vec![
                 Box::pin(async {
@@ -897,6 +776,7 @@ mod tests {
                 }),
                 Box::pin(async {
                     step(Step::Before(BEGIN)).await;
+                    step(Step::Before("write")).await;
                     step(Step::Before(COMMIT)).await;
                     Box::new(()) as Answer
                 }),
@@ -907,15 +787,21 @@ mod tests {
                 .expect("scheduled");
             let at = |what: &str| order.find(what).expect(what);
             let (scan, commit0, commit1) = (at(":0:scan"), at(":0:commit"), at(":1:commit"));
+            assert!(
+                !(scan < commit1 && commit1 < commit0),
+                "seed {seed}: a commit between the scan and its commit: {order}"
+            );
             let want = if scan < commit1 { [0, 1] } else { [1, 0] };
             assert_eq!(effect, want, "seed {seed}: {order}");
-            if scan < commit1 && commit1 < commit0 {
-                between += 1;
+            let write = at(":1:write");
+            if scan < write && write < commit0 {
+                inside += 1;
+            }
+            if commit1 < scan {
+                before += 1;
             }
         }
-        assert!(
-            between > 0,
-            "no seed committed between the scan and its commit"
-        );
+        assert!(inside > 0, "no seed ran another step inside the decision");
+        assert!(before > 0, "no seed committed the other before the scan");
     }
 }

@@ -39,6 +39,7 @@ pub mod driver;
 pub mod interleave;
 #[cfg(all(test, feature = "sql"))]
 mod interleave_bites;
+mod interleave_candidates;
 mod memory;
 pub mod part_gate;
 #[cfg(feature = "sql")]
@@ -162,6 +163,16 @@ pub trait SimStore: Store {
             }
             out
         }
+    }
+
+    /// Whether [`SimStore::coalesced_claims`] and
+    /// [`SimStore::coalesced_releases`] answer a whole group in one
+    /// transaction (PostgreSQL's `Coalescing` wrapper); only then may the
+    /// statement scheduler run the group as one of its calls
+    /// (`hosts/store_coalesce.rs`). Default: no (one by one).
+    #[doc(hidden)]
+    fn coalesces_in_one_tx(&self) -> bool {
+        false
     }
 
     /// Single releases sent at once, as [`SimStore::coalesced_claims`].

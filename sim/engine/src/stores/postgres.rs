@@ -145,6 +145,10 @@ impl SimStore for PgStore {
         true
     }
 
+    fn coalesces_in_one_tx(&self) -> bool {
+        true
+    }
+
     fn coalesced_claims(
         self: std::sync::Arc<Self>,
         reqs: Vec<leasehold_core::ClaimRequest>,

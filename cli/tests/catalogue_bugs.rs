@@ -4,7 +4,9 @@
 //! The bugs the SQL stores carry (the pruning ones) are caught on SQLite
 //! and PostgreSQL too (PostgreSQL when `DATABASE_URL` is set, as
 //! `scripts/with-postgres.sh` does), and the SQL stores refuse to run
-//! the store-side bugs they do not carry.
+//! the store-side bugs they do not carry. PostgreSQL's races of
+//! concurrent transactions (bugs 30 and 31) are caught with interleaving
+//! on and missed, on every seed of the budget, with it off.
 //!
 //! Each test prints the seeds and wall time to first detection.
 
@@ -168,6 +170,67 @@ fn bug_29_coalesced_answers_reversed_is_caught_on_postgres() {
         "coalesced_answers_reversed_hands_a_claim_another_callers_leases.toml",
         args,
     );
+}
+
+/// Runs every seed of `file`'s budget on `args` with interleaving off
+/// and asserts none shows the scenario's invariant broken: the bug is
+/// one only concurrent transactions meet. Answers the seeds run.
+fn misses_without_interleave(file: &str, args: StoreArgs) -> u64 {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/catalogue")
+        .join(file);
+    let s = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = s.config;
+    assert!(cfg.interleave, "{file} must ask for interleave itself");
+    cfg.interleave = false;
+    let inv = cfg
+        .expect
+        .violation
+        .expect("a catalogue scenario names its invariant");
+    let seeds = cfg.seeds;
+    let stores = Stores::new(&args);
+    let valid = PreparedConfig::new(cfg).unwrap_or_else(|e| panic!("{e}"));
+    for seed in 0..seeds {
+        let run = engine::run(&valid, seed, &path.to_string_lossy(), &stores)
+            .unwrap_or_else(|e| panic!("harness error: {e}"));
+        assert!(
+            run.violations().iter().all(|v| v.invariant != inv),
+            "{file}: {inv} broken at seed {seed} without interleave: {:?}",
+            run.found().iter().map(|f| &f.summary).collect::<Vec<_>>()
+        );
+    }
+    seeds
+}
+
+/// PostgreSQL's races of concurrent transactions: each caught within its
+/// seed budget with the scenario's `interleave = true`, and missed on
+/// every seed of the budget with interleaving off (when `DATABASE_URL`
+/// is set).
+macro_rules! races_on_postgres {
+    ($($caught:ident, $missed:ident => $file:literal,)*) => {
+        $(
+            #[test]
+            fn $caught() {
+                let Some(args) = on(StoreKind::Postgres) else { return };
+                catches_on($file, args);
+            }
+
+            #[test]
+            fn $missed() {
+                let Some(args) = on(StoreKind::Postgres) else { return };
+                assert!(misses_without_interleave($file, args) > 0);
+            }
+        )*
+    };
+}
+
+races_on_postgres! {
+    bug_30_claim_reads_without_row_locks_is_caught_on_postgres,
+    bug_30_claim_reads_without_row_locks_is_missed_without_interleave
+        => "claim_reads_without_row_locks_runs_a_cancelled_job.toml",
+    bug_31_sweep_update_without_version_guard_is_caught_on_postgres,
+    bug_31_sweep_update_without_version_guard_is_missed_without_interleave
+        => "sweep_update_without_version_guard_reclaims_a_lease_twice.toml",
 }
 
 /// The SQL stores carry exactly the pruning bugs among the store-side

@@ -120,18 +120,34 @@ pub enum Variant {
     ///     later are never reclaimed and their jobs never finish (issue 48,
     ///     class 5: `Conflict` on a sweep).
     SweeperStopsOnConflict,
-    /// 32. PostgreSQL's `Coalescing` hands the answers of a merged batch of
+    /// 29. PostgreSQL's `Coalescing` hands the answers of a merged batch of
     ///     single claims or releases back in reverse order (a flusher that
     ///     pops its callers off a stack): when two callers' claims are
     ///     answered by one transaction, each runs the leases the store
     ///     granted to the other's request, and releases get each other's
     ///     answers (issue 48, class 5: `Coalescing`'s queues).
     CoalescedAnswersReversed,
+    /// 30. A claim that reads its candidates without row locks (its scan
+    ///     lost `FOR UPDATE SKIP LOCKED`) and writes them back by id alone
+    ///     (`UPDATE ... WHERE id = ...`, no version check): a transaction
+    ///     that changes a candidate after the claim read it is overwritten.
+    ///     Two claims at once lease one job twice (awa #134's double
+    ///     claim); a cancel at once sees its cancelled job run anyway
+    ///     (I11). Only concurrent SQL transactions meet it: the
+    ///     simulator's statement-level interleaving (issue 47).
+    ClaimReadsWithoutRowLocks,
+    /// 31. A sweep that reads its expired leases without row locks and
+    ///     writes each reclaimed row by id alone, forgetting the version
+    ///     check after reading it: a sweep that read a row before another
+    ///     sweep reclaimed it (and a claim took it again) overwrites them,
+    ///     and one expired lease is reclaimed twice (River #1302: the
+    ///     rescuer updated by id and overwrote a job changed meanwhile).
+    SweepUpdateWithoutVersionGuard,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 29] = [
+    pub const ALL: [Variant; 31] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -161,6 +177,8 @@ impl Variant {
         Variant::BatchAnswersInCompletionOrder,
         Variant::SweeperStopsOnConflict,
         Variant::CoalescedAnswersReversed,
+        Variant::ClaimReadsWithoutRowLocks,
+        Variant::SweepUpdateWithoutVersionGuard,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -195,6 +213,8 @@ impl Variant {
             Variant::BatchAnswersInCompletionOrder => "batch-answers-in-completion-order",
             Variant::SweeperStopsOnConflict => "sweeper-stops-on-conflict",
             Variant::CoalescedAnswersReversed => "coalesced-answers-reversed",
+            Variant::ClaimReadsWithoutRowLocks => "claim-reads-without-row-locks",
+            Variant::SweepUpdateWithoutVersionGuard => "sweep-update-without-version-guard",
         }
     }
 

@@ -24,6 +24,7 @@ use leasehold_core::{
     StoreError, StoreTime,
 };
 use leasehold_sql::job_columns::{decode_job, to_i64, COLUMNS};
+use leasehold_sql::race_variants;
 use sqlx::postgres::PgConnection;
 use sqlx::Row;
 use std::collections::BTreeSet;
@@ -65,7 +66,13 @@ impl PgStore {
         let limited = valid
             .iter()
             .any(|&i| self.policy.parallelism_of(&req.claims[i].queue).is_some());
-        if batch.requeues() || (limited && batch.len() > 0) {
+        // (Under the catalogue's `claim-reads-without-row-locks` the claims'
+        // rows are written by id alone: the releases' rows go first, still
+        // over their versions.)
+        if batch.requeues()
+            || (limited && batch.len() > 0)
+            || race_variants::claim_writes_by_id(self.variant)
+        {
             // A release made a job claimable again (returned, or retried
             // with no delay), or freed a slot a limited queue's claim
             // counts: write it before the claims scan, so the batch answers
@@ -109,6 +116,7 @@ impl PgStore {
              SELECT x.*, {LIVE_CLOCK} FROM \
              (SELECT r.*, false AS candidate FROM r UNION ALL SELECT c.*, true FROM c) x"
         );
+        let sql = race_variants::claim_scan(self.variant, sql);
         crate::tx::decides("batch select").await;
         let rows = sqlx::query(&sql)
             .bind(self.clock_param())
@@ -143,6 +151,12 @@ impl PgStore {
         // be pending, but a row written twice would be a conflict).
         let changed: BTreeSet<JobId> = batch.ids().collect();
         candidates.retain(|c| !changed.contains(&c.id));
+        if race_variants::claim_writes_by_id(self.variant) {
+            // The variant writes its claimed rows by id alone: the
+            // releases' rows first, still over their versions.
+            self.write(conn, std::mem::take(&mut batch)).await?;
+            batch.by_id = true;
+        }
         candidates.sort_by(|a, b| (b.priority, a.run_at, a.id).cmp(&(a.priority, b.run_at, b.id)));
         let reqs: Vec<&ClaimRequest> = valid.iter().map(|&i| &req.claims[i]).collect();
         let granted = match now {

@@ -10,6 +10,7 @@ use crate::{error, read, PgStore};
 use leasehold_core::transition;
 use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
 use leasehold_sql::job_columns::COLUMNS;
+use leasehold_sql::race_variants;
 use sqlx::postgres::PgConnection;
 use std::collections::BTreeMap;
 
@@ -119,6 +120,7 @@ impl PgStore {
                  WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
                  ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
             );
+            let sql = race_variants::claim_scan(self.variant, sql);
             let q = sqlx::query(&sql)
                 .bind(self.clock_param())
                 .bind(queue)
@@ -128,6 +130,7 @@ impl PgStore {
                 continue;
             };
             let slot_reqs: Vec<&ClaimRequest> = slots.iter().map(|&i| &reqs[valid[i]]).collect();
+            batch.by_id |= race_variants::claim_writes_by_id(self.variant);
             let handed = self.hand_out(&locked.rows, &slot_reqs, now, batch)?;
             for (&slot, leases) in slots.iter().zip(handed) {
                 granted[slot] = leases;

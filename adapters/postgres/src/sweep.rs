@@ -8,6 +8,7 @@ use crate::{listener, PgStore};
 use leasehold_core::transition;
 use leasehold_core::{CrashReport, StoreError};
 use leasehold_sql::job_columns::COLUMNS;
+use leasehold_sql::race_variants;
 use sqlx::postgres::PgConnection;
 
 impl PgStore {
@@ -21,6 +22,7 @@ impl PgStore {
              WHERE state = 'running' AND expires_at <= {STMT_CLOCK} \
              ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
         );
+        let sql = race_variants::sweep_scan(self.variant, sql);
         let q = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(i64::from(limit));
@@ -29,6 +31,7 @@ impl PgStore {
             return Ok(Vec::new());
         };
         let mut batch = Batch::default();
+        batch.by_id = race_variants::sweep_writes_by_id(self.variant);
         let mut reports = Vec::with_capacity(locked.rows.len());
         let mut woken = std::collections::BTreeSet::new();
         for record in &locked.rows {

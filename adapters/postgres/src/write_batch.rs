@@ -34,6 +34,10 @@ pub(crate) struct Batch {
     // The audit events, as the JSON array one `leasehold_audit` row holds
     // (`None` while there are none: the statement then inserts no row).
     events: Option<String>,
+    /// Whether the rows are written by id alone, without their version
+    /// check: never, but under a catalogue race variant
+    /// (`leasehold_sql::race_variants`).
+    pub(crate) by_id: bool,
 }
 
 /// The lease columns of the rows, `token` … `released_digest`, in the
@@ -172,7 +176,19 @@ impl Batch {
     /// The update statement with its arguments bound; it answers the
     /// number of rows written.
     pub(crate) fn update(self) -> PgQuery {
-        let q = sqlx::query(UPDATE_SQL)
+        #[cfg(feature = "buggy-variants")]
+        let sql = if self.by_id {
+            leasehold_sql::race_variants::update_by_id(UPDATE_SQL)
+        } else {
+            UPDATE_SQL
+        };
+        #[cfg(not(feature = "buggy-variants"))]
+        let sql = {
+            // Only a catalogue variant writes by id.
+            debug_assert!(!self.by_id);
+            UPDATE_SQL
+        };
+        let q = sqlx::query(sql)
             .bind(self.id)
             .bind(self.old_version)
             .bind(self.run_at)

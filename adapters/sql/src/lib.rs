@@ -12,8 +12,10 @@
 //! - the statements of prune both send alike ([`prune_sql`]);
 //! - the bug catalogue's hook, the variant a store runs with
 //!   ([`variant_hook`]), and the prune bugs planted through it
-//!   ([`prune_variants`]): compiled in only with the `buggy-variants`
-//!   feature, which the simulator's catalogue turns on;
+//!   ([`prune_variants`]) and the races of concurrent transactions
+//!   PostgreSQL's claim and sweep plant through it ([`race_variants`]):
+//!   compiled in only with the `buggy-variants` feature, which the
+//!   simulator's catalogue turns on;
 //! - closing a pool for good ([`pool_close`]);
 //! - the bounded retry of a transaction after a version conflict
 //!   ([`conflict_retry`]);
@@ -44,6 +46,7 @@ pub mod job_trail;
 pub mod pool_close;
 pub mod prune_sql;
 pub mod prune_variants;
+pub mod race_variants;
 pub mod release_row;
 pub mod schedule_columns;
 pub mod schedule_sql;

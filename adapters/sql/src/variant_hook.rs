@@ -35,10 +35,17 @@ pub fn carries(v: Variant) -> bool {
 }
 
 /// The catalogue variants PostgreSQL alone carries, besides [`CARRIED`]:
-/// planted in its own code (its `Coalescing` wrapper), which SQLite has
-/// no counterpart of.
+/// planted in its own code. Its `Coalescing` wrapper, which SQLite has no
+/// counterpart of; and the races of concurrent transactions
+/// (`race_variants`), which need a read that holds no lock: every SQLite
+/// write holds the database's write lock from `BEGIN IMMEDIATE` to its
+/// commit, so its reads and writes never meet another write's.
 #[cfg(feature = "buggy-variants")]
-pub const POSTGRES_ONLY: [Variant; 1] = [Variant::CoalescedAnswersReversed];
+pub const POSTGRES_ONLY: [Variant; 3] = [
+    Variant::CoalescedAnswersReversed,
+    Variant::ClaimReadsWithoutRowLocks,
+    Variant::SweepUpdateWithoutVersionGuard,
+];
 
 /// A store was asked to run a variant the SQL stores do not carry.
 #[cfg(feature = "buggy-variants")]
@@ -145,5 +152,18 @@ mod tests {
             VariantHook::for_postgres(Some(Variant::ClaimWithoutCas)),
             Err(NotCarried(Variant::ClaimWithoutCas))
         );
+    }
+
+    /// The transaction races are PostgreSQL's alone: SQLite's hook
+    /// refuses each, PostgreSQL's holds it.
+    #[test]
+    fn the_transaction_races_are_held_by_postgres_alone() {
+        for v in [
+            Variant::ClaimReadsWithoutRowLocks,
+            Variant::SweepUpdateWithoutVersionGuard,
+        ] {
+            assert_eq!(VariantHook::new(Some(v)), Err(NotCarried(v)));
+            assert!(VariantHook::for_postgres(Some(v)).unwrap().is(v), "{v}");
+        }
     }
 }

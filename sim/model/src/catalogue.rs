@@ -74,6 +74,8 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::PruneFreesUnprunedKeys
                 | Variant::BatchAnswersInCompletionOrder
                 | Variant::CoalescedAnswersReversed
+                | Variant::ClaimReadsWithoutRowLocks
+                | Variant::SweepUpdateWithoutVersionGuard
                 // Its worker reuses its name, but the bug that keeps a dead
                 // lease alive is the store's liveness-by-name renewal.
                 | Variant::RestartReusesIdentity
@@ -84,12 +86,19 @@ pub fn is_store_side(v: Variant) -> bool {
 }
 
 /// Whether the variant is planted in PostgreSQL's own code
-/// (`coalesced-answers-reversed`, in its `Coalescing` wrapper): no other
-/// store carries it, the memory store included.
+/// (`coalesced-answers-reversed`, in its `Coalescing` wrapper; the races of
+/// concurrent transactions in its claim and sweep, which the simulator
+/// meets only with `interleave`): no other store carries it, the memory
+/// store included.
 pub fn postgres_only(v: Variant) -> bool {
     #[cfg(feature = "catalogue")]
     {
-        v == Variant::CoalescedAnswersReversed
+        matches!(
+            v,
+            Variant::CoalescedAnswersReversed
+                | Variant::ClaimReadsWithoutRowLocks
+                | Variant::SweepUpdateWithoutVersionGuard
+        )
     }
     #[cfg(not(feature = "catalogue"))]
     match v {}

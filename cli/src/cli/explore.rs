@@ -215,7 +215,7 @@ impl Corpus<'_> {
             o.seed, o.seed
         );
         let stem = corpus_name(&what, &s.config.name, o.seed, &self.explorer);
-        let mix = if o.how != "wheel" {
+        let mix = if super::explore_guided::is_mutation(&o.how) {
             format!("none; guided, mutated: {}", o.how)
         } else if o.off.is_empty() {
             "none (the scenario's faults as written)".to_string()

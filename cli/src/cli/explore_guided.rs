@@ -486,28 +486,57 @@ mod tests {
             }
             c
         };
+        // Each scenario's runs, and those of them drawn by weight.
         let runs_of = |guided: bool| {
             let mut src = Source::new(&s, 3, false, guided);
-            let mut per = vec![0u64; s.len()];
+            let mut per = vec![(0u64, 0u64); s.len()];
             for _ in 0..(480 / GENERATION) {
                 for i in src.draw(&s, GENERATION) {
                     src.learn(&i, &run(&i));
-                    per[i.scenario] += 1;
+                    per[i.scenario].0 += 1;
+                    per[i.scenario].1 += u64::from(i.how == WEIGHTED);
                 }
             }
             per
         };
         let (g, u) = (runs_of(true), runs_of(false));
-        assert_eq!(u, vec![20; 24], "uniform: each scenario alike");
-        let most_other = g
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| *k != 5)
-            .map(|x| *x.1)
-            .max();
-        assert!(g[5] >= 3 * u[5], "guided runs scenario 5 most: {g:?}");
-        assert!(most_other.unwrap() < g[5] / 2, "{g:?}");
-        assert!(g.iter().all(|&n| n >= 3), "no scenario starved: {g:?}");
+        assert_eq!(u, vec![(20, 0); 24], "uniform: each scenario alike");
+        let most_other = |f: fn(&(u64, u64)) -> u64| {
+            g.iter()
+                .enumerate()
+                .filter(|(k, _)| *k != 5)
+                .map(|(_, x)| f(x))
+                .max()
+                .unwrap()
+        };
+        assert!(g[5].0 >= 3 * u[5].0, "guided runs scenario 5 most: {g:?}");
+        assert!(most_other(|x| x.0) < g[5].0 / 2, "{g:?}");
+        assert!(g.iter().all(|x| x.0 >= 3), "no scenario starved: {g:?}");
+    }
+
+    #[test]
+    fn fresh_runs_are_drawn_by_the_scenarios_weight() {
+        // After the first round, scenario 5 alone reached a situation, once:
+        // it weighs UNIT + UNIT/8, each other scenario UNIT/8, so about 27 %
+        // of the runs drawn by weight go to it (1 in 24 if drawn evenly).
+        let (_d, s) = many(24);
+        let mut src = Source::new(&s, 8, false, true);
+        for i in src.draw(&s, 24) {
+            let mut c = Coverage::default();
+            if i.scenario == 5 {
+                c.mark("only-five");
+            }
+            src.learn(&i, &c);
+        }
+        let mut per = [0u32; 24];
+        for _ in 0..2_400 {
+            per[src.weighted_scenario()] += 1;
+        }
+        let most_other = per.iter().enumerate().filter(|(k, _)| *k != 5);
+        let most_other = most_other.map(|x| *x.1).max().unwrap();
+        assert!((500..=800).contains(&per[5]), "{per:?}");
+        assert!(per[5] > 4 * most_other, "{per:?}");
+        assert!(per.iter().all(|&n| n > 0), "none left out: {per:?}");
     }
 
     #[test]

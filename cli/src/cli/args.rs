@@ -214,18 +214,13 @@ pub struct ExploreArgs {
     /// failure (to try the explorer on a known bug).
     #[arg(long)]
     pub include_catalogue: bool,
-    /// Guide the explorer by coverage (the default): after every
-    /// scenario once, it favours the scenarios that reached a rare
-    /// situation and mutates the inputs that reached new or rare ones,
-    /// and still takes a quarter of its runs in the seed wheel's order.
-    /// Kept so scripts that name it still run.
-    #[arg(long, conflicts_with_all = ["compare", "uniform"])]
-    pub guided: bool,
-    /// Draw every run uniformly off the library's seed wheel (how
-    /// `explore` drew them before guided exploration; measured against
-    /// it in docs/PERFORMANCE.md, "Guided exploration").
+    /// Guide the explorer by coverage: it mutates the inputs that reached
+    /// new or rare situations, and draws a fixed share uniformly. Off by
+    /// default (every run drawn uniformly off the library's seed wheel):
+    /// measured so far, guided reaches the same situations but the rare
+    /// ones later (docs/PERFORMANCE.md, "Guided exploration").
     #[arg(long, conflicts_with = "compare")]
-    pub uniform: bool,
+    pub guided: bool,
     /// Run the guided and the uniform explorer, a generation of runs each
     /// in turn, for the same budget (`--max-seeds` runs each, or `--for`
     /// in all), and print what each reached and when; writes no corpus.

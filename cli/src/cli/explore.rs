@@ -20,13 +20,11 @@
 //! as many times as its own `seeds` (a heavy scenario of 10 seeds keeps
 //! its small share), and seed k of the exploration is turn `k mod W` of
 //! the wheel, so each scenario advances through its own seeds `base`,
-//! `base+1`, … without gaps or repeats. By default the explorer is
-//! guided by coverage ([`super::explore_guided`]): every scenario once in
-//! the wheel's order, then the scenarios that reached a rare situation
-//! weigh most, a share of the runs mutate a kept input that reached a new
-//! or rare situation, and a quarter still follow the wheel; a progress
-//! line names each situation when first reached. `--uniform` takes every
-//! run off the wheel.
+//! `base+1`, … without gaps or repeats. By default every run comes off
+//! the wheel; `--guided` guides the explorer by coverage
+//! ([`super::explore_guided`]): most runs mutate a kept input that
+//! reached a new or rare situation, a fixed share still comes off the
+//! wheel, and a progress line names each situation when first reached.
 //! `--compare` runs both (`explore_compare.rs`, which builds on this file).
 
 use super::args::ExploreArgs;
@@ -386,7 +384,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         "explore: {} scenarios from seed {base} on {jobs} threads, {}, {}; corpus {} \
          (repeat with --seed-base {base})",
         scenarios.len(),
-        if !args.uniform {
+        if args.guided {
             "guided by coverage"
         } else {
             "uniform"
@@ -410,7 +408,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     };
     let started = Instant::now();
     let enough = AtomicBool::new(false);
-    let mut source = Source::new(&scenarios, base, args.no_swarm_mix, !args.uniform);
+    let mut source = Source::new(&scenarios, base, args.no_swarm_mix, args.guided);
     let mut done: u64 = 0;
     let mut failures: u64 = 0;
     let mut write_error = None;

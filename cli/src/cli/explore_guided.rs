@@ -212,11 +212,11 @@ impl Source {
 
     fn next(&mut self, scenarios: &[Scenario]) -> Input {
         if !self.guided || self.turn < self.first_round {
-            return self.from_wheel(scenarios);
+            return self.next_on_wheel(scenarios);
         }
         let d = self.draws.below(100);
         if d < WHEEL_SHARE_PERCENT {
-            return self.from_wheel(scenarios);
+            return self.next_on_wheel(scenarios);
         }
         if d < WHEEL_SHARE_PERCENT + MUTATE_SHARE_PERCENT && !self.kept.is_empty() {
             return self.mutated(scenarios);
@@ -228,7 +228,7 @@ impl Source {
     }
 
     /// The next scenario in the wheel's order, at its next seed.
-    fn from_wheel(&mut self, scenarios: &[Scenario]) -> Input {
+    fn next_on_wheel(&mut self, scenarios: &[Scenario]) -> Input {
         let (i, _) = self.wheel.turn(self.turn);
         self.turn += 1;
         self.fresh(scenarios, i)

@@ -22,9 +22,11 @@
 //! the wheel, so each scenario advances through its own seeds `base`,
 //! `base+1`, … without gaps or repeats. By default every run comes off
 //! the wheel; `--guided` guides the explorer by coverage
-//! ([`super::explore_guided`]): most runs mutate a kept input that
-//! reached a new or rare situation, a fixed share still comes off the
-//! wheel, and a progress line names each situation when first reached.
+//! ([`super::explore_guided`]): every scenario once in the wheel's order,
+//! then the scenarios that reached a rare situation weigh most, a share
+//! of the runs mutate a kept input that reached a new or rare situation,
+//! and a quarter still follow the wheel; a progress line names each
+//! situation when first reached.
 //! `--compare` runs both (`explore_compare.rs`, which builds on this file).
 
 use super::args::ExploreArgs;
@@ -215,7 +217,7 @@ impl Corpus<'_> {
             o.seed, o.seed
         );
         let stem = corpus_name(&what, &s.config.name, o.seed, &self.explorer);
-        let mix = if o.how != "wheel" {
+        let mix = if super::explore_guided::is_mutation(&o.how) {
             format!("none; guided, mutated: {}", o.how)
         } else if o.off.is_empty() {
             "none (the scenario's faults as written)".to_string()

@@ -18,6 +18,7 @@
 use super::args::ExploreArgs;
 use super::explore::{prepare, Prepared};
 use super::explore_guided::{Source, GENERATION};
+use super::explore_rarity::{rare_share, RARE_PERCENT};
 use super::explore_runs;
 use super::stores::Stores;
 use super::ExitCode;
@@ -192,18 +193,19 @@ fn print_coverage(g: &Tally, u: &Tally) {
         ),
         None => "never".into(),
     };
-    let (mut sooner, mut later, mut rare) = (0, 0, 0);
+    let (mut sooner, mut same, mut later, mut rare) = (0, 0, 0, 0);
     for n in &names {
         println!("  {n}: {} | {}", cell(g, n.as_str()), cell(u, n.as_str()));
-        // Rare: reached by at most 1 % of the uniform explorer's runs.
-        if u.reach.get(*n).copied().unwrap_or(0) * 100 <= u.runs {
+        // Rare: reached by at most RARE_PERCENT of the uniform runs (the
+        // share the guided explorer steers by), or by guided only.
+        if rare_share(u.reach.get(*n).copied().unwrap_or(0), u.runs) {
             rare += 1;
             match (g.first.get(*n), u.first.get(*n)) {
                 (Some(a), Some(b)) if a.0 < b.0 => sooner += 1,
                 (Some(_), None) => sooner += 1,
                 (Some(a), Some(b)) if a.0 > b.0 => later += 1,
                 (None, Some(_)) => later += 1,
-                _ => {}
+                _ => same += 1,
             }
         }
     }
@@ -220,8 +222,9 @@ fn print_coverage(g: &Tally, u: &Tally) {
         only(u, g).join(", ")
     );
     println!(
-        "rare situations (reached by at most 1% of the uniform runs, or by guided only): {rare}; \
-         guided first to reach {sooner}, uniform first to reach {later}"
+        "rare situations (reached by at most {RARE_PERCENT}% of the uniform runs, or by guided \
+         only): {rare}; guided first to reach {sooner}, both at the same run {same}, uniform \
+         first to reach {later}"
     );
 }
 

@@ -1,10 +1,24 @@
 //! Where `leasehold explore` draws its next runs: uniformly (the library's
-//! seed wheel with a swarm mix for half the seeds, as before), or guided
-//! by coverage (the default): a bounded corpus keeps the inputs that
-//! reached a situation for the first time or one reached rarely, and most
-//! runs are mutations of a kept input ([`super::explore_mutate`]), while a
-//! fixed share ([`UNIFORM_SHARE_PERCENT`]) still comes off the wheel so no
-//! scenario is starved.
+//! seed wheel with a swarm mix for half the seeds), or guided by coverage.
+//!
+//! The guided explorer first takes the wheel's first round: every scenario
+//! once, in the wheel's order, exactly as the uniform explorer does (in
+//! this library a situation is rare across scenarios, one or two
+//! scenarios reach it, so no scenario may wait). After that round each run
+//! is one of three, drawn from one stream:
+//! - [`WHEEL_SHARE_PERCENT`]: the next scenario in the wheel's order;
+//! - [`MUTATE_SHARE_PERCENT`]: a mutation ([`super::explore_mutate`]) of a
+//!   kept input (the corpus keeps the inputs that reached a new or rare
+//!   situation), drawn by its energy;
+//! - the rest: a scenario drawn by its weight
+//!   ([`super::explore_rarity::Rarity::scenario_weight`]: the scenarios
+//!   that alone reached a rare situation, and those rarely run, weigh
+//!   most).
+//!
+//! A fresh run of a scenario (of the wheel or by weight) is its next seed
+//! on the wheel (`base`, `base + 1`, ... for each scenario) with that
+//! seed's swarm mix: the very inputs the uniform explorer runs, in another
+//! order, never one twice.
 //!
 //! Invariants:
 //! - determinism: the runs drawn are a pure function of the explore seed
@@ -15,15 +29,15 @@
 //!   thread count and timing;
 //! - every queue is bounded: the corpus holds at most [`MAX_KEPT`]
 //!   inputs (the least useful one leaves for a new one), and the counts
-//!   of situations one entry per situation name (the scenarios the CLI
-//!   runs mark only the built-in ones, a fixed list).
+//!   one entry per situation name and per scenario.
 
 use super::explore_mutate::{mutate, Draws, Mutation};
+use super::explore_rarity::Rarity;
 use super::swarm_mix;
 use leasehold_model::config::SimConfig;
 use leasehold_model::scenario::Scenario;
 use leasehold_sim::coverage::Coverage;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Runs drawn before the explorer learns from them (a barrier: a
 /// generation's runs go to the threads together, and the next generation
@@ -31,14 +45,25 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const GENERATION: u64 = 16;
 /// Most inputs the guided corpus keeps.
 pub const MAX_KEPT: usize = 256;
-/// Share of the guided explorer's runs still drawn off the wheel, in
-/// percent: nothing is starved, and a corpus still empty fills.
-pub const UNIFORM_SHARE_PERCENT: u64 = 25;
-/// A situation reached by fewer runs than this so far is rare: a run
-/// reaching it is kept.
-pub const RARE_RUNS: u64 = 8;
+/// Share of the guided explorer's runs after the first round that take
+/// the next scenario in the wheel's order, in percent: every scenario
+/// keeps its share of the wheel at a quarter of the uniform pace.
+pub const WHEEL_SHARE_PERCENT: u64 = 25;
+/// Share of the guided explorer's runs after the first round that mutate
+/// a kept input, in percent (the rest draw a scenario by its weight).
+pub const MUTATE_SHARE_PERCENT: u64 = 25;
 /// Largest seed a mutation draws (corpus files pin seeds as TOML integers).
 const MAX_DRAWN_SEED: u64 = (i64::MAX as u64) / 2;
+/// `how` of a run in the wheel's order.
+pub const WHEEL: &str = "wheel";
+/// `how` of a run of a scenario drawn by its weight.
+pub const WEIGHTED: &str = "weighted";
+
+/// Whether a run drawn as `how` mutated a kept input (its configuration
+/// is then not the scenario's own nor a swarm mix of it).
+pub fn is_mutation(how: &str) -> bool {
+    how != WHEEL && how != WEIGHTED
+}
 
 /// One run's inputs: the scenario, the seed, and the configuration that
 /// runs (the scenario's own, mixed or mutated).
@@ -53,7 +78,8 @@ pub struct Input {
     /// Kinds the swarm mix switched off (empty for a mutated input: its
     /// header names the mutation instead).
     pub off: Vec<&'static str>,
-    /// How it was drawn: `wheel`, or the mutation of a kept input.
+    /// How it was drawn: [`WHEEL`], [`WEIGHTED`], or the mutation of a
+    /// kept input.
     pub how: String,
 }
 
@@ -85,17 +111,24 @@ impl Wheel {
         Wheel { slots }
     }
 
-    /// Exploration seed k: the scenario and its seed offset from the base.
+    /// Exploration seed k: the scenario and its seed offset from the base
+    /// (a scenario's turns on the wheel have offsets 0, 1, 2, ... in
+    /// order).
     pub fn turn(&self, k: u64) -> (usize, u64) {
         let w = self.slots.len() as u64;
         let (i, occ, per) = self.slots[(k % w) as usize];
         (i, (k / w).wrapping_mul(per).wrapping_add(occ))
     }
 
-    /// Turn `k` as an input: seed `base + offset`, with its swarm mix
+    /// Scenario `i`'s seed `base + n` as an input, with its swarm mix
     /// unless `no_mix`.
-    pub fn input(&self, scenarios: &[Scenario], base: u64, k: u64, no_mix: bool) -> Input {
-        let (i, n) = self.turn(k);
+    pub fn input(
+        &self,
+        scenarios: &[Scenario],
+        base: u64,
+        (i, n): (usize, u64),
+        no_mix: bool,
+    ) -> Input {
         let seed = base.wrapping_add(n);
         let s = &scenarios[i].config;
         let (config, off) = if no_mix {
@@ -108,7 +141,7 @@ impl Wheel {
             seed,
             config,
             off,
-            how: "wheel".into(),
+            how: WHEEL.into(),
         }
     }
 }
@@ -122,8 +155,8 @@ struct Kept {
     picked: u64,
 }
 
-/// The explorer's source of runs: the wheel alone (uniform), or the wheel
-/// and the corpus (guided).
+/// The explorer's source of runs: the wheel alone (uniform), or the wheel,
+/// the scenarios' weights and the corpus (guided).
 pub struct Source {
     guided: bool,
     base: u64,
@@ -131,10 +164,13 @@ pub struct Source {
     wheel: Wheel,
     /// Next turn of the wheel.
     turn: u64,
+    /// Turns of the first round (every scenario once).
+    first_round: u64,
+    /// Each scenario: its seeds taken so far (its next seed's offset).
+    next_seed: Vec<u64>,
     draws: Draws,
     kept: Vec<Kept>,
-    /// Each situation: how many runs so far reached it.
-    runs_reaching: BTreeMap<String, u64>,
+    rarity: Rarity,
 }
 
 impl Source {
@@ -146,9 +182,11 @@ impl Source {
             no_mix,
             wheel: Wheel::new(scenarios),
             turn: 0,
+            first_round: scenarios.len() as u64,
+            next_seed: vec![0; scenarios.len()],
             draws: Draws::new(base),
             kept: Vec::new(),
-            runs_reaching: BTreeMap::new(),
+            rarity: Rarity::new(scenarios.len()),
         }
     }
 
@@ -164,7 +202,7 @@ impl Source {
 
     /// Distinct situations reached so far.
     pub fn reached(&self) -> usize {
-        self.runs_reaching.len()
+        self.rarity.reached()
     }
 
     /// The next `n` runs.
@@ -173,14 +211,64 @@ impl Source {
     }
 
     fn next(&mut self, scenarios: &[Scenario]) -> Input {
-        let from_wheel =
-            !self.guided || self.kept.is_empty() || self.draws.below(100) < UNIFORM_SHARE_PERCENT;
-        if from_wheel {
-            let k = self.turn;
-            self.turn += 1;
-            return self.wheel.input(scenarios, self.base, k, self.no_mix);
+        if !self.guided || self.turn < self.first_round {
+            return self.next_on_wheel(scenarios);
         }
-        let at = self.pick();
+        let d = self.draws.below(100);
+        if d < WHEEL_SHARE_PERCENT {
+            return self.next_on_wheel(scenarios);
+        }
+        if d < WHEEL_SHARE_PERCENT + MUTATE_SHARE_PERCENT && !self.kept.is_empty() {
+            return self.mutated(scenarios);
+        }
+        let i = self.weighted_scenario();
+        let mut input = self.fresh(scenarios, i);
+        input.how = WEIGHTED.into();
+        input
+    }
+
+    /// The next scenario in the wheel's order, at its next seed.
+    fn next_on_wheel(&mut self, scenarios: &[Scenario]) -> Input {
+        let (i, _) = self.wheel.turn(self.turn);
+        self.turn += 1;
+        self.fresh(scenarios, i)
+    }
+
+    /// Scenario `i`'s next seed on the wheel (for the uniform explorer,
+    /// exactly the wheel's turn: a scenario's turns take its seeds in
+    /// order).
+    fn fresh(&mut self, scenarios: &[Scenario], i: usize) -> Input {
+        let n = self.next_seed[i];
+        self.next_seed[i] += 1;
+        self.wheel.input(scenarios, self.base, (i, n), self.no_mix)
+    }
+
+    /// A scenario drawn with weight its
+    /// [`Rarity::scenario_weight`].
+    fn weighted_scenario(&mut self) -> usize {
+        let weights: Vec<u64> = (0..self.next_seed.len())
+            .map(|i| self.rarity.scenario_weight(i))
+            .collect();
+        self.by_weight(&weights)
+    }
+
+    /// An index drawn with weight `weights[i]` (the first when all are 0).
+    fn by_weight(&mut self, weights: &[u64]) -> usize {
+        let total: u64 = weights.iter().sum();
+        let mut at = self.draws.below(total.max(1));
+        for (i, w) in weights.iter().enumerate() {
+            if at < *w {
+                return i;
+            }
+            at -= w;
+        }
+        0
+    }
+
+    /// A mutation of a kept input drawn by its energy.
+    fn mutated(&mut self, scenarios: &[Scenario]) -> Input {
+        let energies: Vec<u64> = self.kept.iter().map(|k| self.energy(k)).collect();
+        let at = self.by_weight(&energies);
         self.kept[at].picked += 1;
         let kept = &self.kept[at].input;
         let original = &scenarios[kept.scenario].config;
@@ -199,29 +287,14 @@ impl Source {
         }
     }
 
-    /// A kept input, drawn with weight its energy: the rarer the situations
-    /// it reached are now, the more it is mutated.
-    fn pick(&mut self) -> usize {
-        let energies: Vec<u64> = self.kept.iter().map(|k| self.energy(k)).collect();
-        let total: u64 = energies.iter().sum();
-        let mut at = self.draws.below(total.max(1));
-        for (i, e) in energies.iter().enumerate() {
-            if at < *e {
-                return i;
-            }
-            at -= e;
-        }
-        0
-    }
-
     /// Integer energy of a kept input: each situation it reached counts
-    /// `2^20 / runs reaching it`, halved with every 16 mutations of it so
-    /// a kept input that leads nowhere new gives way.
+    /// its [`Rarity::situation_weight`], halved with every 16 mutations
+    /// of it so a kept input that leads nowhere new gives way.
     fn energy(&self, k: &Kept) -> u64 {
         let sum: u64 = k
             .reached
             .iter()
-            .map(|s| (1u64 << 20) / self.runs_reaching.get(s).copied().unwrap_or(1).max(1))
+            .map(|s| self.rarity.situation_weight(s))
             .sum();
         (sum >> (k.picked / 16).min(16)).max(1)
     }
@@ -230,16 +303,9 @@ impl Source {
     /// reached for the first time. A run that reached a new or rare
     /// situation is kept.
     pub fn learn(&mut self, input: &Input, coverage: &Coverage) -> Vec<String> {
-        let mut new = Vec::new();
-        let mut rare = false;
-        for (name, _) in coverage.iter() {
-            let n = self.runs_reaching.entry(name.to_string()).or_insert(0);
-            if *n == 0 {
-                new.push(name.to_string());
-            }
-            rare |= *n < RARE_RUNS;
-            *n += 1;
-        }
+        let (new, rare) = self
+            .rarity
+            .learn(input.scenario, coverage.iter().map(|(s, _)| s));
         if self.guided && rare {
             self.keep(Kept {
                 input: input.clone(),
@@ -299,7 +365,7 @@ mod tests {
         if i.seed % 97 == 3 {
             c.mark("rare");
         }
-        if i.how != "wheel" {
+        if is_mutation(&i.how) {
             c.mark(&format!("mutated-{}", i.seed % 1_000));
         }
         c
@@ -339,37 +405,156 @@ mod tests {
     }
 
     #[test]
-    fn kept_inputs_are_mutated_and_a_share_stays_uniform() {
+    fn kept_inputs_are_mutated_and_fresh_runs_are_the_uniform_inputs() {
         let (_d, s) = library();
         let (runs, src) = explore(&s, 5, 400, true);
         assert!(src.kept() > 0, "new situations keep their inputs");
-        let mutated = runs.iter().filter(|r| r.2 != "wheel").count();
-        let wheel = runs.len() - mutated;
-        assert!(mutated > 200, "most runs mutate a kept input: {mutated}");
-        assert!(wheel >= 60, "a fixed share stays uniform: {wheel}");
+        let count = |p: &dyn Fn(&str) -> bool| runs.iter().filter(|r| p(&r.2)).count();
+        let mutated = count(&|h| is_mutation(h));
+        let weighted = count(&|h| h == WEIGHTED);
+        let wheel = count(&|h| h == WHEEL);
+        // After the first round (3 scenarios), a quarter mutates, a
+        // quarter follows the wheel and half draws a scenario by weight.
+        assert!((60..=140).contains(&mutated), "mutated: {mutated}");
+        assert!((60..=140).contains(&wheel), "wheel: {wheel}");
+        assert!((140..=260).contains(&weighted), "weighted: {weighted}");
         assert!(runs.iter().any(|r| r.2.starts_with("seed")));
         assert!(runs
             .iter()
-            .any(|r| !r.2.starts_with("seed") && r.2 != "wheel"));
+            .any(|r| !r.2.starts_with("seed") && is_mutation(&r.2)));
         // The uniform source never mutates and keeps nothing.
-        let (uniform, u) = explore(&s, 5, 400, false);
-        assert!(uniform.iter().all(|r| r.2 == "wheel"));
+        let (uniform, u) = explore(&s, 5, 2_000, false);
+        assert!(uniform.iter().all(|r| r.2 == WHEEL));
         assert_eq!(u.kept(), 0);
-        // The wheel share of the guided explorer is the uniform sequence.
-        let guided_wheel: Vec<_> = runs.iter().filter(|r| r.2 == "wheel").collect();
-        assert!(guided_wheel
-            .iter()
-            .zip(&uniform)
-            .all(|(g, u)| (g.0, g.1) == (u.0, u.1)));
+        // A fresh run (of the wheel or by weight) is an input the uniform
+        // explorer runs too: each scenario's seeds in order, none twice.
+        let fresh: Vec<_> = runs.iter().filter(|r| !is_mutation(&r.2)).collect();
+        let uniform_inputs: BTreeSet<(usize, u64)> = uniform.iter().map(|r| (r.0, r.1)).collect();
+        assert_eq!(uniform_inputs.len(), uniform.len(), "uniform never repeats");
+        for (i, _) in s.iter().enumerate() {
+            let seeds: Vec<u64> = fresh.iter().filter(|r| r.0 == i).map(|r| r.1).collect();
+            let expected: Vec<u64> = (0..seeds.len() as u64).map(|n| 5 + n).collect();
+            assert_eq!(seeds, expected, "scenario {i}: its wheel seeds in order");
+            assert!(seeds.iter().all(|&n| uniform_inputs.contains(&(i, n))));
+        }
+    }
+
+    /// A library of `n` scenarios of one seed each.
+    fn many(n: usize) -> (tempfile::TempDir, Vec<Scenario>) {
+        let dir = tempfile::tempdir().unwrap();
+        for k in 0..n {
+            std::fs::write(
+                dir.path().join(format!("s{k:02}.toml")),
+                "seeds = 1\n[faults]\npartition_rate = [0.0, 0.2]\npause_rate = 0.1\n",
+            )
+            .unwrap();
+        }
+        let s = leasehold_model::scenario::load_paths(&[dir.path().to_path_buf()]).unwrap();
+        (dir, s)
+    }
+
+    #[test]
+    fn the_first_round_runs_every_scenario_before_any_other_draw() {
+        // More scenarios than a generation: the first generation already
+        // reaches new situations (each scenario its own), so a corpus is
+        // kept before the round ends; the round still comes first.
+        let (_d, s) = many(GENERATION as usize + 9);
+        let n = s.len();
+        for base in [1, 2, 77] {
+            let (runs, src) = explore(&s, base, n as u64, true);
+            assert!(src.kept() > 0);
+            let order: Vec<usize> = runs.iter().map(|r| r.0).collect();
+            assert_eq!(
+                order,
+                (0..n).collect::<Vec<_>>(),
+                "every scenario once, in order"
+            );
+            assert!(runs.iter().all(|r| r.2 == WHEEL && r.1 == base));
+        }
+    }
+
+    #[test]
+    fn a_scenario_reaching_a_rare_situation_gets_more_of_the_runs() {
+        // 24 scenarios; only scenario 5 reaches "only-five", on every seed
+        // (rare across scenarios, as the library's rare situations are).
+        let (_d, s) = many(24);
+        let run = |i: &Input| {
+            let mut c = Coverage::default();
+            c.mark("common");
+            if i.scenario == 5 {
+                c.mark("only-five");
+            }
+            c
+        };
+        // Each scenario's runs, and those of them drawn by weight.
+        let runs_of = |guided: bool| {
+            let mut src = Source::new(&s, 3, false, guided);
+            let mut per = vec![(0u64, 0u64); s.len()];
+            for _ in 0..(480 / GENERATION) {
+                for i in src.draw(&s, GENERATION) {
+                    src.learn(&i, &run(&i));
+                    per[i.scenario].0 += 1;
+                    per[i.scenario].1 += u64::from(i.how == WEIGHTED);
+                }
+            }
+            per
+        };
+        let (g, u) = (runs_of(true), runs_of(false));
+        assert_eq!(u, vec![(20, 0); 24], "uniform: each scenario alike");
+        let most_other = |f: fn(&(u64, u64)) -> u64| {
+            g.iter()
+                .enumerate()
+                .filter(|(k, _)| *k != 5)
+                .map(|(_, x)| f(x))
+                .max()
+                .unwrap()
+        };
+        assert!(g[5].0 >= 3 * u[5].0, "guided runs scenario 5 most: {g:?}");
+        assert!(most_other(|x| x.0) < g[5].0 / 2, "{g:?}");
+        assert!(g.iter().all(|x| x.0 >= 3), "no scenario starved: {g:?}");
+    }
+
+    #[test]
+    fn fresh_runs_are_drawn_by_the_scenarios_weight() {
+        // After the first round, scenario 5 alone reached a situation, once:
+        // it weighs UNIT + UNIT/8, each other scenario UNIT/8, so about 27 %
+        // of the runs drawn by weight go to it (1 in 24 if drawn evenly).
+        let (_d, s) = many(24);
+        let mut src = Source::new(&s, 8, false, true);
+        for i in src.draw(&s, 24) {
+            let mut c = Coverage::default();
+            if i.scenario == 5 {
+                c.mark("only-five");
+            }
+            src.learn(&i, &c);
+        }
+        let mut per = [0u32; 24];
+        for _ in 0..2_400 {
+            per[src.weighted_scenario()] += 1;
+        }
+        let most_other = per.iter().enumerate().filter(|(k, _)| *k != 5);
+        let most_other = most_other.map(|x| *x.1).max().unwrap();
+        assert!((500..=800).contains(&per[5]), "{per:?}");
+        assert!(per[5] > 4 * most_other, "{per:?}");
+        assert!(per.iter().all(|&n| n > 0), "none left out: {per:?}");
     }
 
     #[test]
     fn the_corpus_is_bounded() {
         let (_d, s) = library();
-        // Every mutated run reaches a situation of its own (one of 1,000),
-        // so far more than MAX_KEPT runs ask to be kept.
-        let (_, src) = explore(&s, 9, 3_000, true);
+        // Every run reaches a situation of its own seed's (one of 5,000),
+        // new to all runs before it, so far more than MAX_KEPT runs ask to
+        // be kept.
+        let mut src = Source::new(&s, 9, false, true);
+        for _ in 0..(3_000 / GENERATION) {
+            for i in src.draw(&s, GENERATION) {
+                let mut c = fake_run(&i);
+                c.mark(&format!("seed-{}", i.seed % 5_000));
+                src.learn(&i, &c);
+                assert!(src.kept() <= MAX_KEPT);
+            }
+        }
         assert_eq!(src.kept(), MAX_KEPT, "full, and never above");
-        assert!(src.reached() > MAX_KEPT);
+        assert!(src.reached() > 2 * MAX_KEPT, "{}", src.reached());
     }
 }

@@ -17,6 +17,7 @@ pub mod explore;
 mod explore_compare;
 mod explore_guided;
 mod explore_mutate;
+mod explore_rarity;
 mod explore_runs;
 pub mod export;
 pub mod jsonl;

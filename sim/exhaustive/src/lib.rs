@@ -43,6 +43,7 @@ pub mod record;
 pub mod reduce;
 pub mod run;
 pub mod scope;
+pub mod shared;
 pub mod trace;
 pub mod world;
 

@@ -854,7 +854,7 @@ impl Model for World {
                     hosts,
                     net: Vec::new(),
                     spent: Spent::default(),
-                    ghost: Ghost::new(rows.len()),
+                    ghost: Ghost::new(rows.len()).into(),
                 }
             })
             .collect()

@@ -227,6 +227,6 @@ pub struct State {
     pub net: Vec<Msg>,
     /// Faults spent.
     pub spent: Spent,
-    /// The checker's record.
-    pub ghost: Ghost,
+    /// The checker's record (shared likewise: most steps leave it be).
+    pub ghost: Shared<Ghost>,
 }

@@ -84,9 +84,18 @@ pub fn check_watched(world: World, threads: usize, watch: impl FnMut(usize, Dura
 /// its path is the one of the deepest violating state its order met, not
 /// necessarily a shortest one; on more than one thread that order varies.
 pub fn check_stateright(world: World, threads: usize) -> Report {
+    check_stateright_watched(world, threads, |_, _| {})
+}
+
+/// [`check_stateright`], watched as [`check_watched`] is.
+pub fn check_stateright_watched(
+    world: World,
+    threads: usize,
+    mut watch: impl FnMut(usize, Duration),
+) -> Report {
     let start = Instant::now();
     let checker = world.checker().threads(threads.max(1)).spawn_bfs();
-    wait(checker, start, &mut |_, _| {})
+    wait(checker, start, &mut watch)
 }
 
 /// Searches `world` depth-first on one thread (the same order on every

@@ -6,6 +6,13 @@ const PPM: i128 = 1_000_000;
 
 /// The reading of a clock drifting by `drift_ppm` at true time `t`.
 pub fn local_at(drift_ppm: i32, t: u64) -> u64 {
+    // The world's instants in 64 bits, where `t · rate` fits (< 2^61): the
+    // same quotient, without the 128-bit division that was 4% of the
+    // search's profile.
+    if t < 1 << 40 && drift_ppm.unsigned_abs() < 1 << 20 {
+        let v = t as i64 * (PPM as i64 + i64::from(drift_ppm)) / PPM as i64;
+        return v.max(0) as u64;
+    }
     let v = i128::from(t) * (PPM + i128::from(drift_ppm)) / PPM;
     u64::try_from(v.max(0)).unwrap_or(u64::MAX)
 }
@@ -47,5 +54,27 @@ mod tests {
         }
         assert_eq!(local_at(10_000, 1_000), 1_010);
         assert_eq!(local_at(-10_000, 1_000), 990);
+    }
+
+    #[test]
+    fn the_64_bit_reading_is_the_128_bit_one() {
+        let wide = |d: i32, t: u64| {
+            let v = i128::from(t) * (PPM + i128::from(d)) / PPM;
+            u64::try_from(v.max(0)).unwrap_or(u64::MAX)
+        };
+        for d in [-1_000_000, -10_000, -1, 0, 1, 10_000, 999_999] {
+            for t in [
+                0u64,
+                1,
+                99,
+                3_811,
+                999_999,
+                (1 << 40) - 1,
+                1 << 40,
+                u64::MAX,
+            ] {
+                assert_eq!(local_at(d, t), wide(d, t), "{d} {t}");
+            }
+        }
     }
 }

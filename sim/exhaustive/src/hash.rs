@@ -12,6 +12,7 @@
 //! reach the same situation by different routes merge.
 
 use crate::clock::local_at;
+use crate::scope::{MAX_JOBS, MAX_WORKERS};
 use crate::world::{Body, ClaimAns, Ident, Msg, Phase, State, Task};
 use leasehold_core::{JobId, JobRecord, WorkerId};
 use std::hash::{Hash, Hasher};
@@ -166,10 +167,8 @@ fn under(s: &State, n: &Renaming<'_>) -> u64 {
     s.now.hash(&mut h);
     s.spent.hash(&mut h);
     // Rows and the ghost's jobs in their new order.
-    let mut by_job: Vec<usize> = (0..s.rows.len()).collect();
     let jobs = n.jobs.expect("a whole renaming");
-    by_job.sort_by_key(|&j| jobs[j]);
-    for &j in &by_job {
+    for &j in &by_new_index(jobs)[..jobs.len()] {
         row(&s.rows[j], n, &mut h);
         let g = &s.ghost.jobs[j];
         (g.terminal_steps, g.committed, g.cancelled_pending).hash(&mut h);
@@ -184,27 +183,76 @@ fn under(s: &State, n: &Renaming<'_>) -> u64 {
                 .hash(&mut h);
         }
     }
-    let mut crashed: Vec<Ident> = s.ghost.crashed.iter().map(|&i| n.ident(i)).collect();
-    crashed.sort();
-    crashed.hash(&mut h);
+    // An identity hashes as its two bytes, as this pair does.
+    let crashed = s.ghost.crashed.iter().map(|&i| {
+        let r = n.ident(i);
+        (r.host, r.inc)
+    });
+    hash_sorted(crashed, &mut h);
     s.ghost.violation.as_ref().map(|v| v.0).hash(&mut h);
-    let mut by_host: Vec<usize> = (0..s.hosts.len()).collect();
-    by_host.sort_by_key(|&i| n.hosts[i]);
-    for &i in &by_host {
+    for &i in &by_new_index(n.hosts)[..n.hosts.len()] {
         let x = &s.hosts[i];
         // A claim due time already past reads as the present: the claim is
         // due either way, and time only moves on (`reduce.rs`).
         let claim_due = x.claim_due.max(local_at(x.drift_ppm, s.now));
         (x.drift_ppm, x.inc, claim_due, &x.claim_out).hash(&mut h);
         (x.slots.alive(), x.slots.tasks()).hash(&mut h);
-        let mut tasks: Vec<u64> = x.tasks.iter().map(|t| task(t, n)).collect();
-        tasks.sort_unstable();
-        tasks.hash(&mut h);
+        hash_sorted(x.tasks.iter().map(|t| task(t, n)), &mut h);
     }
-    let mut net: Vec<u64> = s.net.iter().map(|m| msg(m, n)).collect();
-    net.sort_unstable();
-    net.hash(&mut h);
+    hash_sorted(s.net.iter().map(|m| msg(m, n)), &mut h);
     h.finish()
+}
+
+/// Most hosts or jobs a renaming orders (`scope.rs` refuses more).
+const MAX_ITEMS: usize = if MAX_WORKERS > MAX_JOBS {
+    MAX_WORKERS as usize
+} else {
+    MAX_JOBS as usize
+};
+
+/// The old index of each new one, for a renaming `new` (new index of each
+/// old one).
+fn by_new_index(new: &[u8]) -> [usize; MAX_ITEMS] {
+    let mut old = [0; MAX_ITEMS];
+    for (o, &k) in new.iter().enumerate() {
+        old[k as usize] = o;
+    }
+    old
+}
+
+/// Most items a list hashed sorted holds on the stack (a host's tasks,
+/// the messages in flight, the crashed identities); a longer one is
+/// collected on the heap and hashed the same.
+const ON_STACK: usize = 16;
+
+/// Hashes `items` sorted, as a slice (its length, then its items): the
+/// same words a sorted `Vec` of them hashes as, without allocating (this
+/// runs several times per generated state).
+fn hash_sorted<T: Ord + Copy + Default + Hash>(
+    items: impl Iterator<Item = T>,
+    h: &mut DefaultHasher,
+) {
+    let mut buf = [T::default(); ON_STACK];
+    let mut n = 0;
+    let mut spill: Vec<T> = Vec::new();
+    for x in items {
+        if n < ON_STACK {
+            buf[n] = x;
+            n += 1;
+        } else {
+            if spill.is_empty() {
+                spill.extend_from_slice(&buf);
+            }
+            spill.push(x);
+        }
+    }
+    let list: &mut [T] = if spill.is_empty() {
+        &mut buf[..n]
+    } else {
+        &mut spill
+    };
+    list.sort_unstable();
+    list.hash(h);
 }
 
 /// A host's signature: everything of its own that no renaming touches
@@ -215,13 +263,10 @@ fn host_sig(x: &crate::world::Host, now: u64) -> u64 {
     let claim_due = x.claim_due.max(local_at(x.drift_ppm, now));
     (x.drift_ppm, x.inc, claim_due, &x.claim_out).hash(&mut h);
     (x.slots.alive(), x.slots.tasks()).hash(&mut h);
-    let mut tasks: Vec<u64> = x
-        .tasks
-        .iter()
-        .map(|t| task(t, &Renaming::NONE_OF_JOBS))
-        .collect();
-    tasks.sort_unstable();
-    tasks.hash(&mut h);
+    hash_sorted(
+        x.tasks.iter().map(|t| task(t, &Renaming::NONE_OF_JOBS)),
+        &mut h,
+    );
     h.finish()
 }
 
@@ -253,64 +298,67 @@ fn job_sig(s: &State, j: usize) -> u64 {
     h.finish()
 }
 
-/// The renamings that put `n` items in the order of their signatures
-/// (as new indices of each old one): one when the signatures differ,
-/// every order of the tied items otherwise.
-fn orders(sigs: &[u64]) -> Vec<Vec<u8>> {
-    let mut sorted: Vec<u8> = (0..sigs.len() as u8).collect();
-    sorted.sort_by_key(|&i| sigs[i as usize]);
-    // Every arrangement of `sorted` that permutes only runs of equal
-    // signatures; bounded by n! (n ≤ 4).
-    let mut arrangements = vec![sorted.clone()];
-    let mut start = 0;
-    while start < sorted.len() {
-        let mut end = start + 1;
-        while end < sorted.len() && sigs[sorted[end] as usize] == sigs[sorted[start] as usize] {
-            end += 1;
-        }
-        if end - start > 1 {
-            let mut next = Vec::new();
-            for a in &arrangements {
-                for p in permutations(end - start) {
-                    let mut b = a.clone();
-                    for (k, &pk) in p.iter().enumerate() {
-                        b[start + pk as usize] = a[start + k];
-                    }
-                    next.push(b);
-                }
-            }
-            arrangements = next;
-        }
-        start = end;
-    }
-    // Position k holds old item `a[k]`: its new index is k.
-    arrangements
-        .into_iter()
-        .map(|a| {
-            let mut new = vec![0u8; a.len()];
-            for (k, &old) in a.iter().enumerate() {
-                new[old as usize] = k as u8;
-            }
-            new
-        })
-        .collect()
+/// Renamings of up to [`MAX_ITEMS`] items: at most 4! of them.
+struct Orders {
+    list: [[u8; MAX_ITEMS]; 24],
+    len: usize,
+    /// Items renamed.
+    items: usize,
 }
 
-/// Every permutation of `0..n` (n ≤ 4), as new indices.
-fn permutations(n: usize) -> Vec<Vec<u8>> {
-    let mut out = vec![Vec::new()];
-    for k in 0..n as u8 {
-        let mut next = Vec::new();
-        for p in &out {
-            for pos in 0..=p.len() {
-                let mut q = p.clone();
-                q.insert(pos, k);
-                next.push(q);
-            }
-        }
-        out = next;
+impl Orders {
+    /// Each renaming, as the new index of each old item.
+    fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.list[..self.len].iter().map(|r| &r[..self.items])
     }
-    out
+}
+
+/// The renamings that put `n` items in the order of their signatures
+/// (as new indices of each old one): one when the signatures differ,
+/// every order of the tied items otherwise. They are the arrangements
+/// whose signatures do not decrease, found among every arrangement
+/// (n! ≤ 24) without allocating.
+fn orders(sigs: &[u64]) -> Orders {
+    let n = sigs.len();
+    let mut out = Orders {
+        list: [[0; MAX_ITEMS]; 24],
+        len: 0,
+        items: n,
+    };
+    // Position k holds old item `a[k]`; from the identity, in
+    // lexicographic order (bounded: n! arrangements).
+    let mut a = [0u8; MAX_ITEMS];
+    for (k, x) in a.iter_mut().enumerate().take(n) {
+        *x = k as u8;
+    }
+    loop {
+        if (1..n).all(|k| sigs[a[k - 1] as usize] <= sigs[a[k] as usize]) {
+            let r = &mut out.list[out.len];
+            for (k, &old) in a[..n].iter().enumerate() {
+                r[old as usize] = k as u8;
+            }
+            out.len += 1;
+        }
+        if !next_permutation(&mut a[..n]) {
+            return out;
+        }
+    }
+}
+
+/// Steps `a` to its next arrangement in lexicographic order; false after
+/// the last (descending) one.
+fn next_permutation(a: &mut [u8]) -> bool {
+    let n = a.len();
+    let Some(i) = (1..n).rev().find(|&i| a[i - 1] < a[i]) else {
+        return false;
+    };
+    let j = (i..n)
+        .rev()
+        .find(|&j| a[j] > a[i - 1])
+        .expect("a[i] > a[i - 1]");
+    a.swap(i - 1, j);
+    a[i..].reverse();
+    true
 }
 
 /// The fingerprint of `s`'s symmetry class: the least hash over the
@@ -320,13 +368,19 @@ fn permutations(n: usize) -> Vec<Vec<u8>> {
 /// one renaming unless signatures tie (canonicalizing once, instead of
 /// hashing every renaming).
 pub fn canonical(s: &State) -> u64 {
-    let host_sigs: Vec<u64> = s.hosts.iter().map(|x| host_sig(x, s.now)).collect();
-    let job_sigs: Vec<u64> = (0..s.rows.len()).map(|j| job_sig(s, j)).collect();
-    let hosts = orders(&host_sigs);
-    let jobs = orders(&job_sigs);
+    let mut host_sigs = [0u64; MAX_ITEMS];
+    for (sig, x) in host_sigs.iter_mut().zip(&s.hosts) {
+        *sig = host_sig(x, s.now);
+    }
+    let mut job_sigs = [0u64; MAX_ITEMS];
+    for (j, sig) in job_sigs.iter_mut().enumerate().take(s.rows.len()) {
+        *sig = job_sig(s, j);
+    }
+    let hosts = orders(&host_sigs[..s.hosts.len()]);
+    let jobs = orders(&job_sigs[..s.rows.len()]);
     let mut best = u64::MAX;
-    for hp in &hosts {
-        for jp in &jobs {
+    for hp in hosts.iter() {
+        for jp in jobs.iter() {
             best = best.min(under(
                 s,
                 &Renaming {
@@ -347,27 +401,41 @@ impl Hash for State {
 
 #[cfg(test)]
 mod tests {
-    use super::{orders, permutations};
+    use super::{next_permutation, orders};
+
+    fn all(sigs: &[u64]) -> Vec<Vec<u8>> {
+        let mut o: Vec<Vec<u8>> = orders(sigs).iter().map(<[u8]>::to_vec).collect();
+        o.sort();
+        o
+    }
 
     #[test]
     fn every_permutation_once() {
-        assert_eq!(permutations(1).len(), 1);
-        assert_eq!(permutations(3).len(), 6);
-        let mut p = permutations(3);
-        p.sort();
-        p.dedup();
-        assert_eq!(p.len(), 6);
+        let count = |n: usize| {
+            let mut a: Vec<u8> = (0..n as u8).collect();
+            let mut seen = vec![a.clone()];
+            while next_permutation(&mut a) {
+                seen.push(a.clone());
+            }
+            let len = seen.len();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), len, "no arrangement twice");
+            len
+        };
+        assert_eq!(count(1), 1);
+        assert_eq!(count(3), 6);
+        assert_eq!(count(4), 24);
     }
 
     #[test]
     fn orders_sort_by_signature_and_permute_only_ties() {
         // Distinct signatures: the one renaming that sorts them.
-        assert_eq!(orders(&[30, 10, 20]), vec![vec![2, 0, 1]]);
+        assert_eq!(all(&[30, 10, 20]), vec![vec![2, 0, 1]]);
         // Items 0 and 2 tie: both of their orders, item 1 first.
-        let mut o = orders(&[5, 1, 5]);
-        o.sort();
-        assert_eq!(o, vec![vec![1, 0, 2], vec![2, 0, 1]]);
+        assert_eq!(all(&[5, 1, 5]), vec![vec![1, 0, 2], vec![2, 0, 1]]);
         // All tie: every permutation.
-        assert_eq!(orders(&[7, 7, 7]).len(), 6);
+        assert_eq!(all(&[7, 7, 7]).len(), 6);
+        assert_eq!(all(&[7, 7, 7, 7]).len(), 24);
     }
 }

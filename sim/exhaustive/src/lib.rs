@@ -10,14 +10,17 @@
 //! drifting at the bound. Every reachable state is visited once (state
 //! hashing with symmetry reduction over workers and jobs, [`hash`]) and
 //! I1-I9 are judged on every one by the checker's own definitions
-//! ([`ghost`]). The search is `stateright`'s breadth-first checker, so a
-//! violation comes with a shortest path to it.
+//! ([`ghost`]). The search is breadth-first ([`breadth_first`], over a
+//! set of bare fingerprints, [`fingerprints`]), so a violation comes with
+//! a shortest path to it; the world is a `stateright` model, whose
+//! checkers make the same breadth-first search (the reference it is
+//! measured against) and the depth-first probe.
 //!
 //! What it holds: the scope ([`scope`]), the world's state ([`world`]) and
 //! steps ([`model`]), the invariants ([`ghost`]), the planted wrong
 //! transitions of the negative tests ([`plant`]), the search's reductions
-//! and why they lose no violation ([`reduce`]), and the run report
-//! ([`run`]).
+//! and why they lose no violation ([`reduce`]), the search itself
+//! ([`breadth_first`]) and the run report ([`run`]).
 //!
 //! ## Depends on
 //! `leasehold-core` and `stateright`, nothing else of the workspace. It
@@ -27,8 +30,10 @@
 
 #![warn(missing_docs)]
 
+pub mod breadth_first;
 pub mod clock;
 pub mod counterexample;
+pub mod fingerprints;
 pub mod ghost;
 pub mod hash;
 pub mod ident;
@@ -38,6 +43,7 @@ pub mod record;
 pub mod reduce;
 pub mod run;
 pub mod scope;
+pub mod shared;
 pub mod trace;
 pub mod world;
 

@@ -8,6 +8,7 @@ use crate::clock::{local_at, true_at};
 use crate::ghost::{holds, Ghost, Inv, Step};
 use crate::plant::Plant;
 use crate::scope::Scope;
+use crate::shared::Shared;
 use crate::world::{
     Body, ClaimAns, Heartbeat, Host, Ident, Msg, Phase, ReleaseAns, RenewAns, Spent, State, Task,
 };
@@ -380,7 +381,7 @@ impl World {
                 now.0,
                 self.scope.max_attempts,
             );
-            s.rows[j] = post;
+            s.rows[j] = post.into();
             granted.push((lease.job, lease.token, lease.expires_at.0));
         }
         ClaimAns::Granted(granted)
@@ -409,7 +410,7 @@ impl World {
                     now.0,
                     self.scope.max_attempts,
                 );
-                s.rows[j] = applied.record;
+                s.rows[j] = applied.record.into();
                 RenewAns::Renewed {
                     expires_at: expires_at.0,
                     cancel: cancel_requested,
@@ -437,9 +438,9 @@ impl World {
                 }
                 (post, ReleaseAns::Committed)
             }
-            Ok(ReleasePlan::Repeat) => (pre.clone(), ReleaseAns::Committed),
-            Ok(ReleasePlan::Lost) => (pre.clone(), ReleaseAns::Lost),
-            Err(_) => (pre.clone(), ReleaseAns::Rejected),
+            Ok(ReleasePlan::Repeat) => ((*pre).clone(), ReleaseAns::Committed),
+            Ok(ReleasePlan::Lost) => ((*pre).clone(), ReleaseAns::Lost),
+            Err(_) => ((*pre).clone(), ReleaseAns::Rejected),
         };
         let committed = ans == ReleaseAns::Committed && matches!(out, Outcome::Succeeded(_));
         s.ghost.observe(
@@ -450,7 +451,7 @@ impl World {
             now.0,
             self.scope.max_attempts,
         );
-        s.rows[j] = post;
+        s.rows[j] = post.into();
         ans
     }
 
@@ -470,7 +471,7 @@ impl World {
                 now.0,
                 self.scope.max_attempts,
             );
-            s.rows[j] = applied.record;
+            s.rows[j] = applied.record.into();
         }
     }
 
@@ -479,7 +480,7 @@ impl World {
         let pre = s.rows[j].clone();
         let mut post = match transition::cancel(&pre, now) {
             (Some(applied), _) => applied.record,
-            (None, _) => pre.clone(),
+            (None, _) => (*pre).clone(),
         };
         if self.plant == Some(Plant::CancelOverwritesSucceeded) && pre.state == JobState::Succeeded
         {
@@ -488,7 +489,7 @@ impl World {
         }
         s.ghost
             .observe(j, &pre, &post, Step::Cancel, now.0, self.scope.max_attempts);
-        s.rows[j] = post;
+        s.rows[j] = post.into();
     }
 
     // ---- the workers: the driver around the core's machines ----
@@ -845,14 +846,15 @@ impl Model for World {
                         claim_out: None,
                         tasks: Vec::new(),
                     })
+                    .map(Shared::new)
                     .collect();
                 State {
                     now: 0,
-                    rows: rows.clone(),
+                    rows: rows.iter().cloned().map(Shared::new).collect(),
                     hosts,
                     net: Vec::new(),
                     spent: Spent::default(),
-                    ghost: Ghost::new(rows.len()),
+                    ghost: Ghost::new(rows.len()).into(),
                 }
             })
             .collect()

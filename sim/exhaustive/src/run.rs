@@ -1,5 +1,7 @@
 //! Runs a world breadth-first to the end and reports: states, time, and
-//! the first violated invariant with a shortest path to it; or probes it
+//! the first violated invariant with a shortest path to it (the search in
+//! [`crate::breadth_first`]; [`check_stateright`] makes the same search
+//! with `stateright`'s checker, kept as its reference); or probes it
 //! depth-first, up to a state budget, for a violation that lies deep in a
 //! scope too large to search whole ([`probe`]).
 
@@ -14,6 +16,12 @@ use std::time::{Duration, Instant};
 pub enum Verdict {
     /// Every reachable state satisfies I1-I9.
     Holds,
+    /// A bounded search ([`probe`]) stopped at its budget without meeting
+    /// a violation: not a proof that none exists.
+    NoneWithin {
+        /// The budget, in generated states.
+        budget: usize,
+    },
     /// An invariant is broken; `path` is a shortest run to it.
     Violated {
         /// The invariant.
@@ -52,8 +60,8 @@ impl Report {
     }
 }
 
-/// Checks `world` breadth-first on `threads` threads (the state count does
-/// not depend on it; the path found may, among paths of the same length).
+/// Checks `world` breadth-first on `threads` threads (nothing found
+/// depends on them: the counts, the verdict and its path are the same).
 pub fn check(world: World, threads: usize) -> Report {
     check_watched(world, threads, |_, _| {})
 }
@@ -64,7 +72,23 @@ pub const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// [`check`], calling `watch(distinct states so far, time so far)` about
 /// every [`WATCH_EVERY`] while the search runs (for progress output; it
 /// reads counters only and cannot change what is explored).
-pub fn check_watched(
+pub fn check_watched(world: World, threads: usize, watch: impl FnMut(usize, Duration)) -> Report {
+    crate::breadth_first::search(&world, threads, watch)
+}
+
+/// The same search made by `stateright`'s breadth-first checker on
+/// `threads` threads: the reference [`check`] is measured against
+/// (`tests/same_search.rs`). The state count does not depend on the
+/// threads. `stateright` keeps, for each invariant, the path of the last
+/// violating state it judged (each discovery replaces the one before), so
+/// its path is the one of the deepest violating state its order met, not
+/// necessarily a shortest one; on more than one thread that order varies.
+pub fn check_stateright(world: World, threads: usize) -> Report {
+    check_stateright_watched(world, threads, |_, _| {})
+}
+
+/// [`check_stateright`], watched as [`check_watched`] is.
+pub fn check_stateright_watched(
     world: World,
     threads: usize,
     mut watch: impl FnMut(usize, Duration),
@@ -76,8 +100,9 @@ pub fn check_watched(
 
 /// Searches `world` depth-first on one thread (the same order on every
 /// run) until an invariant breaks or about `max_states` states were
-/// generated. Not a proof: a [`Verdict::Holds`] says only that no
-/// violation was met within the budget. The path of a violation is the
+/// generated. Not a proof: stopped at the budget, it says
+/// [`Verdict::NoneWithin`]; [`Verdict::Holds`] only when the search ended
+/// before it (every reachable state visited). The path of a violation is the
 /// one the search went down, not a shortest one. For a scope whose whole
 /// search does not fit (the full S1: 12.7 M states), it reaches
 /// states a breadth-first run meets only near its end.
@@ -89,7 +114,11 @@ pub fn probe(world: World, max_states: usize, mut watch: impl FnMut(usize, Durat
         .target_state_count(max_states.max(1))
         .finish_when(HasDiscoveries::AnyFailures)
         .spawn_dfs();
-    wait(checker, start, &mut watch)
+    let mut r = wait(checker, start, &mut watch);
+    if r.verdict == Verdict::Holds && r.state_count >= max_states.max(1) {
+        r.verdict = Verdict::NoneWithin { budget: max_states };
+    }
+    r
 }
 
 /// Waits for `checker` to finish, watching it, and reports what it found.
@@ -127,7 +156,7 @@ fn wait(
             let path = path.into_actions();
             let shorter = match &verdict {
                 Verdict::Violated { path: p, .. } => path.len() < p.len(),
-                Verdict::Holds => true,
+                _ => true,
             };
             if shorter {
                 verdict = Verdict::Violated {

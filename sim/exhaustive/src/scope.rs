@@ -158,6 +158,20 @@ impl Scope {
             .expect("S1 with a crash is valid")
     }
 
+    /// The whole S1: 2 workers, 1 job, at most 1 crash, 2 lost
+    /// messages, 1 `Conflict`, drift at the bound (both halves' faults
+    /// together; pinned by hand, `tests/s1.rs`).
+    pub fn s1_full() -> Scope {
+        Scope::builder()
+            .workers(2)
+            .jobs(1)
+            .crashes(1)
+            .lost(2)
+            .conflicts(1)
+            .build()
+            .expect("the whole S1 is valid")
+    }
+
     /// S2: 3 workers, 2 jobs, at most 1 crash, 2 lost messages, 1
     /// `Conflict`, 1 prompt `Unavailable`, 1 cancel.
     pub fn s2() -> Scope {

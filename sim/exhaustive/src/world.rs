@@ -10,6 +10,7 @@
 
 pub use crate::ident::Ident;
 use crate::record::Ghost;
+use crate::shared::Shared;
 use leasehold_core::worker::lease_machine::LeaseMachine;
 use leasehold_core::worker::release_retries::ReleaseRetries;
 use leasehold_core::worker::slots::Slots;
@@ -217,14 +218,15 @@ pub struct Spent {
 pub struct State {
     /// True time, ms.
     pub now: u64,
-    /// The store's rows, by job index.
-    pub rows: Vec<JobRecord>,
-    /// Worker hosts.
-    pub hosts: Vec<Host>,
+    /// The store's rows, by job index (shared with other states until a
+    /// step changes one).
+    pub rows: Vec<Shared<JobRecord>>,
+    /// Worker hosts (shared likewise).
+    pub hosts: Vec<Shared<Host>>,
     /// Messages in flight (a multiset, kept sorted by the steps).
     pub net: Vec<Msg>,
     /// Faults spent.
     pub spent: Spent,
-    /// The checker's record.
-    pub ghost: Ghost,
+    /// The checker's record (shared likewise: most steps leave it be).
+    pub ghost: Shared<Ghost>,
 }

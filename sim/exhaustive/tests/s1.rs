@@ -2,6 +2,9 @@
 //! `Conflict`; 1 crash + 1 `Conflict`): every reachable state satisfies
 //! I1-I9, each within 60 s on the 2-core machine, with a pinned state
 //! count (a change to it is a visible decision, like a history hash).
+//! The full S1 (1 crash, 2 lost, 1 `Conflict`) is pinned too, by
+//! hand: about 80 CPU-s, which the shared machine does not give a test in
+//! 60 s (docs/EXHAUSTIVE.md, "Figures").
 
 use leasehold_exhaustive::{check, Scope, Verdict, World};
 use std::time::Duration;
@@ -12,8 +15,15 @@ const S1_STATES: usize = 227_848;
 /// symmetry, with the crash struck only where its host acts (`reduce.rs`;
 /// 3,707,338 states without that reduction).
 const S1_CRASH_STATES: usize = 418_081;
+/// Distinct states of the full S1 (1 crash, 2 lost, 1 `Conflict`)
+/// up to symmetry, with the 3,811 ms horizon.
+const S1_FULL_STATES: usize = 12_738_575;
 
 fn holds_with(scope: Scope, states: usize) {
+    holds_within(scope, states, Duration::from_secs(60));
+}
+
+fn holds_within(scope: Scope, states: usize, limit: Duration) {
     let r = check(World::new(scope.clone()), 2);
     if let Verdict::Violated { inv, why, path, .. } = &r.verdict {
         panic!("{inv}: {why}\n{path:#?}");
@@ -23,7 +33,7 @@ fn holds_with(scope: Scope, states: usize) {
         r.unique_states, states,
         "{scope:?}: the state count changed"
     );
-    assert!(r.elapsed < Duration::from_secs(60), "{:?}", r.elapsed);
+    assert!(r.elapsed < limit, "{:?}", r.elapsed);
 }
 
 #[test]
@@ -34,4 +44,13 @@ fn s1_holds_on_the_correct_core_with_its_pinned_state_count() {
 #[test]
 fn s1_with_a_crash_holds_on_the_correct_core_with_its_pinned_state_count() {
     holds_with(Scope::s1_crash(), S1_CRASH_STATES);
+}
+
+/// By hand (`-- --ignored --exact full_s1...`): under 60 s needs both
+/// cores free; the bound here is what the shared machine gives (about
+/// 300 s at load 10-16).
+#[test]
+#[ignore = "the issue's full S1: 12.7 M states, about 80 CPU-s"]
+fn full_s1_holds_on_the_correct_core_with_its_pinned_state_count() {
+    holds_within(Scope::s1_full(), S1_FULL_STATES, Duration::from_secs(600));
 }

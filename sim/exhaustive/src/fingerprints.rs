@@ -1,0 +1,141 @@
+//! The set of visited states' fingerprints ([`crate::hash::canonical`]):
+//! open addressing with linear probing over a power-of-two table of bare
+//! `u64`s, 8 bytes a slot and no state kept. A fingerprint is already a
+//! well-mixed hash, so it is its own bucket (after one multiply to spread
+//! its high bits); the table doubles before it is 5/8 full, so a probe
+//! meets an empty slot within a few steps.
+
+/// Fingerprints seen so far.
+#[derive(Clone, Debug)]
+pub struct Fingerprints {
+    /// `EMPTY` or a fingerprint; its length is a power of two.
+    slots: Vec<u64>,
+    /// Fingerprints in `slots`.
+    len: usize,
+    /// The fingerprint equal to `EMPTY` was seen (kept apart, so every
+    /// `u64` is a fingerprint and none is merged with another).
+    zero: bool,
+}
+
+/// An unused slot.
+const EMPTY: u64 = 0;
+/// The table is grown when it would be fuller than `LOAD_NUM / LOAD_DEN`.
+const LOAD_NUM: usize = 5;
+const LOAD_DEN: usize = 8;
+/// The smallest table.
+const MIN_SLOTS: usize = 1 << 10;
+
+impl Fingerprints {
+    /// An empty set sized for `expected` fingerprints without growing.
+    pub fn with_capacity(expected: usize) -> Self {
+        let slots = (expected.saturating_mul(LOAD_DEN) / LOAD_NUM + 1)
+            .next_power_of_two()
+            .max(MIN_SLOTS);
+        Fingerprints {
+            slots: vec![EMPTY; slots],
+            len: 0,
+            zero: false,
+        }
+    }
+
+    /// Fingerprints held.
+    pub fn len(&self) -> usize {
+        self.len + usize::from(self.zero)
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Empties the set, keeping its table.
+    pub fn clear(&mut self) {
+        self.slots.fill(EMPTY);
+        self.len = 0;
+        self.zero = false;
+    }
+
+    /// The slot `fp`'s probe starts at.
+    fn home(&self, fp: u64) -> usize {
+        // The high bits of a multiply by an odd constant: every bit of the
+        // fingerprint moves them, whatever the table's size.
+        let shift = 64 - self.slots.len().trailing_zeros();
+        (fp.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize
+    }
+
+    /// Whether `fp` was seen.
+    pub fn contains(&self, fp: u64) -> bool {
+        if fp == EMPTY {
+            return self.zero;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(fp);
+        // Bounded: the table always has an empty slot (load < 5/8).
+        loop {
+            match self.slots[i] {
+                EMPTY => return false,
+                x if x == fp => return true,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Adds `fp`; answers whether it was new.
+    pub fn insert(&mut self, fp: u64) -> bool {
+        if fp == EMPTY {
+            return !std::mem::replace(&mut self.zero, true);
+        }
+        if (self.len + 1) * LOAD_DEN > self.slots.len() * LOAD_NUM {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(fp);
+        // Bounded as in `contains`.
+        loop {
+            match self.slots[i] {
+                EMPTY => {
+                    self.slots[i] = fp;
+                    self.len += 1;
+                    return true;
+                }
+                x if x == fp => return false,
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    /// Doubles the table and puts every fingerprint back.
+    fn grow(&mut self) {
+        let doubled = vec![EMPTY; self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, doubled);
+        self.len = 0;
+        for fp in old.into_iter().filter(|&x| x != EMPTY) {
+            self.insert(fp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fingerprints;
+
+    #[test]
+    fn each_fingerprint_is_new_once_and_survives_growth() {
+        let mut f = Fingerprints::with_capacity(0);
+        assert!(f.is_empty());
+        // Enough to grow the smallest table several times; 0 is a
+        // fingerprint like any other.
+        for x in 0..10_000u64 {
+            let fp = x.wrapping_mul(0x2545_f491_4f6c_dd1d);
+            assert!(f.insert(fp), "{x} is new");
+            assert!(!f.insert(fp), "{x} is seen");
+        }
+        assert_eq!(f.len(), 10_000);
+        for x in 0..10_000u64 {
+            assert!(f.contains(x.wrapping_mul(0x2545_f491_4f6c_dd1d)));
+        }
+        assert!(!f.contains(1));
+        f.clear();
+        assert!(f.is_empty() && !f.contains(0));
+    }
+}

@@ -258,12 +258,17 @@ mod tests {
                 WireOp::Claim(claim("q")).summary(),
             ]
         );
+        // WireOp has no equality: compare each part's id and summary.
+        let parts: Vec<(u64, Op)> = wire_parts(vec![10, 11, 12], r)
+            .into_iter()
+            .map(|(id, op)| (id, op.summary()))
+            .collect();
         assert_eq!(
-            wire_parts(vec![10, 11, 12], r),
+            parts,
             vec![
-                (10, WireOp::Release(release(1))),
-                (11, WireOp::Release(release(2))),
-                (12, WireOp::Claim(claim("q"))),
+                (10, WireOp::Release(release(1)).summary()),
+                (11, WireOp::Release(release(2)).summary()),
+                (12, WireOp::Claim(claim("q")).summary()),
             ]
         );
         let shape = BatchShape::of(&req());

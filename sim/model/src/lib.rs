@@ -4,7 +4,8 @@
 //! it: the scenario types and their validation (one place: [`config`],
 //! [`bounds`], [`feasible`], [`schedules`], the located [`scenario`]
 //! loader), durations, per-host clock models, the seeded rng, the history
-//! records a run writes and the wire types its hosts exchange, the
+//! records a run writes and the wire types its hosts exchange (with the
+//! bookkeeping of a merged batch on the wire, [`merged_batch`]), the
 //! invariant ids and the named situations a run may reach, the simulated workload's key and payload format, the
 //! built-in scenarios, and the one scenario → core configuration builder
 //! ([`protocol`]).
@@ -30,6 +31,7 @@ pub mod config;
 pub mod duration;
 pub mod feasible;
 pub mod history;
+pub mod merged_batch;
 pub mod protocol;
 pub mod rng;
 pub mod scenario;

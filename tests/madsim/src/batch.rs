@@ -13,18 +13,16 @@
 //! answers when that worker gets them: a worker that gave up never got
 //! them, even if another worker of its node did. The same records as the
 //! simulator's worker process (`leasehold-sim`), so one checker judges
-//! both.
+//! both: the bookkeeping (part summaries, the queue of callers' ids, wire
+//! parts, the rebuilt answer, each caller's replies) is the model's
+//! [`merged_batch`], shared with it; only how they are recorded, sent and
+//! awaited is here.
 
 use crate::net::{Pending, RemoteCall};
 use leasehold_core::{BatchAnswer, BatchRequest, Patience, StoreError};
-use leasehold_model::history::{Op, Record, Reply};
-use leasehold_model::wire::{WireBatch, WireError, WireMessage, WireOp, WireReply};
-use leasehold_model::wire_store::wire;
-use std::sync::{Mutex, MutexGuard};
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
+use leasehold_model::history::Record;
+use leasehold_model::merged_batch::{self, BatchShape};
+use leasehold_model::wire::{WireBatch, WireMessage, WireReply};
 
 impl RemoteCall {
     /// One worker's batch, waited for with `patience` if any, as the SQL
@@ -35,17 +33,7 @@ impl RemoteCall {
         patience: Option<Patience>,
     ) -> Result<BatchAnswer, StoreError> {
         let host = &self.host;
-        let n_releases = req.releases.len();
-        let ops: Vec<Op> = req
-            .releases
-            .iter()
-            .map(|r| WireOp::Release(r.clone()).summary())
-            .chain(
-                req.claims
-                    .iter()
-                    .map(|c| WireOp::Claim(c.clone()).summary()),
-            )
-            .collect();
+        let ops = merged_batch::part_summaries(&req);
         if ops.is_empty() {
             return Ok(BatchAnswer::default());
         }
@@ -68,19 +56,14 @@ impl RemoteCall {
         };
         // Queued in the merger's order: the merger takes a prefix of its
         // queue, and `send_merged` takes the same prefix of these.
-        lock(&self.queued).push_back((n_releases, ids.clone()));
+        self.queued.push(req.releases.len(), ids.clone());
         let run = |r| self.send_merged(r);
         let expired = patience.as_ref().map(Patience::expired);
         let answer = match patience {
             Some(p) => {
                 // A request withdrawn from the merger's queue leaves this
                 // record of its order too, at the same moment.
-                let mut withdrawn = || {
-                    let mut q = lock(&self.queued);
-                    if let Some(i) = q.iter().position(|(_, mine)| *mine == ids) {
-                        q.remove(i);
-                    }
-                };
+                let mut withdrawn = || self.queued.withdraw(&ids);
                 self.merger
                     .batch_within_then(req, run, p, &mut withdrawn)
                     .await
@@ -93,57 +76,19 @@ impl RemoteCall {
             return answer;
         }
         pending.done = true;
-        let replies: Vec<WireReply> = match &answer {
-            Ok(a) => a
-                .releases
-                .iter()
-                .map(|r| wire(r.clone(), WireReply::Release))
-                .chain(a.claims.iter().map(|c| wire(c.clone(), WireReply::Leases)))
-                .collect(),
-            Err(e) => vec![WireReply::Error(WireError::of(e)); ids.len()],
-        };
-        for (i, id) in ids.iter().enumerate() {
-            let reply = replies.get(i).map_or_else(
-                || Reply::Unavailable("no answer for this part".into()),
-                WireReply::summary,
-            );
+        let replies = merged_batch::caller_replies(&answer, ids.len());
+        for (id, reply) in ids.iter().zip(replies) {
             host.record_answer(*id, reply);
         }
         answer
-    }
-
-    /// The request ids of the merged batch `req`: the oldest queued
-    /// callers' ids whose parts add up to its parts, releases first (in
-    /// caller order), then claims.
-    fn merged_ids(&self, req: &BatchRequest) -> Vec<u64> {
-        let want = req.releases.len() + req.claims.len();
-        let mut q = lock(&self.queued);
-        let (mut releases, mut claims) = (Vec::new(), Vec::new());
-        // Bounded by the queue: each turn takes one caller's ids.
-        while releases.len() + claims.len() < want {
-            let Some((nr, ids)) = q.pop_front() else {
-                break;
-            };
-            releases.extend_from_slice(&ids[..nr]);
-            claims.extend_from_slice(&ids[nr..]);
-        }
-        releases.extend(claims);
-        releases
     }
 
     /// A merged batch as one message, its parts under the ids their
     /// callers recorded. Records only that the message left
     /// ([`Record::Sent`]): each caller records its own answers.
     async fn send_merged(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        let (n_releases, n_claims) = (req.releases.len(), req.claims.len());
-        let ids = self.merged_ids(&req);
-        let n = n_releases + n_claims;
-        if ids.len() != n {
-            return Err(StoreError::Corrupt(format!(
-                "{} request ids for a merged batch of {n}",
-                ids.len()
-            )));
-        }
+        let shape = BatchShape::of(&req);
+        let ids = self.queued.take(shape)?;
         let Some(&tag) = ids.first() else {
             return Ok(BatchAnswer::default());
         };
@@ -155,47 +100,14 @@ impl RemoteCall {
             host: host.name.clone(),
             ids: ids.clone(),
         });
-        let parts: Vec<(u64, WireOp)> = ids
-            .into_iter()
-            .zip(
-                req.releases
-                    .into_iter()
-                    .map(WireOp::Release)
-                    .chain(req.claims.into_iter().map(WireOp::Claim)),
-            )
-            .collect();
         let msg = WireMessage::Batch(WireBatch {
             host: host.name.clone(),
-            parts,
+            parts: merged_batch::wire_parts(ids, req),
         });
         let replies = self
             .exchange::<Vec<WireReply>>(tag, msg)
             .await
-            .and_then(|replies| {
-                if replies.len() == n {
-                    Ok(replies)
-                } else {
-                    Err(format!("{} answers for a batch of {n}", replies.len()))
-                }
-            })
             .map_err(StoreError::Unavailable)?;
-        let mut answer = BatchAnswer {
-            releases: Vec::with_capacity(n_releases),
-            claims: Vec::with_capacity(n_claims),
-        };
-        let unexpected = |r: WireReply| StoreError::Corrupt(format!("unexpected answer {r:?}"));
-        for (i, r) in replies.into_iter().enumerate() {
-            match r {
-                WireReply::Error(e) if i < n_releases => {
-                    answer.releases.push(Err(e.into_store_error()))
-                }
-                WireReply::Release(r) if i < n_releases => answer.releases.push(Ok(r)),
-                r if i < n_releases => answer.releases.push(Err(unexpected(r))),
-                WireReply::Error(e) => answer.claims.push(Err(e.into_store_error())),
-                WireReply::Leases(l) => answer.claims.push(Ok(l)),
-                r => answer.claims.push(Err(unexpected(r))),
-            }
-        }
-        Ok(answer)
+        shape.answer(replies)
     }
 }

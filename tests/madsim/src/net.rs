@@ -23,13 +23,13 @@ use leasehold_core::{
 };
 use leasehold_memory::MemoryStore;
 use leasehold_model::history::{Fate, ReadRow, Record, Reply};
+use leasehold_model::merged_batch::MergeQueue;
 use leasehold_model::wire::{WireMessage, WireOp, WireReply, WireRequest};
 use leasehold_model::wire_store::{apply, apply_batch, touched, WireCall, WireStore};
 use madsim::net::Endpoint;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// The store node's address.
 pub const STORE_ADDR: &str = "10.0.0.1:7000";
@@ -59,7 +59,7 @@ pub struct RemoteCall {
     pub(crate) merger: BatchMerger,
     /// Request ids of the batches queued in the merger, in its order: each
     /// caller's release count and ids (releases', then claims').
-    pub(crate) queued: Mutex<VecDeque<(usize, Vec<u64>)>>,
+    pub(crate) queued: MergeQueue,
     /// The node's wake-ups (see [`crate::wake`]); none: never woken.
     wake: Option<Arc<WorkSignal>>,
 }
@@ -90,7 +90,7 @@ async fn carrier(host: Host) -> std::io::Result<RemoteCall> {
         host,
         ep,
         merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
-        queued: Mutex::default(),
+        queued: MergeQueue::default(),
         wake: None,
     })
 }

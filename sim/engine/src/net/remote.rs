@@ -5,7 +5,9 @@
 //!
 //! A worker's batch ([`Store::batch`](leasehold_core::Store::batch)) travels
 //! as one message and is recorded as its parts, each a request and an
-//! answer of its own (see [`WireMessage::Batch`]).
+//! answer of its own (see [`WireMessage::Batch`]); the bookkeeping of a
+//! merged batch is the model's [`merged_batch`], shared with the madsim
+//! embedding.
 //!
 //! Every call is recorded (request, then answer or failure). A call whose
 //! answer does not arrive returns [`StoreError::Unavailable`]: the outcome
@@ -28,14 +30,14 @@ use leasehold_core::{
 };
 use leasehold_model::catalogue::{self, Variant};
 use leasehold_model::history::{Op, Record, Reply};
+use leasehold_model::merged_batch::{self, BatchShape, MergeQueue};
 use leasehold_model::wire::{
-    decode, encode, WireBatch, WireError, WireMessage, WireOp, WireReply, WireRequest,
+    decode, encode, WireBatch, WireMessage, WireOp, WireReply, WireRequest,
 };
-use leasehold_model::wire_store::{wire, WireCall, WireStore};
+use leasehold_model::wire_store::{WireCall, WireStore};
 use serde::de::DeserializeOwned;
-use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// Longest any remote call may take before it counts as unknown, on the
 /// caller's clock (the core's own timeouts are shorter).
@@ -58,11 +60,7 @@ pub struct RemoteCall {
     wake: Option<Arc<WorkSignal>>,
     /// Request ids of the batches queued in the merger, in its order: each
     /// caller's release count and ids (releases', then claims').
-    queued: Mutex<VecDeque<(usize, Vec<u64>)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    queued: MergeQueue,
 }
 
 /// Records "no answer" for each of its requests if a call is dropped before
@@ -101,7 +99,7 @@ impl RemoteCall {
             send_wall_on_sweep,
             merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
             wake: None,
-            queued: Mutex::default(),
+            queued: MergeQueue::default(),
         }
     }
 
@@ -177,10 +175,6 @@ pub fn worker_store(
     WireStore::new(call)
 }
 
-fn unexpected(r: WireReply) -> StoreError {
-    StoreError::Corrupt(format!("unexpected answer {r:?}"))
-}
-
 impl WireCall for RemoteCall {
     const BATCHES: bool = true;
 
@@ -248,17 +242,7 @@ impl RemoteCall {
         patience: Option<Patience>,
     ) -> Result<BatchAnswer, StoreError> {
         let rec = self.rt.recorder();
-        let n_releases = req.releases.len();
-        let ops: Vec<Op> = req
-            .releases
-            .iter()
-            .map(|r| WireOp::Release(r.clone()).summary())
-            .chain(
-                req.claims
-                    .iter()
-                    .map(|c| WireOp::Claim(c.clone()).summary()),
-            )
-            .collect();
+        let ops = merged_batch::part_summaries(&req);
         let ids: Vec<u64> = ops.iter().map(|_| rec.next_request_id()).collect();
         let (t, local) = self.rt.times();
         for (id, op) in ids.iter().zip(ops) {
@@ -278,19 +262,14 @@ impl RemoteCall {
         };
         // Queued in the merger's order: the merger takes a prefix of its
         // queue, and `send_merged` takes the same prefix of these.
-        lock(&self.queued).push_back((n_releases, ids.clone()));
+        self.queued.push(req.releases.len(), ids.clone());
         let run = |r| self.send_merged(r);
         let expired = patience.as_ref().map(Patience::expired);
         let answer = match patience {
             Some(p) => {
                 // A request withdrawn from the merger's queue leaves this
                 // record of its order too, at the same moment.
-                let mut withdrawn = || {
-                    let mut q = lock(&self.queued);
-                    if let Some(i) = q.iter().position(|(_, mine)| *mine == ids) {
-                        q.remove(i);
-                    }
-                };
+                let mut withdrawn = || self.queued.withdraw(&ids);
                 self.merger
                     .batch_within_then(req, run, p, &mut withdrawn)
                     .await
@@ -303,47 +282,11 @@ impl RemoteCall {
             return answer;
         }
         pending.done = true;
-        let n = ids.len();
-        let replies: Vec<WireReply> = match &answer {
-            Ok(a) => a
-                .releases
-                .iter()
-                .map(|r| wire(r.clone(), WireReply::Release))
-                .chain(a.claims.iter().map(|c| wire(c.clone(), WireReply::Leases)))
-                .collect(),
-            Err(e) => vec![WireReply::Error(WireError::of(e)); n],
-        };
-        for (i, id) in ids.iter().enumerate() {
-            let reply = replies.get(i).map_or_else(
-                || Reply::Unavailable("no answer for this part".into()),
-                WireReply::summary,
-            );
+        let replies = merged_batch::caller_replies(&answer, ids.len());
+        for (id, reply) in ids.iter().zip(replies) {
             self.record_answer(*id, reply);
         }
         answer
-    }
-}
-
-impl RemoteCall {
-    /// The request ids of the merged batch `req`: the oldest queued
-    /// callers' ids whose parts add up to its parts, releases first (in
-    /// caller order), then claims.
-    fn merged_ids(&self, req: &BatchRequest) -> Vec<u64> {
-        let (want_r, want_c) = (req.releases.len(), req.claims.len());
-        let mut q = lock(&self.queued);
-        let (mut releases, mut claims) = (Vec::new(), Vec::new());
-        // Each caller queued its release count with its ids (releases'
-        // first, then claims').
-        while releases.len() + claims.len() < want_r + want_c {
-            let Some((nr, ids)) = q.pop_front() else {
-                break;
-            };
-            releases.extend_from_slice(&ids[..nr]);
-            claims.extend_from_slice(&ids[nr..]);
-        }
-        debug_assert_eq!((releases.len(), claims.len()), (want_r, want_c));
-        releases.extend(claims);
-        releases
     }
 
     /// A merged batch as one message (see [`WireMessage::Batch`]), its
@@ -351,25 +294,8 @@ impl RemoteCall {
     /// message left ([`Record::Sent`]): each caller records its own
     /// answers.
     async fn send_merged(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
-        let (n_releases, n_claims) = (req.releases.len(), req.claims.len());
-        let ids = self.merged_ids(&req);
-        if ids.len() != n_releases + n_claims {
-            return Err(StoreError::Corrupt(format!(
-                "{} request ids for a merged batch of {}",
-                ids.len(),
-                n_releases + n_claims
-            )));
-        }
-        let parts: Vec<(u64, WireOp)> = ids
-            .into_iter()
-            .zip(
-                req.releases
-                    .into_iter()
-                    .map(WireOp::Release)
-                    .chain(req.claims.into_iter().map(WireOp::Claim)),
-            )
-            .collect();
-        let n = parts.len();
+        let shape = BatchShape::of(&req);
+        let parts = merged_batch::wire_parts(self.queued.take(shape)?, req);
         // Its parts were recorded when their workers asked; this is when
         // they left, which the checker needs to tell a request that waited
         // behind a merged batch lost to a fault from one that failed alone.
@@ -387,33 +313,7 @@ impl RemoteCall {
         let replies = self
             .send::<Vec<WireReply>>(&[], msg)
             .await
-            .and_then(|replies| {
-                if replies.len() == n {
-                    Ok(replies)
-                } else {
-                    Err(format!("{} answers for a batch of {n}", replies.len()))
-                }
-            })
             .map_err(StoreError::Unavailable)?;
-        let mut answer = BatchAnswer {
-            releases: Vec::with_capacity(n_releases),
-            claims: Vec::with_capacity(n_claims),
-        };
-        for (i, r) in replies.into_iter().enumerate() {
-            if i < n_releases {
-                answer.releases.push(match r {
-                    WireReply::Release(r) => Ok(r),
-                    WireReply::Error(e) => Err(e.into_store_error()),
-                    r => Err(unexpected(r)),
-                });
-            } else {
-                answer.claims.push(match r {
-                    WireReply::Leases(l) => Ok(l),
-                    WireReply::Error(e) => Err(e.into_store_error()),
-                    r => Err(unexpected(r)),
-                });
-            }
-        }
-        Ok(answer)
+        shape.answer(replies)
     }
 }

@@ -2,9 +2,10 @@
 //! `Conflict`; 1 crash + 1 `Conflict`): every reachable state satisfies
 //! I1-I9, each within 60 s on the 2-core machine, with a pinned state
 //! count (a change to it is a visible decision, like a history hash).
-//! The full S1 (1 crash, 2 lost, 1 `Conflict`) is pinned too, by
-//! hand: about 80 CPU-s, which the shared machine does not give a test in
-//! 60 s (docs/EXHAUSTIVE.md, "Figures").
+//! The full S1 (1 crash, 2 lost, 1 `Conflict`) is pinned too:
+//! 48 s on both cores of the idle 2-core machine (73 CPU-s). Its bound
+//! here only stops a hang; its time is measured, not asserted
+//! (docs/EXHAUSTIVE.md, "Figures"), and the test prints it.
 
 use leasehold_exhaustive::{check, Scope, Verdict, World};
 use std::time::Duration;
@@ -34,6 +35,11 @@ fn holds_within(scope: Scope, states: usize, limit: Duration) {
         "{scope:?}: the state count changed"
     );
     assert!(r.elapsed < limit, "{:?}", r.elapsed);
+    println!(
+        "{scope:?}: {} states in {:.1} s",
+        r.unique_states,
+        r.elapsed.as_secs_f64()
+    );
 }
 
 #[test]
@@ -46,11 +52,9 @@ fn s1_with_a_crash_holds_on_the_correct_core_with_its_pinned_state_count() {
     holds_with(Scope::s1_crash(), S1_CRASH_STATES);
 }
 
-/// By hand (`-- --ignored --exact full_s1...`): under 60 s needs both
-/// cores free; the bound here is what the shared machine gives (about
-/// 300 s at load 10-16).
+/// 48 s on an idle machine; the bound is what a loaded one gives (about
+/// 300 s at load 10-16), so a hang fails and a slow machine does not.
 #[test]
-#[ignore = "the issue's full S1: 12.7 M states, about 80 CPU-s"]
 fn full_s1_holds_on_the_correct_core_with_its_pinned_state_count() {
     holds_within(Scope::s1_full(), S1_FULL_STATES, Duration::from_secs(600));
 }

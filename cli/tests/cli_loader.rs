@@ -67,6 +67,14 @@ fn unknown_key_is_located() {
     );
 }
 
+/// The TOML parser gives no reason for a key cut off before its value
+/// (found by `input_fuzz`, text `a=`): the error still says what is wrong.
+#[test]
+fn key_without_a_value_says_what_is_wrong() {
+    one_error_at("a=", 1, 3, "a key needs a value");
+    one_error_at("seeds = 1\nduration =", 2, 11, "a key needs a value");
+}
+
 #[test]
 fn unknown_top_level_table_is_located() {
     one_error_at(

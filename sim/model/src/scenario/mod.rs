@@ -101,6 +101,10 @@ pub fn load_file(path: &Path) -> Result<Scenario, LoadErrors> {
     })
 }
 
+/// What a TOML syntax error says when the parser gives no reason of its own.
+pub const INVALID_TOML: &str =
+    "not valid TOML from here: a key needs a value, and a value must be complete";
+
 /// Parses and validates scenario text; `file` only labels the errors and
 /// `default_name` fills an unset `name`.
 pub fn load_str(text: &str, file: &Path, default_name: &str) -> Result<SimConfig, LoadErrors> {
@@ -116,7 +120,13 @@ pub fn load_str(text: &str, file: &Path, default_name: &str) -> Result<SimConfig
     };
     let mut config: SimConfig = toml::from_str(text).map_err(|e| {
         let offset = bad_event_offset(text).or(e.span().map(|s| s.start));
-        LoadErrors(vec![located(offset, None, e.message().trim().to_string())])
+        let mut message = e.message().trim().to_string();
+        if message.is_empty() {
+            // The TOML parser gives no reason for some cut-off values
+            // (`key =` at the end of the text); the position still says where.
+            message = INVALID_TOML.to_string();
+        }
+        LoadErrors(vec![located(offset, None, message)])
     })?;
     if config.name.is_empty() {
         config.name = default_name.to_string();

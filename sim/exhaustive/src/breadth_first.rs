@@ -23,7 +23,7 @@ use crate::fingerprints::Fingerprints;
 use crate::ghost::{holds, Inv};
 use crate::hash::canonical;
 use crate::model::{World, CONCURRENCY};
-use crate::run::{Report, Verdict, WATCH_EVERY};
+use crate::report::{Report, Verdict, WATCH_EVERY};
 use crate::world::State;
 use stateright::Model;
 use std::time::{Duration, Instant};

@@ -16,7 +16,7 @@ pub fn host_name(h: u8) -> String {
 }
 
 /// One line per step of `path` (`states` holds the state before each
-/// step and the last one after it, as [`crate::run::Verdict`] carries
+/// step and the last one after it, as [`crate::report::Verdict`] carries
 /// them).
 pub fn render(path: &[Action], states: &[State]) -> String {
     let mut out = String::new();

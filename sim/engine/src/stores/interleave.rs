@@ -100,9 +100,11 @@ pub enum Join {
     Alone,
     /// Joins any group.
     Any,
-    /// A batch: joins a group holding no other batch. The SQL stores merge
-    /// concurrent batches into one transaction, and a batch merged into
-    /// another's waits for it outside the database, where no gate sees it.
+    /// A batch: joins a group holding fewer batches than the store runs
+    /// at once ([`SimStore::concurrent_batches`]). The SQL stores merge
+    /// concurrent batches past that into one transaction, and a batch
+    /// merged into another's waits for it outside the database, where no
+    /// gate sees it.
     Batch,
 }
 
@@ -169,11 +171,12 @@ impl Interleaver {
         }
         let call: Call = Box::pin(async move { Box::new(fut.await) as Answer });
         let batch = join == Join::Batch;
+        let batches = store.concurrent_batches().max(1);
         let (group, index, leads) = {
             let mut open = lock(&self.open);
             let fits = |g: &&Arc<Group>| {
                 let calls = lock(&g.calls);
-                calls.len() < MAX_GROUP && !(batch && *lock(&g.batches) > 0)
+                calls.len() < MAX_GROUP && !(batch && *lock(&g.batches) >= batches)
             };
             match open.iter().find(fits) {
                 Some(g) => {

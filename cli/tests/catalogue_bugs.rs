@@ -231,6 +231,9 @@ races_on_postgres! {
     bug_31_sweep_update_without_version_guard_is_caught_on_postgres,
     bug_31_sweep_update_without_version_guard_is_missed_without_interleave
         => "sweep_update_without_version_guard_reclaims_a_lease_twice.toml",
+    bug_32_limit_counted_without_lock_is_caught_on_postgres,
+    bug_32_limit_counted_without_lock_is_missed_without_interleave
+        => "limit_counted_without_lock_runs_a_limited_queue_past_its_limit.toml",
 }
 
 /// The SQL stores carry exactly the pruning bugs among the store-side

@@ -143,11 +143,20 @@ pub enum Variant {
     ///     and one expired lease is reclaimed twice (River #1302: the
     ///     rescuer updated by id and overwrote a job changed meanwhile).
     SweepUpdateWithoutVersionGuard,
+    /// 32. A claim of a queue with a parallelism limit that counts the
+    ///     queue's running jobs in one statement and claims up to the room
+    ///     it saw in another, without the lock that serializes the claims
+    ///     of that queue (PostgreSQL's advisory lock): two claims at once
+    ///     both count before either commits, both see room, and together
+    ///     run the queue past its limit (I9). Only concurrent SQL
+    ///     transactions meet it: the simulator's statement-level
+    ///     interleaving (issue 47).
+    LimitCountedWithoutLock,
 }
 
 impl Variant {
     /// Every variant, in catalogue order.
-    pub const ALL: [Variant; 31] = [
+    pub const ALL: [Variant; 32] = [
         Variant::ReleaseWithoutToken,
         Variant::SweepWithoutRecheck,
         Variant::SweeperOwnClock,
@@ -179,6 +188,7 @@ impl Variant {
         Variant::CoalescedAnswersReversed,
         Variant::ClaimReadsWithoutRowLocks,
         Variant::SweepUpdateWithoutVersionGuard,
+        Variant::LimitCountedWithoutLock,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -215,6 +225,7 @@ impl Variant {
             Variant::CoalescedAnswersReversed => "coalesced-answers-reversed",
             Variant::ClaimReadsWithoutRowLocks => "claim-reads-without-row-locks",
             Variant::SweepUpdateWithoutVersionGuard => "sweep-update-without-version-guard",
+            Variant::LimitCountedWithoutLock => "limit-counted-without-lock",
         }
     }
 

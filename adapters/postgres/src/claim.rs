@@ -92,13 +92,16 @@ impl PgStore {
         for (queue, slots) in by_queue {
             let limited = self.policy.parallelism_of(queue).is_some();
             let running = if limited {
-                crate::tx::gate("advisory lock").await;
-                sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                    .bind(ADVISORY_NAMESPACE)
-                    .bind(queue)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(error::map)?;
+                // Not under the catalogue's `limit-counted-without-lock`.
+                if race_variants::claim_locks_limited_queue(self.variant) {
+                    crate::tx::gate("advisory lock").await;
+                    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                        .bind(ADVISORY_NAMESPACE)
+                        .bind(queue)
+                        .execute(&mut *conn)
+                        .await
+                        .map_err(error::map)?;
+                }
                 // The count and the scan after it are one decision: no
                 // gate between them, so no commit of another transaction
                 // falls between what the count saw and what the scan saw

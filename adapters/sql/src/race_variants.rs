@@ -1,4 +1,4 @@
-//! The catalogue's races of concurrent SQL transactions (bugs 30 and 31,
+//! The catalogue's races of concurrent SQL transactions (bugs 30 to 32,
 //! issue 47), each a step of PostgreSQL's claim or sweep written the way
 //! a new contributor might write it. Each function here answers the
 //! correct store's step unless its variant is in force in the store's
@@ -14,7 +14,12 @@
 //! - `sweep-update-without-version-guard` (I11): the sweep reads its
 //!   expired leases without locks and writes each by id alone, so a sweep
 //!   that read a row before another sweep reclaimed it (and a claim took
-//!   it again) overwrites them, and reports the lease's crash twice.
+//!   it again) overwrites them, and reports the lease's crash twice;
+//! - `limit-counted-without-lock` (I9): the claim of a queue with a
+//!   parallelism limit counts the queue's running jobs and then scans up
+//!   to the room it saw, without the advisory lock that serializes the
+//!   claims of that queue, so two claims that both count before either
+//!   commits both see room and together run the queue past its limit.
 //!
 //! Not on SQLite: each needs a read that holds no lock while another
 //! transaction writes, and every SQLite write holds the database's write
@@ -91,6 +96,19 @@ pub fn sweep_writes_by_id(hook: VariantHook) -> bool {
     false
 }
 
+/// Whether a claim of a limited queue takes the queue's lock before it
+/// counts the queue's running jobs: always, except under
+/// `limit-counted-without-lock`, where the count and the scan after it
+/// run unserialized against other claims of the queue.
+pub fn claim_locks_limited_queue(hook: VariantHook) -> bool {
+    #[cfg(feature = "buggy-variants")]
+    if hook.is(Variant::LimitCountedWithoutLock) {
+        return false;
+    }
+    let _ = hook;
+    true
+}
+
 /// PostgreSQL's batch update `guarded` without its [`VERSION_GUARD`]: rows
 /// matched by id alone. Derived once, from the one statement PostgreSQL
 /// writes its rows with (a query's text must outlive the query).
@@ -128,6 +146,13 @@ mod tests {
             assert!(!sweep_writes_by_id(h));
         }
         assert!(claim_writes_by_id(claim) && sweep_writes_by_id(sweep));
+        let limit = hook(Variant::LimitCountedWithoutLock);
+        assert!(!claim_locks_limited_queue(limit));
+        for h in [VariantHook::NONE, claim, sweep] {
+            assert!(claim_locks_limited_queue(h));
+        }
+        assert_eq!(claim_scan(limit, scan.clone()), scan);
+        assert!(!claim_writes_by_id(limit) && !sweep_writes_by_id(limit));
     }
 
     /// The update by id is the guarded one less its version check, and

@@ -41,10 +41,11 @@ pub fn carries(v: Variant) -> bool {
 /// write holds the database's write lock from `BEGIN IMMEDIATE` to its
 /// commit, so its reads and writes never meet another write's.
 #[cfg(feature = "buggy-variants")]
-pub const POSTGRES_ONLY: [Variant; 3] = [
+pub const POSTGRES_ONLY: [Variant; 4] = [
     Variant::CoalescedAnswersReversed,
     Variant::ClaimReadsWithoutRowLocks,
     Variant::SweepUpdateWithoutVersionGuard,
+    Variant::LimitCountedWithoutLock,
 ];
 
 /// A store was asked to run a variant the SQL stores do not carry.
@@ -161,6 +162,7 @@ mod tests {
         for v in [
             Variant::ClaimReadsWithoutRowLocks,
             Variant::SweepUpdateWithoutVersionGuard,
+            Variant::LimitCountedWithoutLock,
         ] {
             assert_eq!(VariantHook::new(Some(v)), Err(NotCarried(v)));
             assert!(VariantHook::for_postgres(Some(v)).unwrap().is(v), "{v}");

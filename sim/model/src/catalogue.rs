@@ -76,6 +76,7 @@ pub fn is_store_side(v: Variant) -> bool {
                 | Variant::CoalescedAnswersReversed
                 | Variant::ClaimReadsWithoutRowLocks
                 | Variant::SweepUpdateWithoutVersionGuard
+                | Variant::LimitCountedWithoutLock
                 // Its worker reuses its name, but the bug that keeps a dead
                 // lease alive is the store's liveness-by-name renewal.
                 | Variant::RestartReusesIdentity
@@ -98,6 +99,7 @@ pub fn postgres_only(v: Variant) -> bool {
             Variant::CoalescedAnswersReversed
                 | Variant::ClaimReadsWithoutRowLocks
                 | Variant::SweepUpdateWithoutVersionGuard
+                | Variant::LimitCountedWithoutLock
         )
     }
     #[cfg(not(feature = "catalogue"))]

@@ -386,21 +386,20 @@ async fn serve<F: StoreFactory>(
                 Injected::None
             };
             let order = settings.paths.part_order();
-            let call =
-                backend.call_grouped(store.clone(), grouped(fault, Join::Batch), async move {
-                    match injected(&*store, fault) {
-                        None => conflict_batch(&*store, b).await,
-                        Some(armed) => {
-                            // In the order the parts ran (list order unless
-                            // the scenario draws it).
-                            let batch = apply_batch(&*store, b);
-                            let parts =
-                                gated(store.part_gate(), order, part_conflicts, batch).await;
-                            disarm(armed);
-                            parts
-                        }
+            let join = grouped(fault, batch_join(&b.parts));
+            let call = backend.call_grouped(store.clone(), join, async move {
+                match injected(&*store, fault) {
+                    None => conflict_batch(&*store, b).await,
+                    Some(armed) => {
+                        // In the order the parts ran (list order unless
+                        // the scenario draws it).
+                        let batch = apply_batch(&*store, b);
+                        let parts = gated(store.part_gate(), order, part_conflicts, batch).await;
+                        disarm(armed);
+                        parts
                     }
-                });
+                }
+            });
             let Some(parts) = called(Interleaved::new(call, faults).await, rec) else {
                 return;
             };
@@ -501,6 +500,23 @@ impl<F: Future> Future for Interleaved<'_, F> {
             return Poll::Pending;
         }
         self.inner.as_mut().poll(cx)
+    }
+}
+
+/// How a worker batch joins an interleaved group: claims of one queue and
+/// no release decide at one step, and may share a group with other such
+/// batches ([`Join::ClaimBatch`]); any other batch holds its group's one
+/// batch place.
+fn batch_join(parts: &[(u64, WireOp)]) -> Join {
+    let mut queues = parts.iter().map(|(_, op)| match op {
+        WireOp::Claim(c) => Some(c.queue.as_str()),
+        _ => None,
+    });
+    let first = queues.next().flatten();
+    if first.is_some() && queues.all(|q| q == first) {
+        Join::ClaimBatch
+    } else {
+        Join::Batch
     }
 }
 

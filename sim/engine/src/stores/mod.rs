@@ -165,6 +165,19 @@ pub trait SimStore: Store {
         }
     }
 
+    /// How many worker batches one interleaved group may hold
+    /// ([`interleave::Join::Batch`]): as many as the store runs in
+    /// transactions of their own at once. A SQL store answers concurrent
+    /// batches through a `BatchMerger` with that many flushers; each
+    /// batch of a group, polled in turn on the driver's one thread, takes
+    /// a flusher of its own before any of them awaits the database, so up
+    /// to that many never merge. One more would wait for a flusher outside
+    /// any statement gate, where the scheduler cannot see it. Default: 1.
+    #[doc(hidden)]
+    fn concurrent_batches(&self) -> usize {
+        1
+    }
+
     /// Whether [`SimStore::coalesced_claims`] and
     /// [`SimStore::coalesced_releases`] answer a whole group in one
     /// transaction (PostgreSQL's `Coalescing` wrapper); only then may the

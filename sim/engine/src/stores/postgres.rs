@@ -149,6 +149,12 @@ impl SimStore for PgStore {
         true
     }
 
+    /// Built with the default flushers (`open` below sets none), so two
+    /// workers' batches of one instant run as two claim transactions.
+    fn concurrent_batches(&self) -> usize {
+        leasehold_core::DEFAULT_MERGE_FLUSHERS
+    }
+
     fn coalesced_claims(
         self: std::sync::Arc<Self>,
         reqs: Vec<leasehold_core::ClaimRequest>,

@@ -75,6 +75,24 @@ pub fn scenario(
             ));
         }
     }
+    // The simulator starts every worker with a claim at 0ms, and the
+    // client's enqueue reaches the store at 1ms, with them, in an order its
+    // seed draws: the seed, not the path, would pick whether a claim finds
+    // the job and which worker gets it. The world's job is pending from 0ms
+    // and its workers claim in the path's order. So each worker's link to
+    // the store is held at the start, one more millisecond for each worker
+    // ahead of it in the path's order of first claims reaching the store
+    // at 0ms (the enqueue, then those, then workers whose first claim the
+    // path did not take there): the claims arrive one a millisecond, in
+    // that order, after the enqueue. A hold keeps what arrives while it
+    // lasts and sends it again when it ends (a hop later), so a hold
+    // `0ms..Kms` delivers a claim sent at 0ms at K+1 ms: K is 2 for the
+    // first worker (its claim at 3ms, the enqueue's at 1ms), 3 for the
+    // next.
+    let start = start_holds(path, states);
+    for (h, k) in start.iter().enumerate() {
+        events.push(format!("hold {} -> store 0ms..{k}ms", host_name(h as u8)));
+    }
     // When each lease was granted to its worker (true time, and how much
     // later the simulator's handler starts: a hop for each of the claim's
     // two the world took at once), for the handlers' run times, which the
@@ -82,6 +100,10 @@ pub fn scenario(
     let mut granted: BTreeMap<(u64, u64), (u64, u64)> = BTreeMap::new();
     // Hops taken at once by each worker's claim request in flight.
     let mut claim_prompt: BTreeMap<(u8, u8), u64> = BTreeMap::new();
+    // How far behind the world the simulator's store applied the last
+    // claim or renew of each job (the hops it took that the world's
+    // prompt delivery did not): its expiry there is that much later.
+    let mut behind: BTreeMap<u64, u64> = BTreeMap::new();
     let mut run_times = Vec::new();
     for (a, s) in path.iter().zip(states) {
         let t = s.now;
@@ -90,13 +112,31 @@ pub fn scenario(
                 let prompt = u64::from(t == m.not_before);
                 match &m.body {
                     Body::ClaimReq { .. } => {
-                        claim_prompt.insert((m.who.host, m.who.inc), prompt);
+                        // A first claim held at the start arrives that
+                        // much later: at K+1 ms, K ms after the world's
+                        // prompt hop.
+                        let held = match start.get(m.who.host as usize) {
+                            Some(&k) if t == 0 && m.who.inc == 0 && prompt == 1 => k,
+                            _ => 0,
+                        };
+                        claim_prompt.insert((m.who.host, m.who.inc), prompt + held);
+                    }
+                    Body::RenewReq(job, _) => {
+                        behind.insert(job.0, prompt * LATENCY_MS);
                     }
                     Body::ClaimAns(ClaimAns::Granted(g)) => {
                         let before = claim_prompt.remove(&(m.who.host, m.who.inc));
-                        let lag = (before.unwrap_or(0) + prompt) * LATENCY_MS;
+                        // An answer the world took late is held until a
+                        // hop before `t` and reaches the worker at `t`
+                        // whatever the claim's hops were; one taken at
+                        // once comes a hop after the claim reached the
+                        // store.
+                        let lag = prompt * (before.unwrap_or(0) + 1) * LATENCY_MS;
                         for (job, token, _) in g {
                             granted.insert((job.0, token.0), (t, lag));
+                            // The claim reached the simulator's store
+                            // its own hops after the world's instant.
+                            behind.insert(job.0, before.unwrap_or(0));
                         }
                     }
                     _ => {}
@@ -111,11 +151,44 @@ pub fn scenario(
                 // A late request is held on its way to the store and
                 // refused as it arrives; its answer has its own direction.
                 hold(&mut events, m, t);
+                // A lease whose handler returned at the instant it was
+                // granted: the simulator's release leaves only when its
+                // handler started, the claim's prompt hops after the
+                // world's instant, so it reaches the store that much
+                // later (at 3ms for a claim and release taken at once at
+                // 0ms): the window stretches by those hops.
+                let late = m
+                    .body
+                    .lease()
+                    .and_then(|(j, k)| granted.get(&(j.0, k.0)))
+                    .map_or(0, |&(g, lag)| (g + lag).saturating_sub(t));
                 events.push(format!(
                     "conflict {} {t}ms..{}ms",
                     host_name(m.who.host),
-                    t + WINDOW_MS
+                    t + WINDOW_MS + late
                 ));
+            }
+            Action::Sweep(j) => {
+                // The simulator's sweeper runs on its own period
+                // (`sweep_interval` plus its round trip), so a reclaim the
+                // world takes at the expiry instant would come up to a
+                // period later there, after the holder's next message.
+                // Every sweep arriving in the period before is held and
+                // sent again so it reaches the store as far behind `t` as
+                // the lease's expiry is there (its claim's or renew's
+                // hops), before the holder's next message (a hop after
+                // the world's instant). Sweeps before the window reached
+                // the store before the expiry (the world reclaims at most
+                // `sweep_interval` after it), so none reclaims earlier
+                // than the path.
+                let job = s.rows.get(*j as usize).map(|r| r.id.0);
+                let at = t + job
+                    .and_then(|j| behind.get(&j))
+                    .copied()
+                    .unwrap_or(LATENCY_MS);
+                let to = at - LATENCY_MS;
+                let from = to.saturating_sub(scope.sweep_interval.0 + WINDOW_MS);
+                events.push(format!("hold sweeper-1 -> store {from}ms..{to}ms"));
             }
             Action::Crash(h) => {
                 let w = host_name(*h);
@@ -137,7 +210,18 @@ pub fn scenario(
                 unexpressed.push(line(a, s));
             }
             Action::Conflict(_) | Action::Cancel(_) => unexpressed.push(line(a, s)),
-            Action::Claim(_) | Action::Timer(..) | Action::Sweep(_) | Action::Tick(_) => {}
+            Action::Claim(_) | Action::Timer(..) | Action::Tick(_) => {}
+        }
+    }
+    // A message still in flight when the path ends had not arrived at the
+    // violation: the world may deliver it as late as its window allows. The
+    // simulator would deliver it a hop after it was sent, at the violation's
+    // instant or before (a release retried at 1,199ms reaching the store
+    // with the sweep at 1,200ms, the seed picking which goes first), so it
+    // is held to the end of its window.
+    if let Some(last) = states.last() {
+        for m in &last.net {
+            hold(&mut events, m, m.deadline);
         }
     }
     // A handler still running at the violation ran at least until then:
@@ -228,6 +312,35 @@ pub fn scenario(
         toml: out,
         unexpressed,
     }
+}
+
+/// How long each worker's link to the store is held at the start (ms,
+/// from 0ms): 2 for the worker whose first claim the path delivers first
+/// at 0ms, 3 for the next, and so on; workers whose first claim the path
+/// does not deliver at 0ms come last, in host order.
+fn start_holds(path: &[Action], states: &[State]) -> Vec<u64> {
+    let hosts = states.first().map_or(0, |s| s.hosts.len());
+    let mut order: Vec<u8> = Vec::new();
+    for (a, s) in path.iter().zip(states) {
+        if s.now > 0 {
+            break;
+        }
+        if let Action::Deliver(m) = a {
+            if matches!(m.body, Body::ClaimReq { .. }) && !order.contains(&m.who.host) {
+                order.push(m.who.host);
+            }
+        }
+    }
+    for h in 0..hosts as u8 {
+        if !order.contains(&h) {
+            order.push(h);
+        }
+    }
+    let mut k = vec![0; hosts];
+    for (i, &h) in order.iter().enumerate() {
+        k[h as usize] = i as u64 + 2;
+    }
+    k
 }
 
 /// A message the path took at `t`, past the start of its window, was held

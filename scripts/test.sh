@@ -30,6 +30,12 @@ set -euo pipefail
 start=$SECONDS
 # Each stage says how long the script has run, so a slow stage shows.
 stage() { echo "== [$(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s] $*"; }
+stage "cargo fetch, every platform"
+# tests/tests/crate_graph.rs reads the whole resolved graph with `cargo
+# metadata --offline`, which needs every platform'"'"'s crates in the cache
+# (windows-sys among them), not only the ones this build compiles: on a
+# fresh machine only a fetch puts them there.
+cargo fetch
 stage "cargo test, every crate"
 cargo test --workspace --all-targets --no-fail-fast
 stage "doc tests"

@@ -182,3 +182,122 @@ fn i5_judges_attempts_from_when_they_left_and_a_holder_silent_after_a_good_renew
     let v = check(&paused, &cfg());
     assert!(v.iter().all(|v| v.invariant != InvariantId::I5), "{v:#?}");
 }
+
+/// A claim asked in a partition waits out the fault (in its process's
+/// merger) and is answered with little of its belief left: the holder's
+/// first renew commits, but its answer cannot come back before the fence
+/// the claim's deadline sets, so the holder abandons it and the lease is
+/// swept. The fault that slowed the claim explains the abandoned renew
+/// (sweep seed 1000106 of
+/// `claim_answer_held_then_renews_cut_fences_from_the_send`); without the
+/// fault the same early fence is reported.
+#[test]
+fn i5_excuses_a_renew_cut_off_by_the_fence_of_a_claim_a_fault_slowed() {
+    use leasehold_core::{JobId, Millis, Token, WorkerId};
+    use leasehold_model::history::{Blob, HandlerPhase, LeaseRef, Op};
+    let link = |t: u64, bad: bool| Record::Link {
+        t,
+        a: "store".into(),
+        b: "w1".into(),
+        drop_ab: bad,
+        drop_ba: bad,
+        held: false,
+    };
+    let claim = Op::Claim {
+        worker: WorkerId::new("w1"),
+        queue: "q".into(),
+        lease: Millis(5_000),
+        max: 1,
+    };
+    let granted = ev(
+        1,
+        1,
+        Some("w1"),
+        Some(JobState::Pending),
+        JobState::Running,
+        5_000,
+        2,
+        EventKind::Claimed {
+            attempt: 1,
+            expires_at: StoreTime(T0 + 10_000),
+        },
+    );
+    let renewed = ev(
+        1,
+        1,
+        Some("w1"),
+        Some(JobState::Running),
+        JobState::Running,
+        5_200,
+        3,
+        EventKind::Renewed {
+            expires_at: StoreTime(T0 + 10_200),
+        },
+    );
+    let lease = LeaseRef {
+        job: JobId(1),
+        token: Token(1),
+        attempt: 1,
+        expires_at: StoreTime(T0 + 10_000),
+        queue: "q".into(),
+        payload: Blob::of(b""),
+    };
+    // Partitioned 500..2,000; the claim asked at 1,000 leaves its merger
+    // at 4,900, is granted at 5,000 and answered at 5,100, its belief
+    // counted from 1,000 until 5,600. The renew sent at 5,100 commits at
+    // 5,200 (to 10,200); the holder fences at 5,600 and gives it up; the
+    // sweep of 10,300 reclaims the lease.
+    let records = vec![
+        run_record(0),
+        store_event(10, 0, None, histories::enq(1, 10)),
+        link(500, true),
+        request(1_000, 1, claim, true),
+        link(2_000, false),
+        Record::Sent {
+            t: 4_900,
+            local: 4_900,
+            host: "w1".into(),
+            ids: vec![1],
+        },
+        store_event(5_000, 1, Some(1), granted),
+        answer(5_100, 1, Reply::Leases(vec![lease])),
+        belief(5_100, "w1", 1, 1, claimed_until(5_600)),
+        request(5_100, 10, renew_of_w1(), false),
+        histories::handler(5_100, "w1", 1, HandlerPhase::Start),
+        store_event(5_200, 2, Some(10), renewed),
+        histories::handler(5_600, "w1", 1, HandlerPhase::Dropped),
+        belief(
+            5_600,
+            "w1",
+            1,
+            1,
+            BeliefWhat::Ended {
+                why: "Fenced".into(),
+            },
+        ),
+        answer(
+            5_600,
+            10,
+            Reply::Unavailable("caller gave up waiting".into()),
+        ),
+        sweep_of_w1(10_300, 3, 4, 10_200),
+        end(12_000, false),
+    ];
+    let slowed = History { records };
+    let v = check(&slowed, &cfg());
+    assert!(v.iter().all(|v| v.invariant != InvariantId::I5), "{v:#?}");
+
+    // No partition: nothing slowed the claim (it still waited in its
+    // merger, behind nothing a fault took), so the fence came early for no
+    // reason and the abandoned renew is reported.
+    let mut healthy = slowed.clone();
+    healthy
+        .records
+        .retain(|r| !matches!(r, Record::Link { .. }));
+    let v = check(&healthy, &cfg());
+    assert!(
+        v.iter().any(|v| v.invariant == InvariantId::I5
+            && v.message.contains("attempt at 5100ms failed with no fault")),
+        "{v:#?}"
+    );
+}

@@ -18,7 +18,9 @@
 //!   whose every try failed); it sent every renew the protocol owed it, from
 //!   the grant to that stop, after every answer it got, failed and unknown
 //!   ones included ([`owed_renews`](super::owed_renews)); and every one of
-//!   its attempts that failed is explained by such a fault at that moment.
+//!   its attempts that failed is explained by such a fault at that moment,
+//!   or was cut off by the holder's fence at the deadline of a claim such a
+//!   fault slowed (the belief counts from when the claim was asked).
 //!
 //! A release asked of a worker process's merger waits there while earlier
 //! merged batches are in flight (the history's `sent` records say when it
@@ -176,6 +178,46 @@ fn waited_behind_a_faulted_batch(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bo
         })
 }
 
+/// Whether `q` was still in flight when its holder fenced itself, at the
+/// deadline its claim set (no renew had moved it), and that claim was
+/// slowed by a fault. The belief counts from when the claim was asked
+/// (§2), so a claim that waited out a fault (in its process's merger behind
+/// batches a partition took, or on a held link) arrives with little
+/// belief left, and the holder fences before its first renew's answer can
+/// come back, the renew committed or not: the fault that slowed the claim
+/// explains the abandoned attempt (sweep seeds 1000106 and 1004370 of
+/// `claim_answer_held_then_renews_cut_fences_from_the_send`). A claim
+/// answered within a healthy round trip never excuses a fence: a holder
+/// that fences early with nothing slowing its claim is still reported.
+fn cut_off_by_a_fence_a_fault_hastened(
+    q: &ReqInfo,
+    lease: &Lease<'_>,
+    facts: &Facts,
+    lim: &Limits,
+) -> bool {
+    let Some(fence) = lease.beliefs.iter().find_map(|b| match &b.what {
+        BeliefWhat::Ended { why } if why == "Fenced" => Some(b.t),
+        _ => None,
+    }) else {
+        return false;
+    };
+    let in_flight = q.t <= fence && q.answer.as_ref().is_none_or(|(t, _)| *t >= fence);
+    let renewed_before = lease
+        .beliefs
+        .iter()
+        .any(|b| b.t <= fence && matches!(b.what, BeliefWhat::Renewed { .. }));
+    let Some(claim) = lease.claim else {
+        return false;
+    };
+    // A claim answered late: more than a healthy round trip after it was
+    // asked.
+    let slowed = claim
+        .answer
+        .as_ref()
+        .is_some_and(|(t, _)| *t > claim.t + lim.slack);
+    in_flight && !renewed_before && slowed && failure_explained(claim, facts, lim)
+}
+
 /// Whether the holder gave its release up at `at` on a `Conflict` before
 /// its last try (`protocol.release_tries` of the scenario, which its
 /// workers are configured with). A conflict applied nothing and is retried, so giving up
@@ -311,7 +353,9 @@ fn unexplained(
         let Some(sent) = q.sent.filter(|&s| s <= end) else {
             continue;
         };
-        if !failure_explained(q, facts, lim) {
+        if !failure_explained(q, facts, lim)
+            && !cut_off_by_a_fence_a_fault_hastened(q, &lease, facts, lim)
+        {
             let left = if sent > q.t {
                 format!(" (it left its process's merger at {sent}ms)")
             } else {

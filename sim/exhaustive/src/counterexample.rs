@@ -186,7 +186,7 @@ pub fn scenario(
                     .and_then(|j| behind.get(&j))
                     .copied()
                     .unwrap_or(LATENCY_MS);
-                let to = at - LATENCY_MS;
+                let to = at.saturating_sub(LATENCY_MS);
                 let from = to.saturating_sub(scope.sweep_interval.0 + WINDOW_MS);
                 events.push(format!("hold sweeper-1 -> store {from}ms..{to}ms"));
             }

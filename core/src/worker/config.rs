@@ -95,7 +95,9 @@ pub struct WorkerConfig {
     pub safe_lease: Millis,
     /// Wait between claims when idle.
     pub poll_interval: Millis,
-    /// Tries for a release whose outcome was unknown.
+    /// Tries after which a release answered `Conflict` or with an unknown
+    /// outcome may be given up, once its heartbeat no longer keeps the
+    /// lease (`release_retries`).
     pub release_tries: u32,
     /// First delay between release tries.
     pub release_retry_delay: Millis,
@@ -186,7 +188,7 @@ impl WorkerConfigBuilder {
         fence_margin: Millis,
         /// Wait between claims when idle.
         poll_interval: Millis,
-        /// Tries for a release whose outcome was unknown.
+        /// Tries after which a transient release may be given up, once the lease is no longer kept.
         release_tries: u32,
         /// First delay between release tries.
         release_retry_delay: Millis,

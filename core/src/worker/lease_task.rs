@@ -14,7 +14,11 @@
 //! - the heartbeat goes on while the release is retried, until the release
 //!   has an answer or gives up: a release slowed by store errors (requests
 //!   cancelled, answers lost) must not let the lease lapse and be reported
-//!   as a crash (I5; a simulator finding with cancelled batches).
+//!   as a crash (I5; a simulator finding with cancelled batches);
+//! - the release is not given up on a transient answer while that
+//!   heartbeat runs (the task tells the retry machine whether it does): ten
+//!   conflicts in a row once gave up a renewed lease, which was swept and
+//!   its job run again (a false-alarm sweep finding).
 
 use super::config::WorkerConfig;
 use super::handler::{Handler, StopSignal};
@@ -30,6 +34,7 @@ use crate::error::StoreError;
 use crate::job::{Lease, Outcome, Release, Renewal};
 use crate::store::{ReleaseRequest, RenewRequest, Store};
 use crate::time::Millis;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// What a worker needs to run leases; shared by all its lease tasks.
@@ -206,11 +211,17 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         }
     };
     end_belief(why);
-    let release = release_with_retries(&ctx, &releases, job, token, outcome.clone());
+    // Whether the heartbeat still keeps the lease; both futures run in this
+    // task, so the order of its writes and reads is the select's.
+    let kept = AtomicBool::new(true);
+    let release = release_with_retries(&ctx, &releases, job, token, outcome.clone(), &kept);
     if !m.start_releasing() {
         in_flight = None;
     }
-    let heartbeat = heartbeat_while_releasing(&ctx, &mut m, in_flight, job, token);
+    let heartbeat = async {
+        heartbeat_while_releasing(&ctx, &mut m, in_flight, job, token).await;
+        kept.store(false, Ordering::Relaxed);
+    };
     let mut release = std::pin::pin!(release);
     let answer = tokio::select! {
         biased;
@@ -289,10 +300,12 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
     job: crate::ids::JobId,
     token: crate::ids::Token,
     outcome: Outcome,
+    kept: &AtomicBool,
 ) -> Option<Release> {
     let cfg = &ctx.cfg;
     let mut tries = ReleaseRetries::new(cfg);
-    // Bounded: the machine gives up after `release_tries` tries.
+    // Bounded: the machine gives up after `release_tries` tries once the
+    // heartbeat has stopped, and the heartbeat is bounded by its renews.
     loop {
         let req = ReleaseRequest {
             job,
@@ -308,7 +321,7 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
         };
         let answer = with_timeout(&ctx.rt, cfg.request_timeout, try_once).await;
         let attempt = tries.attempt();
-        match tries.on_answer(&answer) {
+        match tries.on_answer(&answer, kept.load(Ordering::Relaxed)) {
             ReleaseStep::Answered(a) => return Some(a),
             // A conflict applied nothing and an unknown outcome may have:
             // the release is idempotent, so both are sent again.
@@ -317,7 +330,7 @@ async fn release_with_retries<S: Store, H, R: Runtime>(
                 ctx.rt.sleep(wait).await;
             }
             ReleaseStep::GiveUp => {
-                tracing::debug!(%job, %token, attempt, ?answer, "release outcome unknown; giving up");
+                tracing::debug!(%job, %token, attempt, ?answer, "release outcome unknown and the lease no longer kept; giving up");
                 return None;
             }
             ReleaseStep::Rejected => {

@@ -696,7 +696,7 @@ impl World {
             tries,
             release_out,
             retry_at,
-            ..
+            heartbeat,
         } = &mut t.phase
         else {
             return;
@@ -705,7 +705,10 @@ impl World {
             return;
         }
         *release_out = false;
-        match tries.on_answer(&answer) {
+        // As the Worker's lease task: the release is not given up while its
+        // heartbeat keeps the lease.
+        let kept = *heartbeat != Heartbeat::Stopped;
+        match tries.on_answer(&answer, kept) {
             ReleaseStep::RetryAfter(wait) => {
                 *retry_at = Some(local.saturating_add(wait.0));
                 if !transient && self.plant != Some(Plant::ClaimIgnoresSlots) {

@@ -41,6 +41,7 @@ pub const BUILTIN: &[Situation] = &[
     s("two-workers-believe-one-job-within-a-tick", "one worker's belief in a job ended within a tick of another worker's claim of it"),
     // Releases.
     s("release-retried-after-conflict-near-expiry", "a release answered Conflict while its lease had less than a renew interval left was tried again"),
+    s("release-retried-past-its-tries-while-its-lease-was-kept", "a worker sent one lease's release more times than its release_tries, the lease still renewed: a transient answer is not given up while the lease is kept"),
     s("release-answer-lost-and-retried", "the store committed a release whose answer was lost, and the worker sent it again"),
     s("release-answered-lost", "a release was answered: lease lost (a late commit refused)"),
     s("release-waiting-behind-a-merged-batch-lost-in-a-partition", "a merged batch of a worker process was lost to a partition while a release of that process waited behind it"),

@@ -170,6 +170,26 @@ pub(super) fn first_missing(facts: &Facts, s: &Schedule, l: &Lease<'_>) -> Optio
     None
 }
 
+/// Whether `l`'s holder still kept the lease at `at` (true time) by its
+/// own account: no renew of its had been answered `Lost` or rejected (other
+/// than `Conflict`) by then, and its belief deadline (the earliest it can
+/// be in true time, a renew answered `Renewed` while its release is
+/// retried included) lies more than a tick and a message's latency past
+/// `at`. The protocol retries a release on a transient answer while the
+/// lease is kept, so a release given up then is no end of the lease's
+/// life: the renews it owes go on (`docs/PROTOCOL.md` §3).
+pub(super) fn still_kept(facts: &Facts, s: &Schedule, l: &Lease<'_>, at: u64) -> bool {
+    let host = Facts::host_of(l.holder);
+    let d = facts.drift.get(&host).copied().unwrap_or(0).min(900_000);
+    let renews = own_renews(facts, &host, l, 0);
+    let over = renews.iter().any(|q| match &q.answer {
+        Some((a, Reply::RenewLost)) => *a <= at,
+        Some((a, Reply::Rejected(text))) => *a <= at && !text.starts_with("Conflict"),
+        _ => false,
+    });
+    !over && at + s.slack < deadline_low(s, l, &renews, d, at)
+}
+
 /// The holder's renews of `l`, from its claim to its end, by send time.
 fn own_renews<'a>(facts: &'a Facts, host: &str, l: &Lease<'_>, claimed: u64) -> Vec<&'a ReqInfo> {
     let mut v: Vec<&ReqInfo> = facts

@@ -15,7 +15,7 @@
 //!   longer than a healthy holder ever is between two renew or release
 //!   attempts (`request_timeout + renew_interval` on its clock) until it
 //!   legitimately stopped (self-fenced, lost the lease, or gave up a release
-//!   whose every try failed); it sent every renew the protocol owed it, from
+//!   once it no longer kept the lease, or on a definite rejection); it sent every renew the protocol owed it, from
 //!   the grant to that stop, after every answer it got, failed and unknown
 //!   ones included ([`owed_renews`](super::owed_renews)); and every one of
 //!   its attempts that failed is explained by such a fault at that moment,
@@ -59,8 +59,6 @@ struct Limits {
     slack: u64,
     rho: u64,
     owed: Schedule,
-    /// Tries of a release before a worker gives it up.
-    release_tries: usize,
 }
 
 /// Checks every reclaim.
@@ -74,7 +72,6 @@ pub fn check(steps: &[Step<'_>], facts: &Facts, cfg: &SimConfig) -> Vec<Violatio
         slack,
         rho: facts.rho_ppm,
         owed: Schedule::of(cfg, slack),
-        release_tries: p.release_tries as usize,
     };
     let mut grants: BTreeMap<(JobId, Token), Grant> = BTreeMap::new();
     let mut out = Vec::new();
@@ -218,29 +215,38 @@ fn cut_off_by_a_fence_a_fault_hastened(
     in_flight && !renewed_before && slowed && failure_explained(claim, facts, lim)
 }
 
-/// Whether the holder gave its release up at `at` on a `Conflict` before
-/// its last try (`protocol.release_tries` of the scenario, which its
-/// workers are configured with). A conflict applied nothing and is retried, so giving up
-/// on one is no legitimate end: the lease's life, and the renews it owes,
-/// go on (catalogue bug 15).
-fn gave_up_on_a_conflict(
+/// Whether the holder's release, finished at `at` with `answer`, ended the
+/// lease's life. An answered release does. A release given up on a
+/// definite rejection (other than `Conflict`) does too: sending it again
+/// would not help. A release given up on a transient answer (`Conflict`,
+/// which applied nothing, or an unknown outcome) does only once the holder
+/// no longer kept its lease ([`owed_renews::still_kept`]): the protocol
+/// retries it, and renews the lease, while it is kept, so one given up
+/// sooner is no legitimate end and the renews it owes go on (catalogue bug
+/// 15; sweep seeds 1001479, 1001627 and 1003331 of
+/// `conflicts_on_every_write_are_retried_and_apply_nothing`, where ten
+/// conflicts in a row gave a renewed lease up).
+fn release_ended_the_lease(
     facts: &Facts,
     lim: &Limits,
-    host: &str,
-    job: JobId,
-    token: Token,
+    lease: &Lease<'_>,
+    answer: Option<&str>,
     at: u64,
 ) -> bool {
-    let tries: Vec<&ReqInfo> = facts
+    if answer.is_some() {
+        return true;
+    }
+    let host = Facts::host_of(lease.holder);
+    let last = facts
         .requests
         .values()
         .filter(|q| q.t <= at && matches!(q.op, Op::Release { .. }))
-        .filter(|q| is_own_attempt(q, host, job, token))
-        .collect();
-    tries.len() < lim.release_tries
-        && tries.iter().max_by_key(|q| q.t).is_some_and(|q| {
-            matches!(&q.answer, Some((_, Reply::Rejected(text))) if text.starts_with("Conflict"))
-        })
+        .filter(|q| is_own_attempt(q, &host, lease.job, lease.token))
+        .max_by_key(|q| q.t);
+    let rejected = last.is_some_and(
+        |q| matches!(&q.answer, Some((_, Reply::Rejected(text))) if !text.starts_with("Conflict")),
+    );
+    rejected || !owed_renews::still_kept(facts, &lim.owed, lease, at)
 }
 
 fn unexplained(
@@ -288,11 +294,19 @@ fn unexplained(
         };
     }
     let mut end = t_sweep;
+    let whole = Lease {
+        holder,
+        job,
+        token,
+        claim: g.first_req.and_then(|r| facts.requests.get(&r)),
+        beliefs: steps.map_or(&[], Vec::as_slice),
+        end: t_sweep,
+    };
     for b in steps.into_iter().flatten() {
         let stops = match &b.what {
             BeliefWhat::Ended { why } => why == "Fenced" || why == "Lost",
-            BeliefWhat::Released { .. } => {
-                !gave_up_on_a_conflict(facts, lim, &host, job, token, b.t)
+            BeliefWhat::Released { answer, .. } => {
+                release_ended_the_lease(facts, lim, &whole, answer.as_deref(), b.t)
             }
             _ => false,
         };

@@ -1,5 +1,6 @@
 //! Situations of releases: retried after a `Conflict` near expiry or after
-//! a lost answer, refused as lost, waiting behind a merged batch lost to a
+//! a lost answer, retried past the worker's tries while the lease was
+//! kept, refused as lost, waiting behind a merged batch lost to a
 //! partition, in flight while the job's next token is granted, and a lease
 //! returned at shutdown.
 
@@ -34,12 +35,20 @@ fn retried(ix: &Index, cfg: &SimConfig, marks: &mut Marks) {
     let mut expiry: BTreeMap<(JobId, Token), i64> = BTreeMap::new();
     let mut served: Vec<_> = ix.served().collect();
     served.sort_by_key(|(_, s)| s.t);
-    // The last release each host sent for each lease.
+    // The last release each host sent for each lease, and how many.
     let mut last: BTreeMap<(&str, JobId, Token), u64> = BTreeMap::new();
+    let mut sent: BTreeMap<(&str, JobId, Token), u64> = BTreeMap::new();
     for r in &ix.requests {
         if let Op::Release { job, token, .. } = r.op {
             last.insert((r.host, *job, *token), r.t);
+            *sent.entry((r.host, *job, *token)).or_default() += 1;
         }
+    }
+    // More tries than `release_tries`: the worker goes on only while its
+    // heartbeat keeps the lease.
+    let tries = u64::from(cfg.protocol.release_tries);
+    if sent.values().any(|&n| n > tries) {
+        marks.hit("release-retried-past-its-tries-while-its-lease-was-kept");
     }
     let sent_again = |host: &str, job: JobId, token: Token, after: u64| {
         last.get(&(host, job, token)).is_some_and(|&t| t > after)

@@ -51,6 +51,16 @@ pub enum Step {
     /// decided, so a scheduler that orders transactions by where they took
     /// effect places it at the first such step of its try.
     Decides(&'static str),
+    /// A [`Step::Decides`] of a transaction that only claims: a claim's
+    /// scan (or a limited queue's count before it), or the scan of a batch
+    /// that carries no release. Its scan skips the rows another
+    /// transaction locked, so it must not run while one whose rows may
+    /// become claimable at its commit (a sweep, a release) has decided and
+    /// not committed: the claim would skip a row that the order of
+    /// decisions shows it as claimable (the simulator's scheduler holds it
+    /// back until then; issue 47, the correct store's I11 on seeds 5 and
+    /// 8 of bug 31's scenario).
+    Claims(&'static str),
     /// Cannot go on until another transaction of the same store ends (on
     /// SQLite, the store's write lock is held by another transaction); the
     /// adapter tries again when the step returns.
@@ -61,7 +71,7 @@ impl Step {
     /// The statement's short name.
     pub fn what(&self) -> &'static str {
         match self {
-            Step::Before(w) | Step::Decides(w) | Step::Blocked(w) => w,
+            Step::Before(w) | Step::Decides(w) | Step::Claims(w) | Step::Blocked(w) => w,
         }
     }
 }

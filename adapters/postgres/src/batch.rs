@@ -117,7 +117,12 @@ impl PgStore {
              (SELECT r.*, false AS candidate FROM r UNION ALL SELECT c.*, true FROM c) x"
         );
         let sql = race_variants::claim_scan(self.variant, sql);
-        crate::tx::decides("batch select").await;
+        if req.releases.is_empty() {
+            crate::tx::claims("batch scan").await;
+        } else {
+            // Its releases may make rows claimable at its commit.
+            crate::tx::decides("batch select").await;
+        }
         let rows = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(ids)

@@ -4,7 +4,7 @@
 //! write.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::fetch_scan;
+use crate::load::{fetch_scan, ScanGate};
 use crate::write_batch::Batch;
 use crate::{error, read, PgStore};
 use leasehold_core::transition;
@@ -106,7 +106,7 @@ impl PgStore {
                 // gate between them, so no commit of another transaction
                 // falls between what the count saw and what the scan saw
                 // (the simulator places the claim at this step).
-                crate::tx::decides("count running").await;
+                crate::tx::claims("count running").await;
                 read::JOBS.running(&mut *conn, queue).await?
             } else {
                 0
@@ -128,7 +128,12 @@ impl PgStore {
                 .bind(self.clock_param())
                 .bind(queue)
                 .bind(i64::from(cap));
-            let locked = fetch_scan(conn, q, !limited).await?;
+            let gate = if limited {
+                ScanGate::None
+            } else {
+                ScanGate::Claim
+            };
+            let locked = fetch_scan(conn, q, gate).await?;
             let Some(now) = locked.now else {
                 continue;
             };

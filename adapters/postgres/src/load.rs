@@ -35,18 +35,30 @@ pub(crate) async fn fetch_locked(
     decode_locked(&rows)
 }
 
+/// Which gate precedes a `FOR UPDATE SKIP LOCKED` scan ([`fetch_scan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScanGate {
+    /// A claim's scan (`tx::claims`).
+    Claim,
+    /// A sweep's scan (`tx::decides`).
+    Sweep,
+    /// None: the statement just before it, with no gate between, was the
+    /// decision's gate (a limited queue's count).
+    None,
+}
+
 /// Runs `q`, a `FOR UPDATE SKIP LOCKED` scan the transaction decides on
 /// (a claim's or a sweep's candidates), and decodes its rows as
-/// [`fetch_locked`] does. Its gate is a decision (`tx::decides`), or none
-/// when `gated` is false: the statement just before it, with no gate
-/// between, was the decision's gate (a limited queue's count).
+/// [`fetch_locked`] does. Its gate is a decision, `gate` says which.
 pub(crate) async fn fetch_scan(
     conn: &mut PgConnection,
     q: Query<'_, Postgres, PgArguments>,
-    gated: bool,
+    gate: ScanGate,
 ) -> Result<Locked, StoreError> {
-    if gated {
-        crate::tx::decides("scan").await;
+    match gate {
+        ScanGate::Claim => crate::tx::claims("scan").await,
+        ScanGate::Sweep => crate::tx::decides("sweep scan").await,
+        ScanGate::None => {}
     }
     let rows = q.fetch_all(&mut *conn).await.map_err(error::map)?;
     decode_locked(&rows)

@@ -2,7 +2,7 @@
 //! core, one write; the queues whose workers a reclaim wakes are notified.
 
 use crate::clock::STMT_CLOCK;
-use crate::load::fetch_scan;
+use crate::load::{fetch_scan, ScanGate};
 use crate::write_batch::Batch;
 use crate::{listener, PgStore};
 use leasehold_core::transition;
@@ -26,7 +26,7 @@ impl PgStore {
         let q = sqlx::query(&sql)
             .bind(self.clock_param())
             .bind(i64::from(limit));
-        let locked = fetch_scan(conn, q, true).await?;
+        let locked = fetch_scan(conn, q, ScanGate::Sweep).await?;
         let Some(now) = locked.now else {
             return Ok(Vec::new());
         };

@@ -76,6 +76,13 @@ pub(crate) async fn decides(what: &'static str) {
     statement_gate::step(statement_gate::Step::Decides(what)).await;
 }
 
+/// As [`decides`], for the scan of a transaction that only claims
+/// (`Step::Claims`: under the simulator it waits while a sweep or a
+/// release has decided and not committed, since it would skip their rows).
+pub(crate) async fn claims(what: &'static str) {
+    statement_gate::step(statement_gate::Step::Claims(what)).await;
+}
+
 /// Under the simulator's scheduler, tells it the backend pid of the
 /// transaction's connection; otherwise does nothing (no statement).
 pub(crate) async fn attach_session(conn: &mut PgConnection) -> Result<(), StoreError> {

@@ -35,6 +35,9 @@
 //!   [`Step::Decides`] scan has not committed, no transaction that decided
 //!   later, or not at all, commits (except one it waits on), so the order
 //!   of commits is the order of decisions (`interleave_candidates.rs`).
+//!   And while one whose decision was not a claim's (a sweep, a release)
+//!   has not committed, no claim's scan ([`Step::Claims`]) runs: it would
+//!   skip rows that may become claimable at that commit.
 //! - **Answer order.** The store host records the calls of a group in
 //!   the order they took effect, which the reference model (I11) replays
 //!   them in: a transaction at its commit, or at its first
@@ -469,10 +472,11 @@ impl StatementGate for Gate {
             let tx = &mut txs[self.i];
             tx.parked(self.shared.taken.load(Ordering::SeqCst));
             tx.status = match at {
-                Step::Before(w) | Step::Decides(w) => Status::Parked(w),
+                Step::Before(w) | Step::Decides(w) | Step::Claims(w) => Status::Parked(w),
                 Step::Blocked(w) => Status::Blocked { at: w, ended },
             };
-            tx.decides = matches!(at, Step::Decides(_));
+            tx.decides = matches!(at, Step::Decides(_) | Step::Claims(_));
+            tx.claims = matches!(at, Step::Claims(_));
             tx.go = Some(go);
         }
         self.shared.changed.notify_one();

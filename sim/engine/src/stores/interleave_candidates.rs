@@ -24,11 +24,25 @@
 //!    frees the decided one). Any other step stays free: what a later
 //!    transaction reads or writes meanwhile is either skipped by the
 //!    decided one's scan (rows it locks) or waits on its row locks.
-//! 3. **No stall.** When rule 2 leaves nothing to choose (the only
+//! 3. **Claims after what may free rows.** While a transaction that
+//!    decided has not committed and its decision was not a claim's (a
+//!    sweep's scan, a release's or renew's row lock, a batch carrying
+//!    releases), no transaction is chosen at a claim's decision step
+//!    ([`Step::Claims`](leasehold_core::statement_gate::Step)). Its
+//!    `SKIP LOCKED` scan would skip the rows the other locked, which may
+//!    become claimable at its commit (a sweep returns an expired lease to
+//!    `pending`), while the order of decisions records the other first:
+//!    the claim's answer would leave out a row the history shows it as
+//!    claimable, and the reference model reports I11 on a correct store
+//!    (issue 47: seeds 5 and 8 of bug 31's scenario, claims answered no
+//!    lease beside a sweep recorded before them). Claims among themselves
+//!    stay free: one that skips rows another claim locked is recorded
+//!    after it, and sees them taken.
+//! 4. **No stall.** When rule 2 leaves nothing to choose (the only
 //!    transactions rule 1 allows are held back at their commit), the
 //!    earliest open decided transaction at its gate is chosen instead: it
 //!    holds the locks of what it decided, so it goes on to its commit. If
-//!    it is not at its gate either, rule 2 is dropped for that step, so
+//!    it is not at its gate either, rules 2 and 3 are dropped for that step, so
 //!    a group never stalls (a recorded order may then disagree with the
 //!    database, which I11 reports: a finding, never a hang).
 //!
@@ -61,6 +75,12 @@ pub(super) struct Tx {
     pub(super) go: Option<oneshot::Sender<()>>,
     /// Whether the gate it is parked at is a decision step.
     pub(super) decides: bool,
+    /// Whether that decision step is a claim's ([`Step::Claims`]).
+    ///
+    /// [`Step::Claims`]: leasehold_core::statement_gate::Step
+    pub(super) claims: bool,
+    /// Whether its decision in the current try was a claim's.
+    decided_claims: bool,
     /// The step of the first decision step of its current try.
     pub(super) decided: Option<u64>,
     /// Where it took effect: the step of its commit (or of the decision
@@ -83,6 +103,8 @@ impl Tx {
             session: None,
             go: None,
             decides: false,
+            claims: false,
+            decided_claims: false,
             decided: None,
             point: None,
             wait_logged: false,
@@ -104,6 +126,7 @@ impl Tx {
         } else if self.decides {
             if self.decided.is_none() && !self.decides_on_park {
                 self.decided = Some(2 * n);
+                self.decided_claims = self.claims;
                 self.deciding = true;
             }
         } else if at == COMMIT {
@@ -111,6 +134,7 @@ impl Tx {
         }
         self.status = Status::Running;
         self.decides = false;
+        self.claims = false;
         self.wait_logged = false;
     }
 
@@ -170,7 +194,7 @@ pub(super) fn candidates(txs: &[Tx]) -> Vec<usize> {
     let ordered: Vec<usize> = ready
         .iter()
         .copied()
-        .filter(|&j| !commit_held_back(txs, j))
+        .filter(|&j| !commit_held_back(txs, j) && !claim_held_back(txs, j))
         .collect();
     if !ordered.is_empty() || ready.is_empty() {
         return ordered;
@@ -219,6 +243,17 @@ fn commit_held_back(txs: &[Tx], j: usize) -> bool {
     txs.iter()
         .enumerate()
         .any(|(i, t)| i != j && t.open_decision().is_some_and(|d| d < own) && !t.waits_on(&txs[j]))
+}
+
+/// Rule 3: whether `j`, at a claim's decision step, must wait for an open
+/// decision that was not a claim's.
+fn claim_held_back(txs: &[Tx], j: usize) -> bool {
+    if !(txs[j].claims && matches!(txs[j].status, Status::Parked(_))) {
+        return false;
+    }
+    txs.iter()
+        .enumerate()
+        .any(|(i, t)| i != j && t.open_decision().is_some() && !t.decided_claims)
 }
 
 #[cfg(test)]
@@ -301,6 +336,46 @@ mod tests {
         retry.decides = false;
         retry.chosen(BEGIN, 9);
         assert_eq!(retry.open_decision(), None);
+    }
+
+    /// Seeds 5 and 8 of bug 31's scenario on the correct store: a sweep
+    /// decided at step 4 (it locks an expired lease it will return to
+    /// `pending`); a claim at its scan must wait for the sweep's commit,
+    /// else it skips the row the history shows it as claimable. Another
+    /// claim's open decision holds no claim back.
+    #[test]
+    fn a_claim_scan_waits_for_an_open_sweep_but_not_for_a_claim() {
+        let claim_at_scan = |session| Tx {
+            decides: true,
+            claims: true,
+            ..tx(Status::Parked("scan"), Some(session))
+        };
+        let mut txs = vec![
+            decided(Status::Parked(COMMIT), Some(10), 4),
+            claim_at_scan(11),
+            tx(Status::Parked(BEGIN), Some(12)),
+        ];
+        assert_eq!(candidates(&txs), [0, 2]);
+        // The sweep committed: the claim scans.
+        txs[0].point = Some(4);
+        txs[0].status = Status::Done;
+        assert_eq!(candidates(&txs), [1, 2]);
+        // A claim decided at step 4 instead: the other claim scans.
+        let mut claim = decided(Status::Parked(COMMIT), Some(10), 4);
+        claim.decided_claims = true;
+        txs[0] = claim;
+        assert_eq!(candidates(&txs), [0, 1, 2]);
+        // Chosen at its scan, a claim's decision is marked as one.
+        let mut t = claim_at_scan(13);
+        t.chosen("scan", 7);
+        assert_eq!((t.decided, t.decided_claims), (Some(14), true));
+        // The sweep waits on a lock the claim holds: nothing stalls, the
+        // claim goes.
+        let txs = vec![
+            decided(Status::Waits(vec![11]), Some(10), 4),
+            claim_at_scan(11),
+        ];
+        assert_eq!(candidates(&txs), [1]);
     }
 
     /// The decided transaction waits on the lock of one at its commit:

@@ -17,8 +17,9 @@
 //!   legitimately stopped (self-fenced, lost the lease, or gave up a release
 //!   once it no longer kept the lease, or on a definite rejection); it
 //!   sent every renew the protocol owed it, from the grant to that stop,
-//!   after every answer it got, failed and unknown ones included ([`owed_renews`](super::owed_renews)); and every one of
-//!   its attempts that failed is explained by such a fault at that moment,
+//!   after every answer it got, failed and unknown ones included
+//!   ([`owed_renews`](super::owed_renews)); and every one of its attempts
+//!   that failed is explained by such a fault at that moment,
 //!   or was cut off by the holder's fence at the deadline of a claim such a
 //!   fault slowed (the belief counts from when the claim was asked).
 //!

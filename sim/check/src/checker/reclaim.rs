@@ -295,6 +295,7 @@ fn unexplained(
         };
     }
     let mut end = t_sweep;
+    // The lease until the reclaim; its end moves to a legitimate stop.
     let whole = Lease {
         holder,
         job,
@@ -347,14 +348,7 @@ fn unexplained(
     // Every renew the protocol owed the holder, from its grant to its
     // end: after the grant, after `Renewed`, and after a failed or unknown
     // renew (whether the handler runs or its release is retried).
-    let lease = Lease {
-        holder,
-        job,
-        token,
-        claim: g.first_req.and_then(|r| facts.requests.get(&r)),
-        beliefs: steps.map_or(&[], Vec::as_slice),
-        end,
-    };
+    let lease = Lease { end, ..whole };
     if let Some(v) = owed_renews::first_missing(facts, &lim.owed, &lease) {
         return Some(v);
     }

@@ -1,19 +1,30 @@
 //! Where `leasehold explore` draws its next runs: uniformly (the library's
 //! seed wheel with a swarm mix for half the seeds), or guided by coverage.
 //!
-//! The guided explorer first takes the wheel's first round: every scenario
-//! once, in the wheel's order, exactly as the uniform explorer does (in
-//! this library a situation is rare across scenarios, one or two
-//! scenarios reach it, so no scenario may wait). After that round each run
-//! is one of three, drawn from one stream:
-//! - [`WHEEL_SHARE_PERCENT`]: the next scenario in the wheel's order;
+//! The guided explorer turns the same wheel as the uniform one, one turn
+//! per run, so its `k`-th run is the uniform explorer's `k`-th turn. It
+//! first takes the wheel's first round as it is: every scenario once (in
+//! this library a situation is rare *across* scenarios, one or two
+//! scenarios reach it, so no scenario may wait). After that round a turn
+//! runs its scenario's next seed, unless the scenario is settled
+//! ([`super::explore_rarity::Rarity::settled`]: its seeds so far all
+//! reached the same situations, none of them rare, and every situation it
+//! declares in its `[coverage]` table); then every other one
+//! of its turns is spare, and a spare turn runs one of two:
 //! - [`MUTATE_SHARE_PERCENT`]: a mutation ([`super::explore_mutate`]) of a
 //!   kept input (the corpus keeps the inputs that reached a new or rare
 //!   situation), drawn by its energy;
-//! - the rest: a scenario drawn by its weight
+//! - the rest: the next seed of a scenario drawn by its weight
 //!   ([`super::explore_rarity::Rarity::scenario_weight`]: the scenarios
-//!   that alone reached a rare situation, and those rarely run, weigh
+//!   that still seek a situation they declare, that alone reached a rare
+//!   situation, whose seeds still disagree, or that were rarely run, weigh
 //!   most).
+//!
+//! So a scenario that is not settled runs each of its seeds no later than
+//! the uniform explorer does (its own turns come at the same runs, and a
+//! spare turn only brings its later seeds sooner), and a settled one at
+//! least half as fast: guidance spends only the turns of the scenarios
+//! whose seeds keep agreeing.
 //!
 //! A fresh run of a scenario (of the wheel or by weight) is its next seed
 //! on the wheel (`base`, `base + 1`, ... for each scenario) with that
@@ -45,12 +56,8 @@ use std::collections::BTreeSet;
 pub const GENERATION: u64 = 16;
 /// Most inputs the guided corpus keeps.
 pub const MAX_KEPT: usize = 256;
-/// Share of the guided explorer's runs after the first round that take
-/// the next scenario in the wheel's order, in percent: every scenario
-/// keeps its share of the wheel at a quarter of the uniform pace.
-pub const WHEEL_SHARE_PERCENT: u64 = 25;
-/// Share of the guided explorer's runs after the first round that mutate
-/// a kept input, in percent (the rest draw a scenario by its weight).
+/// Share of the guided explorer's spare turns that mutate a kept input,
+/// in percent (the rest draw a scenario by its weight).
 pub const MUTATE_SHARE_PERCENT: u64 = 25;
 /// Largest seed a mutation draws (corpus files pin seeds as TOML integers).
 const MAX_DRAWN_SEED: u64 = (i64::MAX as u64) / 2;
@@ -166,6 +173,9 @@ pub struct Source {
     turn: u64,
     /// Turns of the first round (every scenario once).
     first_round: u64,
+    /// Each scenario: its turns on the wheel while settled (every other
+    /// one is spare).
+    settled_turns: Vec<u64>,
     /// Each scenario: its seeds taken so far (its next seed's offset).
     next_seed: Vec<u64>,
     draws: Draws,
@@ -183,10 +193,17 @@ impl Source {
             wheel: Wheel::new(scenarios),
             turn: 0,
             first_round: scenarios.len() as u64,
+            settled_turns: vec![0; scenarios.len()],
             next_seed: vec![0; scenarios.len()],
             draws: Draws::new(base),
             kept: Vec::new(),
-            rarity: Rarity::new(scenarios.len()),
+            rarity: {
+                let mut r = Rarity::new(scenarios.len());
+                for (i, s) in scenarios.iter().enumerate() {
+                    r.declare(i, &s.config.coverage.expects);
+                }
+                r
+            },
         }
     }
 
@@ -214,17 +231,28 @@ impl Source {
         if !self.guided || self.turn < self.first_round {
             return self.next_on_wheel(scenarios);
         }
-        let d = self.draws.below(100);
-        if d < WHEEL_SHARE_PERCENT {
+        let (i, _) = self.wheel.turn(self.turn);
+        if !self.spare(i) {
             return self.next_on_wheel(scenarios);
         }
-        if d < WHEEL_SHARE_PERCENT + MUTATE_SHARE_PERCENT && !self.kept.is_empty() {
+        self.turn += 1;
+        if self.draws.below(100) < MUTATE_SHARE_PERCENT && !self.kept.is_empty() {
             return self.mutated(scenarios);
         }
-        let i = self.weighted_scenario();
-        let mut input = self.fresh(scenarios, i);
+        let j = self.weighted_scenario();
+        let mut input = self.fresh(scenarios, j);
         input.how = WEIGHTED.into();
         input
+    }
+
+    /// Whether scenario `i`'s turn now is spare: it is settled, and this
+    /// is the first, third, ... of its turns while settled.
+    fn spare(&mut self, i: usize) -> bool {
+        if !self.rarity.settled(i) {
+            return false;
+        }
+        self.settled_turns[i] += 1;
+        self.settled_turns[i] % 2 == 1
     }
 
     /// The next scenario in the wheel's order, at its next seed.
@@ -303,9 +331,10 @@ impl Source {
     /// reached for the first time. A run that reached a new or rare
     /// situation is kept.
     pub fn learn(&mut self, input: &Input, coverage: &Coverage) -> Vec<String> {
+        let fresh = !is_mutation(&input.how);
         let (new, rare) = self
             .rarity
-            .learn(input.scenario, coverage.iter().map(|(s, _)| s));
+            .learn(input.scenario, fresh, coverage.iter().map(|(s, _)| s));
         if self.guided && rare {
             self.keep(Kept {
                 input: input.clone(),
@@ -339,6 +368,7 @@ impl Source {
 
 #[cfg(test)]
 mod tests {
+    use super::super::explore_rarity::SETTLED_AFTER;
     use super::*;
 
     fn library() -> (tempfile::TempDir, Vec<Scenario>) {
@@ -413,11 +443,11 @@ mod tests {
         let mutated = count(&|h| is_mutation(h));
         let weighted = count(&|h| h == WEIGHTED);
         let wheel = count(&|h| h == WHEEL);
-        // After the first round (3 scenarios), a quarter mutates, a
-        // quarter follows the wheel and half draws a scenario by weight.
-        assert!((60..=140).contains(&mutated), "mutated: {mutated}");
-        assert!((60..=140).contains(&wheel), "wheel: {wheel}");
-        assert!((140..=260).contains(&weighted), "weighted: {weighted}");
+        // Spare turns (a settled scenario's every other turn) mutate a
+        // quarter of the time and draw by weight otherwise; every other
+        // turn after the first round is the wheel's.
+        assert!(mutated > 0 && weighted > mutated, "{mutated} {weighted}");
+        assert!(wheel > 2 * (mutated + weighted), "wheel: {wheel}");
         assert!(runs.iter().any(|r| r.2.starts_with("seed")));
         assert!(runs
             .iter()
@@ -512,6 +542,61 @@ mod tests {
         assert!(g[5].0 >= 3 * u[5].0, "guided runs scenario 5 most: {g:?}");
         assert!(most_other(|x| x.0) < g[5].0 / 2, "{g:?}");
         assert!(g.iter().all(|x| x.0 >= 3), "no scenario starved: {g:?}");
+    }
+
+    #[test]
+    fn a_scenario_whose_seeds_differ_runs_each_seed_no_later_than_uniform() {
+        // 24 scenarios of one seed each: the first 12 reach the same
+        // situation on every seed (they settle), the last 12 something of
+        // each seed's own (never settled).
+        let (_d, s) = many(24);
+        let run = |i: &Input| {
+            let mut c = Coverage::default();
+            c.mark("common");
+            if i.scenario >= 12 && !is_mutation(&i.how) {
+                c.mark(&format!("varied-{}-{}", i.scenario, i.seed));
+            }
+            c
+        };
+        // After each run, each scenario's fresh runs so far.
+        let fresh_counts = |guided: bool| {
+            let mut src = Source::new(&s, 40, false, guided);
+            let mut per = vec![0u64; s.len()];
+            let mut after = Vec::new();
+            for _ in 0..(960 / GENERATION) {
+                for i in src.draw(&s, GENERATION) {
+                    src.learn(&i, &run(&i));
+                    per[i.scenario] += u64::from(!is_mutation(&i.how));
+                    after.push(per.clone());
+                }
+            }
+            after
+        };
+        let (g, u) = (fresh_counts(true), fresh_counts(false));
+        for (r, (g, u)) in g.iter().zip(&u).enumerate() {
+            for k in 0..24 {
+                if k >= 12 {
+                    assert!(g[k] >= u[k], "run {r}, scenario {k}: {} < {}", g[k], u[k]);
+                } else {
+                    // Settled after SETTLED_AFTER runs, then every other turn.
+                    let floor =
+                        u[k].saturating_sub(SETTLED_AFTER).div_ceil(2) + SETTLED_AFTER.min(u[k]);
+                    assert!(
+                        g[k] + 1 >= floor,
+                        "run {r}, scenario {k}: {} of {}",
+                        g[k],
+                        u[k]
+                    );
+                }
+            }
+        }
+        // Guidance spent the settled scenarios' spare turns: they ran fewer
+        // seeds, the varied ones more.
+        let (gl, ul) = (g.last().unwrap(), u.last().unwrap());
+        let settled = |c: &Vec<u64>| c[..12].iter().sum::<u64>();
+        let varied = |c: &Vec<u64>| c[12..].iter().sum::<u64>();
+        assert!(settled(gl) * 10 < settled(ul) * 7, "{gl:?} {ul:?}");
+        assert!(varied(gl) > varied(ul) + 100, "{gl:?} {ul:?}");
     }
 
     #[test]

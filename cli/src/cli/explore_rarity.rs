@@ -15,6 +15,26 @@
 //! [`RARE_RUNS`] runs is rare too, so the first runs reaching a situation
 //! are kept while it is still new.
 //!
+//! A scenario's own seeds tell how much of it is left to find. One whose
+//! seeds so far all reached exactly the same situations, none of them
+//! rare, is *settled* ([`Rarity::settled`]), and the guided explorer gives
+//! half of its turns on the wheel to the scenarios that still vary. (A
+//! looser rule, settled when no situation was reached by exactly one of
+//! its seeds, settled scenarios whose first seeds happened to agree and
+//! lost the rare situations their later seeds reach: docs/PERFORMANCE.md,
+//! "Guided exploration".) Among the others, the situations exactly one of
+//! its seeds reached (Good-Turing's singletons) estimate how likely its
+//! next seed is to reach something its seeds have not.
+//!
+//! A scenario also says what it is for: the situations its `[coverage]`
+//! table declares. One whose runs have not yet reached a situation it
+//! declares is never settled, and weighs more in the draw
+//! ([`DECLARED_WEIGHT`]): its author knew where that situation lives, and
+//! in this library the late rare situations (a cancel racing a claim, a
+//! renew answered within a tick of the fence, a release retried after a
+//! `Conflict` near expiry) are reached on a few seeds of the scenarios that
+//! declare them.
+//!
 //! Invariants: every count is one entry per situation name or per
 //! scenario (bounded by the scenarios explored and the situations they
 //! mark); the weights are integers, a pure function of the counts, so a
@@ -37,6 +57,21 @@ pub const UNIT: u64 = 1 << 20;
 /// only lifts the scenarios it serves least (one seed per turn of a wheel
 /// of over a thousand) above those that reached nothing rare.
 pub const RUN_TERM_DIVISOR: u64 = 4;
+/// A scenario's novelty term weighs `UNIT * singletons / (NOVELTY_DIVISOR *
+/// fresh runs)`: Good-Turing's estimate that its next seed reaches a
+/// situation none of its seeds reached, at an eighth of a situation
+/// reached once, because a situation new to one scenario is seldom new
+/// to all.
+pub const NOVELTY_DIVISOR: u64 = 8;
+/// A declared situation the scenario's runs have not reached weighs
+/// `DECLARED_WEIGHT * UNIT * 4 / (fresh runs + 4)`: as much as four
+/// situations reached once, at first, and less with every seed that still
+/// misses it (a situation the explorer's fault mixes cannot reach must
+/// not hold the draw forever).
+pub const DECLARED_WEIGHT: u64 = 4;
+/// Fresh runs a scenario needs before it can be settled: below it, a
+/// scenario's seeds are too few to agree by more than chance.
+pub const SETTLED_AFTER: u64 = 3;
 
 /// Whether a situation `reaching` runs of `runs` reached is rare by the
 /// share alone (what `--compare` reports, over a whole budget).
@@ -55,6 +90,12 @@ pub struct Rarity {
     scenario_runs: Vec<u64>,
     /// Each scenario: the situations any of its runs reached.
     scenario_reached: Vec<BTreeSet<String>>,
+    /// Each scenario: its fresh runs (its own seeds, not mutations).
+    fresh_runs: Vec<u64>,
+    /// Each scenario: each situation, how many of its fresh runs reached it.
+    fresh_reaching: Vec<BTreeMap<String, u64>>,
+    /// Each scenario: the situations it declares (`[coverage] expects`).
+    declared: Vec<Vec<String>>,
 }
 
 impl Rarity {
@@ -65,7 +106,27 @@ impl Rarity {
             reaching: BTreeMap::new(),
             scenario_runs: vec![0; scenarios],
             scenario_reached: vec![BTreeSet::new(); scenarios],
+            fresh_runs: vec![0; scenarios],
+            fresh_reaching: vec![BTreeMap::new(); scenarios],
+            declared: vec![Vec::new(); scenarios],
         }
+    }
+
+    /// Records that `scenario` declares `situations` (its `[coverage]`
+    /// table).
+    pub fn declare(&mut self, scenario: usize, situations: &[String]) {
+        if let Some(d) = self.declared.get_mut(scenario) {
+            d.clone_from(&situations.to_vec());
+        }
+    }
+
+    /// Situations `scenario` declares that none of its runs reached yet.
+    pub fn missing(&self, scenario: usize) -> u64 {
+        let reached = self.scenario_reached.get(scenario);
+        let declared = self.declared.get(scenario).into_iter().flatten();
+        declared
+            .filter(|s| !reached.is_some_and(|r| r.contains(*s)))
+            .count() as u64
     }
 
     /// Distinct situations reached so far.
@@ -85,12 +146,14 @@ impl Rarity {
         n < RARE_RUNS || rare_share(n, self.runs)
     }
 
-    /// Learns one run of `scenario` that reached `situations`. Answers
+    /// Learns one run of `scenario` that reached `situations`, `fresh` if
+    /// it ran one of the scenario's own seeds (not a mutation). Answers
     /// the situations reached for the first time, and whether the run
     /// reached one that was new or rare before it.
     pub fn learn<'a>(
         &mut self,
         scenario: usize,
+        fresh: bool,
         situations: impl Iterator<Item = &'a str>,
     ) -> (Vec<String>, bool) {
         let mut new = Vec::new();
@@ -108,12 +171,42 @@ impl Rarity {
             if let Some(set) = self.scenario_reached.get_mut(scenario) {
                 set.insert(name.to_string());
             }
+            if let Some(counts) = self.fresh_reaching.get_mut(scenario).filter(|_| fresh) {
+                *counts.entry(name.to_string()).or_insert(0) += 1;
+            }
         }
         if let Some(r) = self.scenario_runs.get_mut(scenario) {
             *r += 1;
         }
+        if let Some(r) = self.fresh_runs.get_mut(scenario).filter(|_| fresh) {
+            *r += 1;
+        }
         self.runs += 1;
         (new, rare)
+    }
+
+    /// Situations exactly one of `scenario`'s fresh runs reached.
+    pub fn singletons(&self, scenario: usize) -> u64 {
+        let counts = self.fresh_reaching.get(scenario).into_iter().flatten();
+        counts.filter(|(_, n)| **n == 1).count() as u64
+    }
+
+    /// Whether `scenario` is settled: at least [`SETTLED_AFTER`] fresh
+    /// runs, every situation they reached reached by all of them, none of
+    /// its runs reached a rare situation, and they reached every situation
+    /// it declares. Its next seed is then the least likely to reach
+    /// anything new.
+    pub fn settled(&self, scenario: usize) -> bool {
+        let fresh = self.fresh_runs.get(scenario).copied().unwrap_or(0);
+        let rare = self
+            .scenario_reached
+            .get(scenario)
+            .into_iter()
+            .flatten()
+            .any(|s| self.is_rare(s));
+        let counts = self.fresh_reaching.get(scenario).into_iter().flatten();
+        let all_alike = counts.into_iter().all(|(_, n)| *n == fresh);
+        fresh >= SETTLED_AFTER && all_alike && !rare && self.missing(scenario) == 0
     }
 
     /// The weight of a situation now: `UNIT / runs reaching it`.
@@ -123,9 +216,11 @@ impl Rarity {
 
     /// The weight of `scenario` when the explorer draws the scenario of a
     /// fresh run: each rare situation its runs reached weighs
-    /// `UNIT / runs reaching it`, and the scenario's own term lifts a
-    /// scenario never or rarely run. So the scenarios that alone reach
-    /// what is rare get most of the fresh runs, until it is rare no more.
+    /// `UNIT / runs reaching it`, the scenario's own term lifts a
+    /// scenario never or rarely run, and its novelty term one whose seeds
+    /// still disagree, and each situation it declares and has not reached
+    /// lifts it too. So the scenarios that alone reach what is rare, or
+    /// still seek what they exist for, get most of the fresh runs.
     pub fn scenario_weight(&self, scenario: usize) -> u64 {
         let rare: u64 = self
             .scenario_reached
@@ -136,13 +231,64 @@ impl Rarity {
             .map(|s| self.situation_weight(s))
             .sum();
         let runs = self.scenario_runs.get(scenario).copied().unwrap_or(0);
-        rare + UNIT / (RUN_TERM_DIVISOR * (runs + 1))
+        let fresh = self.fresh_runs.get(scenario).copied().unwrap_or(0);
+        let novelty = UNIT * self.singletons(scenario) / (NOVELTY_DIVISOR * fresh.max(1));
+        let declared = DECLARED_WEIGHT * UNIT * 4 * self.missing(scenario) / (fresh + 4);
+        rare + UNIT / (RUN_TERM_DIVISOR * (runs + 1)) + novelty + declared
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenario_settles_when_its_seeds_agree_and_it_reached_what_it_declares() {
+        let mut r = Rarity::new(4);
+        r.declare(2, &["declared".to_string()]);
+        // Scenario 0's seeds all reach the same; scenario 1's differ on
+        // one; scenario 2 reaches the same as 0 but not what it declares;
+        // scenario 3's reach "half" on every other seed (no singleton, and
+        // not rare: 20 runs of 160).
+        for k in 0..40 {
+            r.learn(0, true, ["common"].into_iter());
+            let extra: &[&str] = if k == 7 {
+                &["common", "once"]
+            } else {
+                &["common"]
+            };
+            r.learn(1, true, extra.iter().copied());
+            r.learn(2, true, ["common"].into_iter());
+            let half: &[&str] = if k % 2 == 0 {
+                &["common", "half"]
+            } else {
+                &["common"]
+            };
+            r.learn(3, true, half.iter().copied());
+            if k == 1 {
+                assert!(!r.settled(0), "two runs are too few to agree");
+            }
+        }
+        // "once" was reached by one run: rare, and a singleton of 1.
+        assert!(r.settled(0));
+        assert!(!r.settled(1), "a seed of its own reached something");
+        assert_eq!(r.singletons(1), 1);
+        assert!(!r.settled(2), "it has not reached what it declares");
+        assert_eq!(r.missing(2), 1);
+        assert!(!r.is_rare("half") && r.singletons(3) == 0);
+        assert!(!r.settled(3), "its seeds still differ");
+        let (w0, w2) = (r.scenario_weight(0), r.scenario_weight(2));
+        assert!(
+            w2 > 4 * w0,
+            "a declared situation still sought lifts it: {w0} {w2}"
+        );
+        // A mutated run does not count among its seeds: "once" is still
+        // reached by one of scenario 1's seeds.
+        r.learn(1, false, ["common", "once"].into_iter());
+        assert_eq!(r.singletons(1), 1);
+        r.learn(2, false, ["declared"].into_iter());
+        assert_eq!(r.missing(2), 0, "reached, by a mutation of it");
+    }
 
     #[test]
     fn rare_is_a_share_of_the_runs_with_a_floor() {
@@ -152,15 +298,15 @@ mod tests {
         assert!(!rare_share(3, 20), "3 of 20 is 15 %");
         let mut r = Rarity::new(1);
         for _ in 0..20 {
-            r.learn(0, ["everywhere"].into_iter());
+            r.learn(0, true, ["everywhere"].into_iter());
         }
         for _ in 0..7 {
-            r.learn(0, ["seven"].into_iter());
+            r.learn(0, true, ["seven"].into_iter());
         }
         // 7 of 27 runs is above 5 %, but under the floor of 8 runs.
         assert!(r.is_rare("seven"));
         assert!(!r.is_rare("everywhere"));
-        r.learn(0, ["seven"].into_iter());
+        r.learn(0, true, ["seven"].into_iter());
         assert!(!r.is_rare("seven"), "8 of 28 runs: no longer rare");
     }
 
@@ -170,18 +316,18 @@ mod tests {
         // Scenarios 0 and 1 run 60 times each, reaching a common
         // situation; scenario 1 once reached a rare one too.
         for k in 0..60 {
-            r.learn(0, ["common"].into_iter());
+            r.learn(0, true, ["common"].into_iter());
             let rare: &[&str] = if k == 0 {
                 &["common", "rare"]
             } else {
                 &["common"]
             };
-            r.learn(1, rare.iter().copied());
+            r.learn(1, true, rare.iter().copied());
         }
         // Scenario 2 ran 60 times and reached only the common one too
         // (the same as 0); scenario 3 never ran.
         for _ in 0..60 {
-            r.learn(2, ["common"].into_iter());
+            r.learn(2, true, ["common"].into_iter());
         }
         let w: Vec<u64> = (0..4).map(|s| r.scenario_weight(s)).collect();
         assert_eq!(w[0], w[2], "the same runs and reach, the same weight");
@@ -191,7 +337,7 @@ mod tests {
         );
         assert!(w[3] > w[0], "a scenario never run is lifted: {w:?}");
         assert!(!r.is_rare("common"));
-        assert_eq!(r.learn(3, ["rare"].into_iter()), (Vec::new(), true));
+        assert_eq!(r.learn(3, true, ["rare"].into_iter()), (Vec::new(), true));
         assert_eq!(r.reached(), 2);
     }
 }

@@ -49,6 +49,9 @@ impl History {
         end: u64,
         quiet: bool,
     ) -> History {
+        // One vector, grown once and sorted in place: partitioning into
+        // two vectors and joining them moved every record twice more.
+        records.reserve_exact(events.len() + rows.len() + 1);
         for (seq, (t, req, event)) in events.into_iter().enumerate() {
             records.push(Record::StoreEvent {
                 t,
@@ -57,14 +60,12 @@ impl History {
                 event,
             });
         }
-        let (head, mut timed): (Vec<Record>, Vec<Record>) =
-            records.into_iter().partition(|r| r.time().is_none());
-        timed.sort_by_key(|r| r.time().unwrap_or(0));
-        let mut out = head;
-        out.extend(timed);
-        out.extend(rows.into_iter().map(|row| Record::Final { row }));
-        out.push(Record::End { t: end, quiet });
-        History { records: out }
+        // `None < Some(_)`: the untimed records first in recording order,
+        // then the timed ones in time order (the sort is stable).
+        records.sort_by_key(Record::time);
+        records.extend(rows.into_iter().map(|row| Record::Final { row }));
+        records.push(Record::End { t: end, quiet });
+        History { records }
     }
 }
 

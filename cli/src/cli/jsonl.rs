@@ -141,6 +141,7 @@ impl<'a> JsonLines<'a> {
             "seed_base": seed_base, "jobs": jobs, "shard": plan.shard.to_string(),
             "plan": {"id": plan.id, "runs": plan.runs, "scenarios": all},
             "version": env!("CARGO_PKG_VERSION"),
+            "hash_format": leasehold_model::history::HASH_FORMAT,
         }));
     }
 

@@ -108,7 +108,11 @@ pub fn run(args: &ReplayArgs) -> ExitCode {
         println!("timeline written to {}", file.display());
     }
     if args.hash {
-        println!("history hash: {:016x}", out.history_hash);
+        println!(
+            "history hash: {:016x} (format {})",
+            out.history_hash,
+            leasehold_model::history::HASH_FORMAT
+        );
     }
     if out.violations.is_empty() {
         ExitCode::Ok

@@ -7,16 +7,19 @@
 //!
 //! The history is what the checker reads (and all it reads, with the
 //! config). Its canonical form is one JSON object per line
-//! ([`History::to_jsonl`]); [`History::hash`] is FNV-1a over those bytes, so
+//! ([`History::to_jsonl`]); [`History::hash`] is FNV-1a-64 over the same
+//! records' fields in a binary encoding (hash format 2, see `hash.rs`), so
 //! two runs of the same scenario and seed must give the same hash (I10).
 
 mod blob;
 mod execution;
+mod hash;
 mod observe;
 mod record;
 
 pub use blob::Blob;
 pub use execution::{Execution, HandlerSink};
+pub use hash::{Fnv, HASH_FORMAT};
 pub use observe::record_of_event;
 pub use record::{
     BeliefWhat, Fate, HandlerPhase, LeaseRef, Op, ReadRow, Record, Reply, ScheduleView,
@@ -24,29 +27,12 @@ pub use record::{
 
 use leasehold_core::Event;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 
 /// The full history of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct History {
     /// Records in true-time order (ties in the order they happened).
     pub records: Vec<Record>,
-}
-
-/// FNV-1a 64 as an `io::Write` sink.
-struct FnvWriter(u64);
-
-impl Write for FnvWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        for &b in buf {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 impl History {
@@ -63,6 +49,9 @@ impl History {
         end: u64,
         quiet: bool,
     ) -> History {
+        // One vector, grown once and sorted in place: partitioning into
+        // two vectors and joining them moved every record twice more.
+        records.reserve_exact(events.len() + rows.len() + 1);
         for (seq, (t, req, event)) in events.into_iter().enumerate() {
             records.push(Record::StoreEvent {
                 t,
@@ -71,14 +60,12 @@ impl History {
                 event,
             });
         }
-        let (head, mut timed): (Vec<Record>, Vec<Record>) =
-            records.into_iter().partition(|r| r.time().is_none());
-        timed.sort_by_key(|r| r.time().unwrap_or(0));
-        let mut out = head;
-        out.extend(timed);
-        out.extend(rows.into_iter().map(|row| Record::Final { row }));
-        out.push(Record::End { t: end, quiet });
-        History { records: out }
+        // `None < Some(_)`: the untimed records first in recording order,
+        // then the timed ones in time order (the sort is stable).
+        records.sort_by_key(Record::time);
+        records.extend(rows.into_iter().map(|row| Record::Final { row }));
+        records.push(Record::End { t: end, quiet });
+        History { records }
     }
 }
 
@@ -93,14 +80,16 @@ impl History {
         String::from_utf8(out).expect("JSON is UTF-8")
     }
 
-    /// FNV-1a 64 of the canonical JSONL bytes (I10).
+    /// The history hash (I10), format [`HASH_FORMAT`]: FNV-1a-64 over the
+    /// record count and then every record's fields, in the encoding
+    /// `hash.rs` documents (no JSON is written).
     pub fn hash(&self) -> u64 {
-        let mut w = FnvWriter(0xcbf2_9ce4_8422_2325);
+        let mut h = Fnv::default();
+        h.u64(self.records.len() as u64);
         for r in &self.records {
-            serde_json::to_writer(&mut w, r).expect("records serialize");
-            w.write_all(b"\n").expect("hashing cannot fail");
+            h.value(r);
         }
-        w.0
+        h.finish()
     }
 
     /// Reads a history back from JSONL.
@@ -240,5 +229,30 @@ mod tests {
         let mut other = h.clone();
         other.records.pop();
         assert_ne!(other.hash(), h.hash());
+    }
+
+    /// A field left out of the trace when it is zero or false still feeds
+    /// the hash where it stands: which of two such fields is set matters.
+    #[test]
+    fn fields_left_out_of_the_trace_feed_the_hash_by_position() {
+        let run = |store_conflict: f64, wake_loss: f64| History {
+            records: vec![Record::Run {
+                scenario: "s".into(),
+                seed: 1,
+                variant: None,
+                heal_ms: 0,
+                duration_ms: 0,
+                tick_ms: 1,
+                message_loss: 0.0,
+                answer_loss: 0.0,
+                store_conflict,
+                wake_loss,
+                store_cancel: 0.0,
+                timing_assumption_broken: false,
+            }],
+        };
+        assert_ne!(run(0.5, 0.0).hash(), run(0.0, 0.5).hash());
+        assert_ne!(run(0.0, 0.0).hash(), run(0.0, 0.5).hash());
+        assert_eq!(run(0.0, 0.5).hash(), run(0.0, 0.5).hash());
     }
 }

@@ -33,6 +33,7 @@
 pub mod breadth_first;
 pub mod clock;
 pub mod counterexample;
+pub mod depth_first;
 pub mod fingerprints;
 pub mod ghost;
 pub mod hash;

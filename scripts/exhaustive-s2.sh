@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # S2 of the exhaustive checker (docs/EXHAUSTIVE.md): 3 workers, 2 jobs, at
 # most 1 crash, 2 lost messages, 1 `Conflict`, 1 prompt `Unavailable`, 1
-# client cancel. Prints the states, time, states/s and peak memory.
+# client cancel, searched depth-first (`--search depth-first`: its memory is
+# the visited set's fingerprints and the current path, where the
+# breadth-first frontier ran out of 8 GB). Prints progress every 10 s
+# (states, states/s, stack depth, memory), then the states, time,
+# states/s and peak memory.
 #
 #   scripts/exhaustive-s2.sh [BIN] [-- exhaust flags ...]
 #
@@ -26,12 +30,12 @@ trap 'rm -f "$log"' EXIT
 echo "scope: ${scope[*]} (cap ${limit}s, ${mem_gb} GB)"
 start=$(date +%s.%N)
 if [ -x /usr/bin/time ]; then
-  ( ulimit -v $((mem_gb * 1024 * 1024)); exec /usr/bin/time -v timeout "$limit" "$bin" exhaust "${scope[@]}" ) >"$log" 2>&1
-  rc=$?
+  ( ulimit -v $((mem_gb * 1024 * 1024)); exec /usr/bin/time -v timeout "$limit" "$bin" exhaust --search depth-first "${scope[@]}" ) 2>&1 | tee "$log" | grep --line-buffered '^  [0-9]* states,'
+  rc=${PIPESTATUS[0]}
   peak_kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$log")
 else
   # Without GNU time: sample the process's peak from /proc while it runs.
-  ( ulimit -v $((mem_gb * 1024 * 1024)); exec timeout "$limit" "$bin" exhaust "${scope[@]}" ) >"$log" 2>&1 &
+  ( ulimit -v $((mem_gb * 1024 * 1024)); exec timeout "$limit" "$bin" exhaust --search depth-first "${scope[@]}" ) >"$log" 2>&1 &
   pid=$!
   peak_kb=0
   while kill -0 "$pid" 2>/dev/null; do
@@ -44,8 +48,11 @@ else
   wait "$pid"; rc=$?
 fi
 end=$(date +%s.%N)
-grep -v '^\s*\(Command\|User\|System\|Percent\|Elapsed\|Average\|Major\|Minor\|Voluntary\|Involuntary\|Swaps\|File\|Socket\|Signals\|Page\|Exit\|Maximum\)' "$log" | tr '\r' '\n' | grep -v '^\s*$' | tail -n 40
+grep -v '^  [0-9]* states,' "$log" | grep -v '^\s*\(Command\|User\|System\|Percent\|Elapsed\|Average\|Major\|Minor\|Voluntary\|Involuntary\|Swaps\|File\|Socket\|Signals\|Page\|Exit\|Maximum\)' | tr '\r' '\n' | grep -v '^\s*$' | tail -n 40
 secs=$(echo "$end - $start" | bc)
+user=$(sed -n 's/.*User time (seconds): //p' "$log")
+sys=$(sed -n 's/.*System time (seconds): //p' "$log")
+[ -n "$user" ] && echo "cpu: ${user}s user + ${sys}s system"
 echo "wall: ${secs}s, peak memory: $((${peak_kb:-0} / 1024)) MB, exit ${rc}"
 case $rc in
   0) echo "verdict: holds" ;;

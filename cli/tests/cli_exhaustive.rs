@@ -36,6 +36,30 @@ fn a_scope_without_faults_holds_with_its_state_count() {
     assert!(out.contains("holds: I1-I9"), "{out}");
 }
 
+/// The depth-first search counts the breadth-first search's states (the
+/// pinned S1 half and the no-fault scope) and says it holds.
+#[test]
+fn the_depth_first_search_counts_the_same_states() {
+    for (args, states) in [
+        (&["--lost", "0", "--conflicts", "0"][..], "3097 states"),
+        (&[][..], "227848 states"),
+    ] {
+        let o = exhaust(&[&["--search", "depth-first"], args].concat());
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+        assert!(out.contains(&format!("{states} (up to symmetry)")), "{out}");
+        assert!(out.contains("holds: I1-I9"), "{out}");
+    }
+    // An unknown search is bad input, and the error names the searches.
+    let o = exhaust(&["--search", "sideways"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("depth-first"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 #[test]
 fn a_bad_scope_is_refused_at_its_flag() {
     let o = exhaust(&["--workers", "9"]);

@@ -1,7 +1,9 @@
 //! `leasehold exhaust`: every interleaving of a small world, checked
-//! breadth-first (`leasehold-exhaustive`). Prints the figures, and for a
-//! violation its shortest path, one line per step; writes that path as a
-//! scenario file the simulator replays when asked.
+//! breadth-first (`leasehold-exhaustive`), or depth-first for a scope whose
+//! breadth-first frontier does not fit in memory (S2). Prints the figures,
+//! and for a violation its path (a shortest one breadth-first), one line
+//! per step; writes that path as a scenario file the simulator replays
+//! when asked.
 //!
 //! Exit: 0 the invariants hold at the scope, 1 one broke, 2 bad input (a
 //! scope the checker refuses, an unknown or store-side variant, a file
@@ -10,9 +12,11 @@
 use super::ExitCode;
 use clap::Args;
 use leasehold_core::variants::Variant;
+use leasehold_exhaustive::depth_first::{self, Progress};
 use leasehold_exhaustive::model::WORKER_VARIANTS;
 use leasehold_exhaustive::run::{check_stateright_watched, check_watched};
 use leasehold_exhaustive::{counterexample, trace, Report, Scope, ScopeError, Verdict, World};
+use std::cell::Cell;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,10 +53,13 @@ pub struct ExhaustArgs {
     /// `leasehold run FILE` replays in the simulator.
     #[arg(long, value_name = "FILE")]
     pub write_counterexample: Option<PathBuf>,
-    /// Search threads (the state count does not depend on them).
+    /// Search threads (the state count does not depend on them; the
+    /// depth-first search runs on one).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// The search: `breadth-first` (the checker's own, a shortest path) or
+    /// The search: `breadth-first` (the checker's own, a shortest path),
+    /// `depth-first` (the same states in a memory that holds only the
+    /// current path, for S2; its path need not be a shortest one) or
     /// `stateright` (its reference: the same states, but the path of the
     /// last violating state it met, which the committed counterexample
     /// files were written from).
@@ -65,6 +72,8 @@ pub struct ExhaustArgs {
 pub enum Search {
     /// The checker's breadth-first search (`breadth_first.rs`).
     BreadthFirst,
+    /// The checker's depth-first search (`depth_first.rs`), one thread.
+    DepthFirst,
     /// `stateright`'s breadth-first checker over the same world.
     Stateright,
 }
@@ -107,22 +116,41 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
     // Progress on stderr: redrawn every second on a terminal, a line every
     // LOG_EVERY into a log (a capped run then shows how far it got).
     let tty = std::io::stderr().is_terminal();
-    let mut logged = Duration::ZERO;
+    let logged = Cell::new(Duration::ZERO);
+    let show = |line: String, t: Duration| {
+        if tty {
+            eprint!("\r{line}   ");
+        } else if t >= logged.get() + LOG_EVERY {
+            logged.set(t);
+            eprintln!("{line}");
+        }
+    };
     let mut watch = |states: usize, t: Duration| {
         let line = format!(
             "  {states} states, {:.0} states/s, {:?}",
             states as f64 / t.as_secs_f64().max(1e-9),
             Duration::from_secs(t.as_secs())
         );
-        if tty {
-            eprint!("\r{line}   ");
-        } else if t >= logged + LOG_EVERY {
-            logged = t;
-            eprintln!("{line}");
-        }
+        show(line, t);
+    };
+    // The depth-first search's progress adds its stack depth and memory.
+    let mut watch_deep = |p: &Progress| {
+        let line = format!(
+            "  {} states, {:.0} states/s, {:?}, stack depth {} (deepest {}), table {} MB, \
+             resident {}",
+            p.states,
+            p.states as f64 / p.elapsed.as_secs_f64().max(1e-9),
+            Duration::from_secs(p.elapsed.as_secs()),
+            p.depth,
+            p.max_depth,
+            p.table_bytes >> 20,
+            resident().map_or("unknown".into(), |kb| format!("{} MB", kb >> 10))
+        );
+        show(line, p.elapsed);
     };
     let r = match a.search {
         Search::BreadthFirst => check_watched(world, a.threads, &mut watch),
+        Search::DepthFirst => depth_first::search(&world, &mut watch_deep),
         Search::Stateright => check_stateright_watched(world, a.threads, &mut watch),
     };
     if tty {
@@ -149,7 +177,14 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
             states,
         } => {
             println!("violated: {inv}: {why}");
-            println!("shortest path, {} steps:", path.len());
+            if r.shortest {
+                println!("shortest path, {} steps:", path.len());
+            } else {
+                println!(
+                    "path, {} steps (this search's, not necessarily a shortest one):",
+                    path.len()
+                );
+            }
             print!("{}", trace::render(path, states));
             if let Some(file) = &a.write_counterexample {
                 let sc = counterexample::scenario(
@@ -172,6 +207,20 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
             ExitCode::Violation
         }
     }
+}
+
+/// The process's resident memory in kB (`VmRSS`), where `/proc` has it:
+/// a measurement for the progress line only.
+fn resident() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn scope(a: &ExhaustArgs) -> Result<Scope, ScopeError> {

@@ -59,13 +59,13 @@ struct Part {
 }
 
 /// A set of invariants: bit `k` for `Inv::ALL[k]`.
-type Broken = u16;
+pub(crate) type Broken = u16;
 /// Every invariant broken.
-const ALL_BROKEN: Broken = (1 << Inv::ALL.len()) - 1;
+pub(crate) const ALL_BROKEN: Broken = (1 << Inv::ALL.len()) - 1;
 
 /// The invariants `s` breaks, by the world's own judgement (the same
 /// function its `stateright` properties call).
-fn broken(world: &World, s: &State) -> Broken {
+pub(crate) fn broken(world: &World, s: &State) -> Broken {
     let horizon = world.scope.horizon.0;
     let runnable = |t: &_, l| world.runnable(t, l);
     let mut out = 0;
@@ -262,6 +262,7 @@ pub fn search(world: &World, threads: usize, mut watch: impl FnMut(usize, Durati
         elapsed,
         violated,
         verdict,
+        shortest: true,
     }
 }
 

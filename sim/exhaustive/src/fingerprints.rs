@@ -43,6 +43,11 @@ impl Fingerprints {
         self.len + usize::from(self.zero)
     }
 
+    /// Bytes of the table (what the set costs in memory).
+    pub fn table_bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<u64>()
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

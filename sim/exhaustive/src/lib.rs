@@ -14,13 +14,16 @@
 //! set of bare fingerprints, [`fingerprints`]), so a violation comes with
 //! a shortest path to it; the world is a `stateright` model, whose
 //! checkers make the same breadth-first search (the reference it is
-//! measured against) and the depth-first probe.
+//! measured against) and the depth-first probe. A depth-first search
+//! ([`depth_first`]) visits the same states holding only the current path
+//! besides the fingerprints, for scopes (S2) whose breadth-first frontier
+//! does not fit in memory.
 //!
 //! What it holds: the scope ([`scope`]), the world's state ([`world`]) and
 //! steps ([`model`]), the invariants ([`ghost`]), the planted wrong
 //! transitions of the negative tests ([`plant`]), the search's reductions
-//! and why they lose no violation ([`reduce`]), the search itself
-//! ([`breadth_first`]) and the run report ([`run`]).
+//! and why they lose no violation ([`reduce`]), the searches themselves
+//! ([`breadth_first`], [`depth_first`]) and the run report ([`run`]).
 //!
 //! ## Depends on
 //! `leasehold-core` and `stateright`, nothing else of the workspace. It
@@ -33,6 +36,7 @@
 pub mod breadth_first;
 pub mod clock;
 pub mod counterexample;
+pub mod depth_first;
 pub mod fingerprints;
 pub mod ghost;
 pub mod hash;

@@ -23,7 +23,8 @@ pub enum Verdict {
         /// The budget, in generated states.
         budget: usize,
     },
-    /// An invariant is broken; `path` is a shortest run to it.
+    /// An invariant is broken; `path` is a run to it (a shortest one when
+    /// the report says [`Report::shortest`]).
     Violated {
         /// The invariant.
         inv: Inv,
@@ -52,6 +53,9 @@ pub struct Report {
     pub violated: Vec<Inv>,
     /// What it found.
     pub verdict: Verdict,
+    /// A violation's path is a shortest one (the breadth-first search's);
+    /// `stateright`'s and the depth-first search's need not be.
+    pub shortest: bool,
 }
 
 impl Report {

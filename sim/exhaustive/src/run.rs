@@ -123,5 +123,6 @@ fn wait(
         elapsed,
         violated,
         verdict,
+        shortest: false,
     }
 }

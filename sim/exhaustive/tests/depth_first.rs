@@ -1,0 +1,191 @@
+//! The depth-first search (`src/depth_first.rs`) visits the states the
+//! breadth-first search visits: on S1's pinned halves, the no-fault scope,
+//! `reduced.rs`'s scopes (reduced and whole) and every planted wrong
+//! transition's scope, both count the same distinct and generated states
+//! and find the same invariants broken. A difference would be a search
+//! bug, or a fingerprint that merges states which are not alike (the two
+//! keep different members of a class: the first each reaches). Each
+//! planted transition's invariant is found, and the path given is a real
+//! run: replayed from its initial state through the world's own steps, it
+//! ends in a state that breaks that invariant.
+
+use leasehold_exhaustive::depth_first::search;
+use leasehold_exhaustive::ghost::holds;
+use leasehold_exhaustive::model::CONCURRENCY;
+use leasehold_exhaustive::{check, Inv, Plant, Report, Scope, Verdict, World};
+use stateright::Model;
+
+/// Both searches of `world()`, asserted to agree; the depth-first report.
+fn same(world: impl Fn() -> World, what: &str) -> Report {
+    let bfs = check(world(), 1);
+    let dfs = search(&world(), |_| {});
+    assert_eq!(
+        (dfs.unique_states, dfs.state_count, &dfs.violated),
+        (bfs.unique_states, bfs.state_count, &bfs.violated),
+        "{what}: distinct, generated states and invariants broken"
+    );
+    assert!(
+        !dfs.shortest,
+        "{what}: the depth-first path is not claimed shortest"
+    );
+    match (&dfs.verdict, &bfs.verdict) {
+        (Verdict::Holds, Verdict::Holds) => {}
+        (
+            Verdict::Violated {
+                inv, path, states, ..
+            },
+            Verdict::Violated { path: p, .. },
+        ) => {
+            // Not shorter than a shortest path.
+            assert!(
+                path.len() >= p.len(),
+                "{what}: shorter than breadth-first's"
+            );
+            assert_eq!(states.len(), path.len() + 1, "{what}: a state per step");
+            replays(&world(), *inv, path, states, what);
+        }
+        (a, b) => panic!("{what}: verdicts differ: {a:?}\n{b:?}"),
+    }
+    dfs
+}
+
+/// `path` is a run of `world` from one of its initial states through
+/// `states`, and its last state breaks `inv`.
+fn replays(
+    world: &World,
+    inv: Inv,
+    path: &[leasehold_exhaustive::Action],
+    states: &[leasehold_exhaustive::world::State],
+    what: &str,
+) {
+    assert!(
+        world.init_states().contains(&states[0]),
+        "{what}: the path starts at an initial state"
+    );
+    let mut actions = Vec::new();
+    for (k, a) in path.iter().enumerate() {
+        actions.clear();
+        world.actions(&states[k], &mut actions);
+        assert!(
+            actions.contains(a),
+            "{what}: step {k} is one of its state's actions"
+        );
+        let next = world
+            .next_state(&states[k], a.clone())
+            .expect("a step the search took");
+        assert_eq!(
+            next,
+            states[k + 1],
+            "{what}: step {k} reaches the next state"
+        );
+    }
+    let last = states.last().expect("a state");
+    assert!(
+        holds(
+            inv,
+            last,
+            world.scope.horizon.0,
+            CONCURRENCY as usize,
+            &|t, l| { world.runnable(t, l) }
+        )
+        .is_err(),
+        "{what}: the path's last state breaks {inv}"
+    );
+}
+
+#[test]
+fn pinned_scopes_count_the_same_states() {
+    let r = same(|| World::new(Scope::s1()), "S1");
+    assert_eq!(r.unique_states, 227_848);
+    let r = same(|| World::new(Scope::s1_crash()), "S1 crash");
+    assert_eq!(r.unique_states, 418_081);
+    let none = Scope::builder()
+        .workers(2)
+        .jobs(1)
+        .lost(0)
+        .conflicts(0)
+        .build()
+        .unwrap();
+    let r = same(|| World::new(none.clone()), "no faults");
+    assert_eq!(r.unique_states, 3_097);
+}
+
+#[test]
+fn reduced_scopes_count_the_same_states_reduced_and_whole() {
+    let crashing = |w, j| Scope::builder().workers(w).jobs(j).crashes(1);
+    let scope = crashing(2, 1).build().unwrap();
+    same(|| World::new(scope.clone()), "2x1 crash");
+    same(|| World::new(scope.clone()).unreduced(), "2x1 crash whole");
+    for (scope, plant) in [
+        (crashing(2, 1), Plant::ClaimSkipsStateGuard),
+        (crashing(1, 1).lost(1), Plant::ReleaseSkipsRepeatGuard),
+        (crashing(1, 1), Plant::ReleaseDropsResult),
+        (crashing(1, 1), Plant::SweepSkipsExpiry),
+        (crashing(1, 1), Plant::NeverClaims),
+        (crashing(1, 1).cancels(1), Plant::CancelOverwritesSucceeded),
+        (crashing(1, 1), Plant::ClaimPastBudget),
+        (
+            Scope::builder().workers(1).jobs(2),
+            Plant::ClaimIgnoresSlots,
+        ),
+    ] {
+        let scope = scope.build().unwrap();
+        let what = format!("{plant:?}");
+        same(|| World::with_plant(scope.clone(), plant), &what);
+        same(
+            || World::with_plant(scope.clone(), plant).unreduced(),
+            &format!("{what} whole"),
+        );
+    }
+}
+
+/// Each planted wrong transition breaks its own invariant under the
+/// depth-first search, as under the breadth-first one (`planted.rs`).
+#[test]
+fn each_planted_transition_breaks_its_invariant() {
+    let scope = |w, j| Scope::builder().workers(w).jobs(j);
+    for (scope, plant, inv) in [
+        (scope(2, 1), Plant::ClaimSkipsStateGuard, Inv::I1),
+        (scope(1, 1).lost(1), Plant::ReleaseSkipsRepeatGuard, Inv::I2),
+        (scope(1, 1), Plant::ReleaseDropsResult, Inv::I4),
+        (scope(1, 1), Plant::SweepSkipsExpiry, Inv::I5),
+        (scope(1, 1), Plant::NeverClaims, Inv::I6),
+        (
+            scope(1, 1).cancels(1),
+            Plant::CancelOverwritesSucceeded,
+            Inv::I7,
+        ),
+        (scope(1, 1), Plant::ClaimPastBudget, Inv::I8),
+        (scope(1, 2), Plant::ClaimIgnoresSlots, Inv::I9),
+    ] {
+        let scope = scope.build().unwrap();
+        let r = same(
+            || World::with_plant(scope.clone(), plant),
+            &format!("{plant:?}"),
+        );
+        assert!(
+            r.violated.contains(&inv),
+            "{plant:?} breaks {inv}: {:?}",
+            r.violated
+        );
+        let good = search(&World::new(scope), |_| {});
+        assert!(
+            !good.violated.contains(&inv),
+            "without {plant:?}: {:?}",
+            good.violated
+        );
+    }
+    // I3's plant, explored past the violations it meets first.
+    let s = scope(2, 1)
+        .max_job_time(leasehold_core::Millis(2_500))
+        .max_attempts(2)
+        .build()
+        .unwrap();
+    let r = same(
+        || World::with_plant(s.clone(), Plant::DriverIgnoresFence).explore_past_violations(),
+        "DriverIgnoresFence",
+    );
+    assert!(r.violated.contains(&Inv::I3), "{:?}", r.violated);
+    let good = search(&World::new(s), |_| {});
+    assert!(!good.violated.contains(&Inv::I3), "{:?}", good.violated);
+}

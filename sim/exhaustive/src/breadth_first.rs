@@ -22,7 +22,7 @@
 use crate::fingerprints::Fingerprints;
 use crate::ghost::{holds, Inv};
 use crate::hash::canonical;
-use crate::model::{World, CONCURRENCY};
+use crate::model::{Action, World, CONCURRENCY};
 use crate::report::{Report, Verdict, WATCH_EVERY};
 use crate::world::State;
 use stateright::Model;
@@ -251,7 +251,7 @@ pub fn search(world: &World, threads: usize, mut watch: impl FnMut(usize, Durati
         if let Some(&(_, index, d)) = first.iter().find(|f| f.0 == inv) {
             if d < best {
                 best = d;
-                verdict = violation(world, inv, index, &parents, &via);
+                verdict = replayed_violation(world, inv, index, &parents, &via);
             }
         }
     }
@@ -268,7 +268,13 @@ pub fn search(world: &World, threads: usize, mut watch: impl FnMut(usize, Durati
 
 /// The path to the state of `index`, replayed from its initial state
 /// through the recorded action indices, as a violation of `inv`.
-fn violation(world: &World, inv: Inv, index: u32, parents: &[u32], via: &[u16]) -> Verdict {
+fn replayed_violation(
+    world: &World,
+    inv: Inv,
+    index: u32,
+    parents: &[u32],
+    via: &[u16],
+) -> Verdict {
     let mut steps = Vec::new();
     let mut i = index;
     // Bounded by the path's depth: indices fall towards a root.
@@ -292,9 +298,21 @@ fn violation(world: &World, inv: Inv, index: u32, parents: &[u32], via: &[u16]) 
         path.push(action);
         states.push(s.clone());
     }
+    violation_at_end(world, inv, path, states)
+}
+
+/// The violation of `inv` at the end of `path`, with
+/// the invariant's own account of why (shared by both searches).
+pub(crate) fn violation_at_end(
+    world: &World,
+    inv: Inv,
+    path: Vec<Action>,
+    states: Vec<State>,
+) -> Verdict {
+    let last = states.last().expect("a path has a state");
     let why = holds(
         inv,
-        &s,
+        last,
         world.scope.horizon.0,
         CONCURRENCY as usize,
         &|t, l| world.runnable(t, l),

@@ -23,11 +23,11 @@
 //! the violating state was first reached, not necessarily a shortest one,
 //! and its depth is the deepest stack, not the number of levels.
 
-use crate::breadth_first::{broken, Broken, ALL_BROKEN};
+use crate::breadth_first::{broken, violation_at_end, Broken, ALL_BROKEN};
 use crate::fingerprints::Fingerprints;
-use crate::ghost::{holds, Inv};
+use crate::ghost::Inv;
 use crate::hash::canonical;
-use crate::model::{Action, World, CONCURRENCY};
+use crate::model::{Action, World};
 use crate::report::{Report, Verdict, WATCH_EVERY};
 use crate::world::State;
 use stateright::Model;
@@ -133,7 +133,7 @@ pub fn search(world: &World, mut watch: impl FnMut(&Progress)) -> Report {
         .filter_map(|inv| first.iter().find(|f| f.0 == inv))
         .min_by_key(|f| f.1.len())
         .map_or(Verdict::Holds, |(inv, path, states)| {
-            violation(world, *inv, path.clone(), states.clone())
+            violation_at_end(world, *inv, path.clone(), states.clone())
         });
     Report {
         unique_states: seen.len(),
@@ -179,24 +179,4 @@ fn visit(
         actions,
         next: 0,
     });
-}
-
-/// The violation of `inv` at the end of `path`.
-fn violation(world: &World, inv: Inv, path: Vec<Action>, states: Vec<State>) -> Verdict {
-    let last = states.last().expect("a path has a state");
-    let why = holds(
-        inv,
-        last,
-        world.scope.horizon.0,
-        CONCURRENCY as usize,
-        &|t, l| world.runnable(t, l),
-    )
-    .err()
-    .unwrap_or_default();
-    Verdict::Violated {
-        inv,
-        why,
-        path,
-        states,
-    }
 }

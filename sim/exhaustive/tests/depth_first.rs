@@ -9,6 +9,8 @@
 //! run: replayed from its initial state through the world's own steps, it
 //! ends in a state that breaks that invariant.
 
+mod scopes;
+
 use leasehold_exhaustive::depth_first::search;
 use leasehold_exhaustive::ghost::holds;
 use leasehold_exhaustive::model::CONCURRENCY;
@@ -112,23 +114,15 @@ fn pinned_scopes_count_the_same_states() {
 
 #[test]
 fn reduced_scopes_count_the_same_states_reduced_and_whole() {
-    let crashing = |w, j| Scope::builder().workers(w).jobs(j).crashes(1);
-    let scope = crashing(2, 1).build().unwrap();
+    let scope = Scope::builder()
+        .workers(2)
+        .jobs(1)
+        .crashes(1)
+        .build()
+        .unwrap();
     same(|| World::new(scope.clone()), "2x1 crash");
     same(|| World::new(scope.clone()).unreduced(), "2x1 crash whole");
-    for (scope, plant) in [
-        (crashing(2, 1), Plant::ClaimSkipsStateGuard),
-        (crashing(1, 1).lost(1), Plant::ReleaseSkipsRepeatGuard),
-        (crashing(1, 1), Plant::ReleaseDropsResult),
-        (crashing(1, 1), Plant::SweepSkipsExpiry),
-        (crashing(1, 1), Plant::NeverClaims),
-        (crashing(1, 1).cancels(1), Plant::CancelOverwritesSucceeded),
-        (crashing(1, 1), Plant::ClaimPastBudget),
-        (
-            Scope::builder().workers(1).jobs(2),
-            Plant::ClaimIgnoresSlots,
-        ),
-    ] {
+    for (scope, plant) in scopes::crash_plants() {
         let scope = scope.build().unwrap();
         let what = format!("{plant:?}");
         same(|| World::with_plant(scope.clone(), plant), &what);
@@ -143,21 +137,7 @@ fn reduced_scopes_count_the_same_states_reduced_and_whole() {
 /// depth-first search, as under the breadth-first one (`planted.rs`).
 #[test]
 fn each_planted_transition_breaks_its_invariant() {
-    let scope = |w, j| Scope::builder().workers(w).jobs(j);
-    for (scope, plant, inv) in [
-        (scope(2, 1), Plant::ClaimSkipsStateGuard, Inv::I1),
-        (scope(1, 1).lost(1), Plant::ReleaseSkipsRepeatGuard, Inv::I2),
-        (scope(1, 1), Plant::ReleaseDropsResult, Inv::I4),
-        (scope(1, 1), Plant::SweepSkipsExpiry, Inv::I5),
-        (scope(1, 1), Plant::NeverClaims, Inv::I6),
-        (
-            scope(1, 1).cancels(1),
-            Plant::CancelOverwritesSucceeded,
-            Inv::I7,
-        ),
-        (scope(1, 1), Plant::ClaimPastBudget, Inv::I8),
-        (scope(1, 2), Plant::ClaimIgnoresSlots, Inv::I9),
-    ] {
+    for (scope, plant, inv) in scopes::plants() {
         let scope = scope.build().unwrap();
         let r = same(
             || World::with_plant(scope.clone(), plant),
@@ -176,11 +156,7 @@ fn each_planted_transition_breaks_its_invariant() {
         );
     }
     // I3's plant, explored past the violations it meets first.
-    let s = scope(2, 1)
-        .max_job_time(leasehold_core::Millis(2_500))
-        .max_attempts(2)
-        .build()
-        .unwrap();
+    let s = scopes::i3_scope();
     let r = same(
         || World::with_plant(s.clone(), Plant::DriverIgnoresFence).explore_past_violations(),
         "DriverIgnoresFence",

@@ -10,6 +10,8 @@
 //! two give the same report; `stateright` runs on one, where its order is
 //! breadth-first level by level.
 
+mod scopes;
+
 use leasehold_exhaustive::run::check_stateright;
 use leasehold_exhaustive::{check, Inv, Plant, Report, Scope, Verdict, World};
 use stateright::{Checker, Model};
@@ -97,23 +99,15 @@ fn s1_halves_are_the_same_search() {
 
 #[test]
 fn reduced_scopes_are_the_same_search_reduced_and_whole() {
-    let crashing = |w, j| Scope::builder().workers(w).jobs(j).crashes(1);
-    let scope = crashing(2, 1).build().unwrap();
+    let scope = Scope::builder()
+        .workers(2)
+        .jobs(1)
+        .crashes(1)
+        .build()
+        .unwrap();
     same(|| World::new(scope.clone()), "2x1 crash");
     same(|| World::new(scope.clone()).unreduced(), "2x1 crash whole");
-    for (scope, plant) in [
-        (crashing(2, 1), Plant::ClaimSkipsStateGuard),
-        (crashing(1, 1).lost(1), Plant::ReleaseSkipsRepeatGuard),
-        (crashing(1, 1), Plant::ReleaseDropsResult),
-        (crashing(1, 1), Plant::SweepSkipsExpiry),
-        (crashing(1, 1), Plant::NeverClaims),
-        (crashing(1, 1).cancels(1), Plant::CancelOverwritesSucceeded),
-        (crashing(1, 1), Plant::ClaimPastBudget),
-        (
-            Scope::builder().workers(1).jobs(2),
-            Plant::ClaimIgnoresSlots,
-        ),
-    ] {
+    for (scope, plant) in scopes::crash_plants() {
         let scope = scope.build().unwrap();
         let what = format!("{plant:?}");
         same(|| World::with_plant(scope.clone(), plant), &what);
@@ -126,17 +120,7 @@ fn reduced_scopes_are_the_same_search_reduced_and_whole() {
 
 #[test]
 fn planted_scopes_are_the_same_search() {
-    let scope = |w, j| Scope::builder().workers(w).jobs(j);
-    for (scope, plant) in [
-        (scope(2, 1), Plant::ClaimSkipsStateGuard),
-        (scope(1, 1).lost(1), Plant::ReleaseSkipsRepeatGuard),
-        (scope(1, 1), Plant::ReleaseDropsResult),
-        (scope(1, 1), Plant::SweepSkipsExpiry),
-        (scope(1, 1), Plant::NeverClaims),
-        (scope(1, 1).cancels(1), Plant::CancelOverwritesSucceeded),
-        (scope(1, 1), Plant::ClaimPastBudget),
-        (scope(1, 2), Plant::ClaimIgnoresSlots),
-    ] {
+    for (scope, plant, _) in scopes::plants() {
         let scope = scope.build().unwrap();
         same(
             || World::with_plant(scope.clone(), plant),
@@ -144,11 +128,7 @@ fn planted_scopes_are_the_same_search() {
         );
     }
     // I3's plant, explored past the violations it meets first.
-    let s = scope(2, 1)
-        .max_job_time(leasehold_core::Millis(2_500))
-        .max_attempts(2)
-        .build()
-        .unwrap();
+    let s = scopes::i3_scope();
     same(
         || World::with_plant(s.clone(), Plant::DriverIgnoresFence).explore_past_violations(),
         "DriverIgnoresFence",

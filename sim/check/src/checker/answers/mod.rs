@@ -85,6 +85,7 @@ mod compare;
 mod model;
 mod prune;
 pub mod reference;
+mod rows;
 mod schedule_book;
 mod schedules;
 pub(crate) use model::stored_error;
@@ -366,9 +367,7 @@ impl Replay {
             | Op::Release { job, .. }
             | Op::Cancel { job }
             | Op::RetryDead { job } => {
-                if let Some(r) = self.model.rows.get_mut(job) {
-                    r.known = false;
-                }
+                self.model.rows.update(job, |r| r.known = false);
             }
             Op::Enqueue { .. } | Op::Claim { .. } | Op::Sweep { .. } | Op::Fire { .. } => {
                 self.blind = true
@@ -547,15 +546,15 @@ impl Replay {
         ) = (&plan.want, s.reply, s.op)
         {
             let said = self.model.said_of(outcome);
-            if let Some(m) = self
-                .model
-                .rows
-                .get_mut(job)
-                .and_then(|r| r.released.as_mut())
-                .filter(|m| m.token == *token && m.said.is_none())
-            {
-                m.said = Some(said);
-            }
+            self.model.rows.update(job, |r| {
+                if let Some(m) = r
+                    .released
+                    .as_mut()
+                    .filter(|m| m.token == *token && m.said.is_none())
+                {
+                    m.said = Some(said);
+                }
+            });
         }
     }
 

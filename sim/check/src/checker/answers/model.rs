@@ -9,6 +9,7 @@
 //! settles it.
 
 use super::backoff::{later, Backoff};
+use super::rows::Rows;
 use super::schedule_book::{SchedChange, Schedules, FIRE_KEY_PREFIX};
 use leasehold_core::{
     CancelOutcome, CrashReport, JobId, JobState, Millis, Outcome, StoreTime, Token, WorkerId,
@@ -381,7 +382,7 @@ pub(crate) struct Model {
     /// The rules.
     pub rules: Rules,
     /// Rows by id.
-    pub rows: BTreeMap<JobId, Row>,
+    pub rows: Rows,
     /// Idempotency keys (schedule fires' keys included).
     pub keys: BTreeMap<String, JobId>,
     /// The schedules.
@@ -431,7 +432,7 @@ impl Model {
     pub fn new(rules: Rules) -> Model {
         Model {
             rules,
-            rows: BTreeMap::new(),
+            rows: Rows::default(),
             keys: BTreeMap::new(),
             schedules: Default::default(),
             pruned: BTreeSet::new(),
@@ -603,7 +604,8 @@ impl Model {
         if !queue_ok(queue) || !lease_ok(lease) || max == 0 || max > DEFAULT_MAX_CLAIM_BATCH {
             return Plan::want(Want::Rejected("Input")).note("the claim is invalid");
         }
-        let of_queue: Vec<&Row> = self.rows.values().filter(|r| r.queue == queue).collect();
+        // Only open rows can be granted, counted as running, or unknown.
+        let of_queue: Vec<&Row> = self.rows.open().filter(|r| r.queue == queue).collect();
         if of_queue.iter().any(|r| !r.known) {
             return Plan::want(Want::Unjudged);
         }
@@ -789,12 +791,13 @@ impl Model {
     }
 
     fn sweep(&self, limit: u32, now: StoreTime) -> Plan {
-        if self.rows.values().any(|r| !r.known) {
+        // Only open rows can be unknown or running.
+        if self.rows.open().any(|r| !r.known) {
             return Plan::want(Want::Unjudged);
         }
         let mut expired: Vec<(StoreTime, JobId)> = self
             .rows
-            .values()
+            .open()
             .filter(|r| r.state == JobState::Running)
             .filter_map(|r| r.expires_at.filter(|e| *e <= now).map(|e| (e, r.job)))
             .collect();
@@ -1049,7 +1052,9 @@ mod tests {
         let first = release(1, 1, failed("x", true));
         let p = m.plan(&first, StoreTime(20));
         apply(&mut m, &p);
-        m.rows.get_mut(&JobId(1)).unwrap().run_at = RunAt::At(StoreTime(20));
+        m.rows
+            .update(&JobId(1), |r| r.run_at = RunAt::At(StoreTime(20)))
+            .unwrap();
         let p = m.plan(&claim(1), StoreTime(30));
         apply(&mut m, &p);
         // Before t2 releases, the repeat is the last release: committed.
@@ -1100,12 +1105,15 @@ mod tests {
             enqueue(&mut m, id, None, 0, 0);
         }
         for (id, exp) in [(1u64, 300i64), (2, 100), (3, 900)] {
-            let r = m.rows.get_mut(&JobId(id)).unwrap();
-            r.state = JobState::Running;
-            r.token = Token(1);
-            r.attempt = if id == 2 { 2 } else { 1 };
-            r.holder = Some(WorkerId::new("w"));
-            r.expires_at = Some(StoreTime(exp));
+            m.rows
+                .update(&JobId(id), |r| {
+                    r.state = JobState::Running;
+                    r.token = Token(1);
+                    r.attempt = if id == 2 { 2 } else { 1 };
+                    r.holder = Some(WorkerId::new("w"));
+                    r.expires_at = Some(StoreTime(exp));
+                })
+                .unwrap();
         }
         let p = m.plan(
             &Op::Sweep {

@@ -84,7 +84,7 @@ fn stops(facts: &Facts) -> BTreeMap<LeaseKey, Stop> {
             _ => continue,
         };
         for key in by_host
-            .get(&(q.host.clone(), job.0, token.0))
+            .get(&(q.host.to_string(), job.0, token.0))
             .into_iter()
             .flatten()
         {

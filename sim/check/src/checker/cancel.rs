@@ -94,7 +94,7 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                         ),
                     )
                     .job(*job)
-                    .hosts([q.host.as_str()])
+                    .hosts([q.host])
                     .at(*t),
                 );
             }

@@ -6,19 +6,19 @@ use leasehold_model::config::{ScriptedFault, SimConfig};
 use leasehold_model::history::{BeliefWhat, Fate, HandlerPhase, History, Op, Record, Reply};
 use std::collections::BTreeMap;
 
-/// One request and what became of it.
+/// One request and what became of it, borrowed from the history.
 #[derive(Clone, Debug)]
-pub struct ReqInfo {
+pub struct ReqInfo<'h> {
     /// True time sent.
     pub t: u64,
     /// Sender.
-    pub host: String,
+    pub host: &'h str,
     /// The request.
-    pub op: Op,
+    pub op: &'h Op,
     /// The store's handling: fate and true time.
-    pub served: Option<(u64, Fate, Option<Reply>)>,
+    pub served: Option<(u64, Fate, Option<&'h Reply>)>,
     /// The answer the sender got: true time and reply.
-    pub answer: Option<(u64, Reply)>,
+    pub answer: Option<(u64, &'h Reply)>,
     /// When it went on the wire (true time): at `t` for a request sent
     /// alone, when a merged batch carried it for one asked of its
     /// process's merger, `None` if it never left (its caller gave up while
@@ -26,7 +26,7 @@ pub struct ReqInfo {
     pub sent: Option<u64>,
 }
 
-impl ReqInfo {
+impl ReqInfo<'_> {
     /// Whether the sender got a definite answer.
     pub fn answered(&self) -> bool {
         matches!(&self.answer, Some((_, r)) if r.is_known())
@@ -35,7 +35,7 @@ impl ReqInfo {
 
 /// The prune that deleted a job, as the history shows it.
 #[derive(Clone, Debug)]
-pub struct PrunedJob {
+pub struct PrunedJob<'h> {
     /// True time it was served.
     pub t: u64,
     /// Store time it was served at: the `now` its age was judged by.
@@ -43,30 +43,31 @@ pub struct PrunedJob {
     /// Its retention `R`.
     pub retention: Millis,
     /// Who sent it.
-    pub host: String,
+    pub host: &'h str,
     /// Its request id.
     pub request: u64,
 }
 
-/// A belief milestone.
+/// A belief milestone, borrowed from the history.
 #[derive(Clone, Debug)]
-pub struct BeliefStep {
+pub struct BeliefStep<'h> {
     /// True time.
     pub t: u64,
     /// The worker's local time.
     pub local: u64,
     /// Host.
-    pub host: String,
+    pub host: &'h str,
     /// What happened.
-    pub what: BeliefWhat,
+    pub what: &'h BeliefWhat,
 }
 
 /// A lease holder: worker identity, job and token.
 pub type LeaseKey = (WorkerId, JobId, Token);
 
-/// Everything the checks need, indexed.
+/// Everything the checks need, indexed; what is large or many (requests,
+/// replies, beliefs, final rows) is borrowed from the history, not copied.
 #[derive(Debug, Default)]
-pub struct Facts {
+pub struct Facts<'h> {
     /// Scenario config values the checks use.
     pub heal_ms: u64,
     /// Declared ρ in ppm.
@@ -84,12 +85,12 @@ pub struct Facts {
     /// Store events in commit order with true time and request.
     pub events: Vec<(Option<u64>, Option<u64>, Event)>,
     /// Requests by id.
-    pub requests: BTreeMap<u64, ReqInfo>,
+    pub requests: BTreeMap<u64, ReqInfo<'h>>,
     /// Merged batch messages by sending host: true time sent and the
     /// requests carried.
     pub batches: BTreeMap<String, Vec<(u64, Vec<u64>)>>,
     /// Belief milestones by lease.
-    pub beliefs: BTreeMap<LeaseKey, Vec<BeliefStep>>,
+    pub beliefs: BTreeMap<LeaseKey, Vec<BeliefStep<'h>>>,
     /// Handler milestones by lease.
     pub handlers: BTreeMap<LeaseKey, Vec<(u64, HandlerPhase)>>,
     /// Process starts: host → (true time, worker identity).
@@ -105,10 +106,10 @@ pub struct Facts {
     /// The schedule (ground truth).
     pub faults: Vec<ScriptedFault>,
     /// Final rows.
-    pub finals: BTreeMap<JobId, JobRecord>,
+    pub finals: BTreeMap<JobId, &'h JobRecord>,
     /// The jobs the store answered it pruned, by the first prune naming
     /// each (a pruned job has no final row).
-    pub pruned: BTreeMap<JobId, PrunedJob>,
+    pub pruned: BTreeMap<JobId, PrunedJob<'h>>,
     /// When the client finished its schedule.
     pub client_done: Option<u64>,
 }
@@ -121,9 +122,9 @@ fn pair(a: &str, b: &str) -> (String, String) {
     }
 }
 
-impl Facts {
+impl<'h> Facts<'h> {
     /// Indexes `h`.
-    pub fn of(h: &History, cfg: &SimConfig) -> Facts {
+    pub fn of(h: &'h History, cfg: &SimConfig) -> Facts<'h> {
         let mut f = Facts {
             rho_ppm: u64::from(cfg.protocol.max_drift_ppm),
             tick_ms: cfg.tick.as_ms(),
@@ -199,8 +200,8 @@ impl Facts {
                         *id,
                         ReqInfo {
                             t: *t,
-                            host: host.clone(),
-                            op: op.clone(),
+                            host,
+                            op,
                             served: None,
                             answer: None,
                             sent: (!*merged).then_some(*t),
@@ -227,7 +228,7 @@ impl Facts {
                     ..
                 } => {
                     if let Some(q) = f.requests.get_mut(id) {
-                        q.served = Some((*t, *fate, reply.clone()));
+                        q.served = Some((*t, *fate, reply.as_ref()));
                         if let (Op::Prune { retention, .. }, Some(Reply::Pruned(ids))) =
                             (&q.op, reply)
                         {
@@ -236,7 +237,7 @@ impl Facts {
                                     t: *t,
                                     store_time: *store_time,
                                     retention: *retention,
-                                    host: q.host.clone(),
+                                    host: q.host,
                                     request: *id,
                                 });
                             }
@@ -246,7 +247,7 @@ impl Facts {
                 Record::Answer { t, id, reply, .. } => {
                     if let Some(q) = f.requests.get_mut(id) {
                         if q.answer.is_none() {
-                            q.answer = Some((*t, reply.clone()));
+                            q.answer = Some((*t, reply));
                         }
                     }
                 }
@@ -265,8 +266,8 @@ impl Facts {
                     .push(BeliefStep {
                         t: *t,
                         local: *local,
-                        host: host.clone(),
-                        what: what.clone(),
+                        host,
+                        what,
                     }),
                 Record::Handler {
                     t,
@@ -288,7 +289,7 @@ impl Facts {
                     events.push((*seq, Some(*t), *req, event.clone()))
                 }
                 Record::Final { row } => {
-                    f.finals.insert(row.id, row.clone());
+                    f.finals.insert(row.id, row);
                 }
                 Record::End { t, quiet } => {
                     f.end_ms = *t;

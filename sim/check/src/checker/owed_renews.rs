@@ -63,9 +63,9 @@ pub(super) struct Lease<'a> {
     pub job: JobId,
     pub token: Token,
     /// The claim that granted it, when the history names it.
-    pub claim: Option<&'a ReqInfo>,
+    pub claim: Option<&'a ReqInfo<'a>>,
     /// The holder's belief milestones of this lease.
-    pub beliefs: &'a [BeliefStep],
+    pub beliefs: &'a [BeliefStep<'a>],
     /// When the holder's obligations end: its legitimate stop, or the
     /// reclaim.
     pub end: u64,
@@ -191,13 +191,18 @@ pub(super) fn still_kept(facts: &Facts, s: &Schedule, l: &Lease<'_>, at: u64) ->
 }
 
 /// The holder's renews of `l`, from its claim to its end, by send time.
-fn own_renews<'a>(facts: &'a Facts, host: &str, l: &Lease<'_>, claimed: u64) -> Vec<&'a ReqInfo> {
+fn own_renews<'a>(
+    facts: &'a Facts,
+    host: &str,
+    l: &Lease<'_>,
+    claimed: u64,
+) -> Vec<&'a ReqInfo<'a>> {
     let mut v: Vec<&ReqInfo> = facts
         .requests
         .values()
         .filter(|q| q.host == host && q.t >= claimed && q.t <= l.end)
         .filter(
-            |q| matches!(q.op, Op::Renew { job, token, .. } if job == l.job && token == l.token),
+            |q| matches!(q.op, Op::Renew { job, token, .. } if *job == l.job && *token == l.token),
         )
         .collect();
     v.sort_by_key(|q| q.t);

@@ -142,9 +142,9 @@ fn fault_touched(q: &ReqInfo, t: u64, facts: &Facts, lim: &Limits) -> bool {
     let (from, to) = (t.saturating_sub(lim.slack), t + lim.timeout + lim.slack);
     facts.down_in("store", from, to)
         || facts.paused_within("store", from, to) > 0
-        || facts.paused_within(&q.host, from, to) > 0
-        || facts.link_impaired(&q.host, "store", from, to)
-        || facts.crashed_in(&q.host, q.t, to)
+        || facts.paused_within(q.host, from, to) > 0
+        || facts.link_impaired(q.host, "store", from, to)
+        || facts.crashed_in(q.host, q.t, to)
 }
 
 /// A worker process's batched requests wait in its merger while earlier
@@ -158,7 +158,7 @@ fn waited_behind_a_faulted_batch(q: &ReqInfo, facts: &Facts, lim: &Limits) -> bo
     if q.sent.is_some_and(|s| s <= q.t + lim.slack) {
         return false;
     }
-    let Some(batches) = facts.batches.get(&q.host) else {
+    let Some(batches) = facts.batches.get(q.host) else {
         return false;
     };
     batches

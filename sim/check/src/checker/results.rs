@@ -124,19 +124,17 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                         )
                         .job(*job)
                         .tokens([*token])
-                        .hosts([q.host.as_str()])
+                        .hosts([q.host])
                         .at(*t),
                     );
                 }
             }
             (Op::List { .. } | Op::Get { .. }, Reply::Rows(rows)) => {
                 for r in rows {
-                    check_read(&ok, r, q.host.as_str(), *t, &mut out);
+                    check_read(&ok, r, q.host, *t, &mut out);
                 }
             }
-            (Op::Get { .. }, Reply::Row(Some(r))) => {
-                check_read(&ok, r, q.host.as_str(), *t, &mut out)
-            }
+            (Op::Get { .. }, Reply::Row(Some(r))) => check_read(&ok, r, q.host, *t, &mut out),
             _ => {}
         }
     }
@@ -189,7 +187,7 @@ fn pruned_early(
         )
         .job(job)
         .tokens([token])
-        .hosts([p.host.as_str()])
+        .hosts([p.host])
         .at(p.t)
         .store_at(p.store_time),
     )

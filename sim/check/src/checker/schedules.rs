@@ -138,8 +138,8 @@ pub fn check(h: &History, facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     for q in facts.requests.values() {
         if let Op::Fire { name, plan_time } = &q.op {
             let f = firers.entry((name.clone(), plan_time.0)).or_default();
-            if !f.contains(&q.host) {
-                f.push(q.host.clone());
+            if !f.iter().any(|h| h == q.host) {
+                f.push(q.host.to_string());
             }
         }
     }
@@ -310,12 +310,12 @@ fn catch_up_bound(facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
                     t: q.t,
                     missed: BTreeMap::new(),
                 };
-                if let Some(done) = ticks.insert(q.host.as_str(), fresh) {
-                    close(&q.host, done, &mut out);
+                if let Some(done) = ticks.insert(q.host, fresh) {
+                    close(q.host, done, &mut out);
                 }
             }
             Op::Fire { name, plan_time } => {
-                if let Some(tick) = ticks.get_mut(q.host.as_str()) {
+                if let Some(tick) = ticks.get_mut(q.host) {
                     if tick
                         .now
                         .is_some_and(|n| n.saturating_sub(plan_time.0) > grace)

@@ -110,7 +110,7 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                             )
                             .on_step(s)
                             .tokens([*token])
-                            .hosts([q.host.as_str()]),
+                            .hosts([q.host]),
                         );
                     }
                 }
@@ -150,7 +150,7 @@ pub fn check_history(steps: &[Step<'_>], facts: &Facts) -> Vec<Violation> {
                 )
                 .job(*job)
                 .tokens([*token])
-                .hosts([q.host.as_str()])
+                .hosts([q.host])
                 .at(*t),
             );
         }

@@ -40,7 +40,7 @@
 
 use crate::clock::BoxFuture;
 use crate::error::StoreError;
-use crate::patience::{Grace, Patience};
+use crate::patience::{expired_after, Grace, Patience};
 use crate::store::{BatchAnswer, BatchRequest, MAX_BATCH_REQUESTS};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -152,8 +152,8 @@ impl BatchMerger {
         F: Fn(BatchRequest) -> Fut,
         Fut: Future<Output = Result<BatchAnswer, StoreError>>,
     {
-        let expired = patience.as_ref().map(Patience::expired);
-        let expired = move || expired.clone().unwrap_or_else(gone);
+        let limit = patience.as_ref().map(Patience::limit);
+        let expired = move || limit.map_or_else(gone, expired_after);
         let (mut wait, grace) = match patience.map(Patience::into_parts) {
             Some((first, grace)) => (Wait::Limit(first), Some(grace)),
             None => (Wait::Forever, None),

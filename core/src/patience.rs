@@ -52,7 +52,12 @@ impl Patience {
 
     /// The answer of a caller that stopped waiting.
     pub fn expired(&self) -> StoreError {
-        StoreError::Unavailable(format!("no answer within {}", self.limit))
+        expired_after(self.limit)
+    }
+
+    /// How long the caller waits before its grace, if any.
+    pub(crate) fn limit(&self) -> Millis {
+        self.limit
     }
 
     /// Splits into the limit's timer and the maker of the grace timer.
@@ -72,13 +77,18 @@ impl Patience {
         self,
         request: impl std::future::Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        let e = self.expired();
         tokio::select! {
             biased;
             r = request => r,
-            _ = self.first => Err(e),
+            _ = self.first => Err(expired_after(self.limit)),
         }
     }
+}
+
+/// The answer of a caller that stopped waiting after `limit`: made only
+/// when a caller does stop, since most requests are answered in time.
+pub(crate) fn expired_after(limit: Millis) -> StoreError {
+    StoreError::Unavailable(format!("no answer within {limit}"))
 }
 
 /// Makes the grace timer of a caller that passed its limit mid-batch.

@@ -28,7 +28,7 @@ use crate::ghost::Inv;
 use crate::model::Action;
 use crate::scope::Scope;
 use crate::trace::{host_name, line};
-use crate::world::{Body, ClaimAns, State};
+use crate::world::{Body, ClaimAns, RenewAns, State};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -104,6 +104,12 @@ pub fn scenario(
     // claim or renew of each job (the hops it took that the world's
     // prompt delivery did not): its expiry there is that much later.
     let mut behind: BTreeMap<u64, u64> = BTreeMap::new();
+    // How far behind the world each lease's next renew leaves in the
+    // simulator (ms): a failed renew's answer the world took at once comes
+    // two hops later there, and the retry is timed from that answer (a
+    // timeout is timed from the renew's send, and a `Renewed` answer's
+    // next renew from its renew's send: neither adds to it).
+    let mut renew_lag: BTreeMap<(u64, u64), u64> = BTreeMap::new();
     let mut run_times = Vec::new();
     for (a, s) in path.iter().zip(states) {
         let t = s.now;
@@ -123,6 +129,12 @@ pub fn scenario(
                     }
                     Body::RenewReq(job, _) => {
                         behind.insert(job.0, prompt * LATENCY_MS);
+                    }
+                    Body::RenewAns(job, token, RenewAns::Conflict | RenewAns::Unavailable) => {
+                        let timeout = m.not_before == m.timeout_at && m.deadline == m.timeout_at;
+                        if prompt == 1 && !timeout {
+                            *renew_lag.entry((job.0, token.0)).or_default() += 2 * LATENCY_MS;
+                        }
                     }
                     Body::ClaimAns(ClaimAns::Granted(g)) => {
                         let before = claim_prompt.remove(&(m.who.host, m.who.inc));
@@ -145,7 +157,19 @@ pub fn scenario(
             }
             Action::Lose(m) => {
                 let (a, b) = ends(m.body.to_store(), m.who.host);
-                events.push(format!("partition {a} -> {b} {t}ms..{}ms", t + WINDOW_MS));
+                // A renew retried after a failed answer leaves that much
+                // later in the simulator: its window moves with it.
+                let lag = match m.body {
+                    Body::RenewReq(job, token) => {
+                        renew_lag.get(&(job.0, token.0)).copied().unwrap_or(0)
+                    }
+                    _ => 0,
+                };
+                let from = t + lag;
+                events.push(format!(
+                    "partition {a} -> {b} {from}ms..{}ms",
+                    from + WINDOW_MS
+                ));
             }
             Action::Conflict(m) if !matches!(m.body, Body::ClaimReq { .. }) => {
                 // A late request is held on its way to the store and

@@ -42,6 +42,7 @@ pub mod ghost;
 pub mod hash;
 pub mod ident;
 pub mod model;
+pub mod owed;
 pub mod plant;
 pub mod record;
 pub mod reduce;

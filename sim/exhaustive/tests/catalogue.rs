@@ -39,7 +39,7 @@ fn worker_variants_through_s1() {
 
 /// One worker variant at one scope, by hand: `LEASEHOLD_VARIANT=name`,
 /// `LEASEHOLD_SCOPE=w,j,crashes,lost,conflicts,unavailable,cancels` and
-/// `LEASEHOLD_CX_OUT=FILE`: the shortest counterexample (one thread) is
+/// `LEASEHOLD_CX_OUT=FILE` (optionally `LEASEHOLD_MAX_JOB_TIME=ms`): the shortest counterexample (one thread) is
 /// printed and written as the scenario `leasehold exhaust
 /// --write-counterexample` writes, without building the CLI.
 #[test]
@@ -55,16 +55,20 @@ fn one_variant_counterexample() {
         .split(',')
         .map(|x| x.parse().expect("a number"))
         .collect();
-    let scope = Scope::builder()
+    let mut b = Scope::builder()
         .workers(n[0])
         .jobs(n[1])
         .crashes(n[2])
         .lost(n[3])
         .conflicts(n[4])
         .unavailable(n[5])
-        .cancels(n[6])
-        .build()
-        .expect("scope");
+        .cancels(n[6]);
+    // `LEASEHOLD_MAX_JOB_TIME=ms`: handlers longer than the default 700 ms
+    // (a variant that only matters while a handler outlives its lease).
+    if let Ok(ms) = std::env::var("LEASEHOLD_MAX_JOB_TIME") {
+        b = b.max_job_time(leasehold_core::Millis(ms.parse().expect("ms")));
+    }
+    let scope = b.build().expect("scope");
     let r = check(World::with_variant(scope.clone(), v), 1);
     println!(
         "{name} at {spec}: {} states, {:.1?}",

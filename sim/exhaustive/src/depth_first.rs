@@ -94,7 +94,8 @@ pub fn search_until_violation(world: &World, watch: impl FnMut(&Progress)) -> Re
 
 fn run(world: &World, stop_at_first: bool, mut watch: impl FnMut(&Progress)) -> Report {
     let start = Instant::now();
-    let mut seen = Fingerprints::with_capacity(FIRST_CAPACITY);
+    // Dense (7/8 before doubling): S2's memory is this table.
+    let mut seen = Fingerprints::dense(FIRST_CAPACITY);
     let init = world.init_states();
     let mut generated = init.len();
     let mut max_depth = 0;

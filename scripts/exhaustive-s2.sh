@@ -15,13 +15,17 @@
 # (e.g. `-- --workers 3 --jobs 2 --lost 1 --conflicts 0` for a smaller
 # S2-like scope). The run is capped at LEASEHOLD_S2_LIMIT seconds (default
 # 900) and at LEASEHOLD_S2_MEM_GB of address space (default 8: the machine
-# is shared): a capped run prints how far it got.
+# is shared): a capped run prints how far it got. The depth-first search
+# stops at the first violation it meets and prints it (its path, not
+# necessarily a shortest one); LEASEHOLD_S2_COUNTEREXAMPLE=FILE writes it as
+# a scenario file too.
 set -uo pipefail
 bin=${1:-target/debug/leasehold}
 [ "$#" -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 scope=(--workers 3 --jobs 2 --crashes 1 --lost 2 --conflicts 1 --unavailable 1 --cancels 1)
 [ "$#" -gt 0 ] && scope=("$@")
+[ -n "${LEASEHOLD_S2_COUNTEREXAMPLE:-}" ] && scope+=(--write-counterexample "$LEASEHOLD_S2_COUNTEREXAMPLE")
 limit=${LEASEHOLD_S2_LIMIT:-900}
 mem_gb=${LEASEHOLD_S2_MEM_GB:-8}
 [ -x "$bin" ] || { echo "no binary at $bin (cargo build --profile test -p leasehold-cli --bin leasehold)" >&2; exit 2; }
@@ -56,8 +60,8 @@ sys=$(sed -n 's/.*System time (seconds): //p' "$log")
 echo "wall: ${secs}s, peak memory: $((${peak_kb:-0} / 1024)) MB, exit ${rc}"
 case $rc in
   0) echo "verdict: holds" ;;
-  1) echo "verdict: violated" ;;
-  124) echo "verdict: none, capped at ${limit}s (the last progress line above is how far it got)" ;;
+  1) echo "verdict: violated (the first violation the depth-first search met, above)" ;;
+  124) echo "verdict: no violation met before the cap at ${limit}s (the search stops at the first one it meets; the last progress line above is how far it got)" ;;
   *) echo "verdict: none (exit $rc; out of memory under the ${mem_gb} GB cap?)" ;;
 esac
 exit "$rc"

@@ -59,7 +59,8 @@ pub struct ExhaustArgs {
     pub threads: usize,
     /// The search: `breadth-first` (the checker's own, a shortest path),
     /// `depth-first` (the same states in a memory that holds only the
-    /// current path, for S2; its path need not be a shortest one) or
+    /// current path, for S2; it stops at the first violation it meets,
+    /// whose path, the stack, need not be a shortest one) or
     /// `stateright` (its reference: the same states, but the path of the
     /// last violating state it met, which the committed counterexample
     /// files were written from).
@@ -72,7 +73,8 @@ pub struct ExhaustArgs {
 pub enum Search {
     /// The checker's breadth-first search (`breadth_first.rs`).
     BreadthFirst,
-    /// The checker's depth-first search (`depth_first.rs`), one thread.
+    /// The checker's depth-first search (`depth_first.rs`), one thread,
+    /// stopping at the first violation it meets.
     DepthFirst,
     /// `stateright`'s breadth-first checker over the same world.
     Stateright,
@@ -150,7 +152,7 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
     };
     let r = match a.search {
         Search::BreadthFirst => check_watched(world, a.threads, &mut watch),
-        Search::DepthFirst => depth_first::search(&world, &mut watch_deep),
+        Search::DepthFirst => depth_first::search_until_violation(&world, &mut watch_deep),
         Search::Stateright => check_stateright_watched(world, a.threads, &mut watch),
     };
     if tty {
@@ -177,6 +179,12 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
             states,
         } => {
             println!("violated: {inv}: {why}");
+            if a.search == Search::DepthFirst {
+                println!(
+                    "the depth-first search stopped at this first violation it met: its \
+                     counts are those reached so far, not the scope's"
+                );
+            }
             if r.shortest {
                 println!("shortest path, {} steps:", path.len());
             } else {

@@ -28,7 +28,7 @@ use crate::ghost::Inv;
 use crate::model::Action;
 use crate::scope::Scope;
 use crate::trace::{host_name, line};
-use crate::world::{Body, ClaimAns, State};
+use crate::world::{Body, ClaimAns, Phase, ReleaseAns, RenewAns, State};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -104,6 +104,13 @@ pub fn scenario(
     // claim or renew of each job (the hops it took that the world's
     // prompt delivery did not): its expiry there is that much later.
     let mut behind: BTreeMap<u64, u64> = BTreeMap::new();
+    // How far behind the world each lease's next renew, and its next
+    // release try, leave in the simulator (ms; keyed by job, token and
+    // whether it is the release): a failed answer the world took at once
+    // comes two hops later there, and the retry is timed from that answer
+    // (a timeout is timed from the request's send, and a `Renewed`
+    // answer's next renew from its renew's send: neither adds to it).
+    let mut retry_lag: BTreeMap<(u64, u64, bool), u64> = BTreeMap::new();
     let mut run_times = Vec::new();
     for (a, s) in path.iter().zip(states) {
         let t = s.now;
@@ -123,6 +130,19 @@ pub fn scenario(
                     }
                     Body::RenewReq(job, _) => {
                         behind.insert(job.0, prompt * LATENCY_MS);
+                    }
+                    Body::RenewAns(job, token, RenewAns::Conflict | RenewAns::Unavailable)
+                    | Body::ReleaseAns(
+                        job,
+                        token,
+                        ReleaseAns::Conflict | ReleaseAns::Unavailable,
+                    ) => {
+                        let timeout = m.not_before == m.timeout_at && m.deadline == m.timeout_at;
+                        if prompt == 1 && !timeout {
+                            let release = matches!(m.body, Body::ReleaseAns(..));
+                            *retry_lag.entry((job.0, token.0, release)).or_default() +=
+                                2 * LATENCY_MS;
+                        }
                     }
                     Body::ClaimAns(ClaimAns::Granted(g)) => {
                         let before = claim_prompt.remove(&(m.who.host, m.who.inc));
@@ -145,7 +165,17 @@ pub fn scenario(
             }
             Action::Lose(m) => {
                 let (a, b) = ends(m.body.to_store(), m.who.host);
-                events.push(format!("partition {a} -> {b} {t}ms..{}ms", t + WINDOW_MS));
+                // A renew or release retried after a failed answer leaves
+                // up to that much later in the simulator (a handler
+                // returned a millisecond early, below, takes one off): its
+                // window stretches by it.
+                let lag = match m.body {
+                    Body::RenewReq(job, token) => retry_lag.get(&(job.0, token.0, false)),
+                    Body::ReleaseReq(job, token) => retry_lag.get(&(job.0, token.0, true)),
+                    _ => None,
+                };
+                let to = t + WINDOW_MS + lag.copied().unwrap_or(0);
+                events.push(format!("partition {a} -> {b} {t}ms..{to}ms"));
             }
             Action::Conflict(m) if !matches!(m.body, Body::ClaimReq { .. }) => {
                 // A late request is held on its way to the store and
@@ -202,7 +232,21 @@ pub fn scenario(
                     // world's instant.
                     let d = s.hosts[*h as usize].drift_ppm;
                     let start = (g + lag).min(t);
-                    run_times.push(local_at(d, t) - local_at(d, start));
+                    // The path took the handler's return before its lease
+                    // loop's timer due at the same instant: the simulator
+                    // may fire the timer first (a renew sent as the handler
+                    // returns), so the handler returns a millisecond early.
+                    let timer_due = s.hosts[*h as usize].tasks.iter().any(|k| {
+                        k.job == *job
+                            && k.token == *token
+                            && matches!(k.phase, Phase::Running { wake, .. } if local_at(d, t) >= wake)
+                    });
+                    let run = local_at(d, t) - local_at(d, start);
+                    run_times.push(if timer_due {
+                        run.saturating_sub(1)
+                    } else {
+                        run
+                    });
                 }
             }
             Action::Unavailable(m) => {

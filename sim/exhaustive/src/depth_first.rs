@@ -22,6 +22,13 @@
 //! does not keep: its path to a violation is the one on the stack when
 //! the violating state was first reached, not necessarily a shortest one,
 //! and its depth is the deepest stack, not the number of levels.
+//!
+//! Two ways to run it: [`search`] goes to the end (every reachable state,
+//! every invariant broken: the comparison with the breadth-first search),
+//! and [`search_until_violation`] stops at the first violating state it
+//! meets and reports it there, with the stack as its path, so a long run
+//! (S2) says what it met when it meets it instead of after hours, or
+//! never when a cap stops it first.
 
 use crate::breadth_first::{broken, violation_at_end, Broken, ALL_BROKEN};
 use crate::fingerprints::Fingerprints;
@@ -71,9 +78,24 @@ pub struct Progress {
 
 /// Searches `world` depth-first to the end on one thread, calling
 /// `watch` about every [`WATCH_EVERY`].
-pub fn search(world: &World, mut watch: impl FnMut(&Progress)) -> Report {
+pub fn search(world: &World, watch: impl FnMut(&Progress)) -> Report {
+    run(world, false, watch)
+}
+
+/// Searches `world` depth-first on one thread and stops at the first state
+/// that breaks an invariant: the report's verdict is that violation (the
+/// least invariant the state breaks), its path the stack's (a run of the
+/// world, not necessarily a shortest one), `violated` the invariants that
+/// state breaks, and its counts those reached so far. Without a violation
+/// it is [`search`]'s report.
+pub fn search_until_violation(world: &World, watch: impl FnMut(&Progress)) -> Report {
+    run(world, true, watch)
+}
+
+fn run(world: &World, stop_at_first: bool, mut watch: impl FnMut(&Progress)) -> Report {
     let start = Instant::now();
-    let mut seen = Fingerprints::with_capacity(FIRST_CAPACITY);
+    // Dense (7/8 before doubling): S2's memory is this table.
+    let mut seen = Fingerprints::dense(FIRST_CAPACITY);
     let init = world.init_states();
     let mut generated = init.len();
     let mut max_depth = 0;
@@ -89,6 +111,9 @@ pub fn search(world: &World, mut watch: impl FnMut(&Progress)) -> Report {
         }
         visit(world, s, &mut stack, &mut first);
         max_depth = max_depth.max(stack.len());
+        if stop_at_first && !first.is_empty() {
+            break;
+        }
         // Bounded: every push is of a state not seen before, and the world
         // is finite; each frame's actions are taken once.
         while let Some(top) = stack.last_mut() {
@@ -122,6 +147,12 @@ pub fn search(world: &World, mut watch: impl FnMut(&Progress)) -> Report {
             assert!(stack.len() < MAX_DEPTH, "a path deeper than {MAX_DEPTH}");
             visit(world, next, &mut stack, &mut first);
             max_depth = max_depth.max(stack.len());
+            if stop_at_first && !first.is_empty() {
+                break;
+            }
+        }
+        if stop_at_first && !first.is_empty() {
+            break;
         }
     }
     let elapsed = start.elapsed();

@@ -99,6 +99,9 @@ impl Ghost {
                     expires_at,
                     ended: false,
                     explained: false,
+                    believe_until: 0,
+                    owed: None,
+                    missed: None,
                 });
                 if newest.is_some_and(|n| token <= n) {
                     self.violate(
@@ -174,22 +177,30 @@ impl Ghost {
                 let mut report = None;
                 for l in g.leases.iter_mut().filter(|l| l.token == pre.token) {
                     l.ended = true;
-                    if !l.explained && !crashed.contains(&l.holder) {
-                        report = Some(l.holder);
+                    if crashed.contains(&l.holder) {
+                        continue;
+                    }
+                    // A lost message explains the reclaim only if the
+                    // holder still sent every renew it owed (`owed.rs`).
+                    if let Some(due) = l.missed {
+                        report = Some(format!(
+                            "job {j}: lease {:?} of {} reclaimed, but its holder is alive and never sent the renew it owed by {due} ms (the renew schedule, PROTOCOL.md §3)",
+                            pre.token,
+                            l.holder.worker_id()
+                        ));
+                    } else if !l.explained {
+                        report = Some(format!(
+                            "job {j}: lease {:?} of {} reclaimed, but its holder is alive and none of its messages was lost",
+                            pre.token,
+                            l.holder.worker_id()
+                        ));
                     }
                 }
                 if terminal(post.state) {
                     g.terminal_steps += 1;
                 }
-                if let Some(h) = report {
-                    self.violate(
-                        Inv::I5,
-                        format!(
-                            "job {j}: lease {:?} of {} reclaimed, but its holder is alive and none of its messages was lost",
-                            pre.token,
-                            h.worker_id()
-                        ),
-                    );
+                if let Some(why) = report {
+                    self.violate(Inv::I5, why);
                 }
             }
             Step::Cancel => {

@@ -179,6 +179,7 @@ fn under(s: &State, n: &Renaming<'_>) -> u64 {
                 l.expires_at,
                 l.ended,
                 l.explained,
+                (l.believe_until, l.owed, l.missed),
             )
                 .hash(&mut h);
         }
@@ -294,6 +295,7 @@ fn job_sig(s: &State, j: usize) -> u64 {
     (g.terminal_steps, g.committed, g.cancelled_pending).hash(&mut h);
     for l in &g.leases {
         (l.token, l.holder.inc, l.expires_at, l.ended, l.explained).hash(&mut h);
+        (l.believe_until, l.owed, l.missed).hash(&mut h);
     }
     h.finish()
 }

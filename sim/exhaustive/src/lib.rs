@@ -20,7 +20,8 @@
 //! does not fit in memory.
 //!
 //! What it holds: the scope ([`scope`]), the world's state ([`world`]) and
-//! steps ([`model`]), the invariants ([`ghost`]), the planted wrong
+//! steps ([`model`]), the invariants ([`ghost`]; the renews a holder
+//! owes, which I5 judges, in [`owed`]), the planted wrong
 //! transitions of the negative tests ([`plant`]), the search's reductions
 //! and why they lose no violation ([`reduce`]), the searches themselves
 //! ([`breadth_first`], [`depth_first`]) and the run report ([`run`]).
@@ -42,6 +43,7 @@ pub mod ghost;
 pub mod hash;
 pub mod ident;
 pub mod model;
+pub mod owed;
 pub mod plant;
 pub mod record;
 pub mod reduce;

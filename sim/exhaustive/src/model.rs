@@ -6,6 +6,7 @@
 
 use crate::clock::{local_at, true_at};
 use crate::ghost::{holds, Ghost, Inv, Step};
+use crate::owed::{settle, Answer, Schedule};
 use crate::plant::Plant;
 use crate::scope::Scope;
 use crate::shared::Shared;
@@ -74,6 +75,8 @@ pub struct World {
     cfgs: Vec<Vec<WorkerConfig>>,
     policy: Policy,
     plant: Option<Plant>,
+    /// The renew schedule the checker judges holders by (`owed.rs`).
+    sched: Schedule,
     fence_from_answer: bool,
     stop_at_violation: bool,
     /// The search's reductions are on (`reduce.rs`); off only to compare
@@ -148,6 +151,7 @@ impl World {
             })
             .collect();
         World {
+            sched: Schedule::of(&scope),
             scope,
             cfgs,
             policy: Policy::default(),
@@ -320,6 +324,18 @@ impl World {
         let host = &s.hosts[h];
         let local = local_at(host.drift_ppm, s.now);
         let timeout_local = local.saturating_add(self.scope.request_timeout.0);
+        if let Body::RenewReq(job, token) = body {
+            let j = Self::job_index(s, job);
+            // Only a renew that was owed changes the (shared) record.
+            if s.ghost.jobs[j]
+                .leases
+                .iter()
+                .any(|l| l.token == token && l.owed.is_some())
+            {
+                s.ghost.renew_sent(j, token, s.now);
+            }
+        }
+        let host = &s.hosts[h];
         s.net.push(Msg {
             who: host.ident(h as u8),
             body,
@@ -639,12 +655,26 @@ impl World {
                 renew_out: false,
                 lost_seen: false,
             });
+            let j = Self::job_index(s, job);
+            let drift = s.hosts[h].drift_ppm;
+            s.ghost.answered(
+                &self.sched,
+                j,
+                token,
+                drift,
+                local,
+                Answer::Granted(msg.sent_local),
+            );
             self.poll(s, h, job, token);
         }
     }
 
-    fn on_renew_answer(&self, s: &mut State, h: usize, job: JobId, token: Token, ans: RenewAns) {
-        let local = local_at(s.hosts[h].drift_ppm, s.now);
+    fn on_renew_answer(&self, s: &mut State, h: usize, msg: &Msg, ans: RenewAns) {
+        let Some((job, token)) = msg.body.lease() else {
+            return;
+        };
+        let drift = s.hosts[h].drift_ppm;
+        let local = local_at(drift, s.now);
         let answer = renew_result(job, ans);
         let Some(t) = Self::task_mut(s, h, job, token) else {
             return;
@@ -653,6 +683,21 @@ impl World {
             return;
         }
         t.renew_out = false;
+        // The checker's own account of what the holder now owes, taken
+        // before the driver acts on the answer (a renew it sends at once
+        // settles it).
+        let j = Self::job_index(s, job);
+        s.ghost.answered(
+            &self.sched,
+            j,
+            token,
+            drift,
+            local,
+            Answer::Renew(msg.sent_local, ans),
+        );
+        let Some(t) = Self::task_mut(s, h, job, token) else {
+            return;
+        };
         match t.phase {
             Phase::Running { .. } => {
                 match t
@@ -667,6 +712,17 @@ impl World {
                     Renewed::Extended { .. } | Renewed::Unavailable => {}
                 }
                 self.poll(s, h, job, token);
+                if self.plant == Some(Plant::RetryWaitsFullInterval)
+                    && matches!(ans, RenewAns::Unavailable | RenewAns::Conflict)
+                {
+                    let late = local.saturating_add(self.scope.renew_interval.0);
+                    if let Some(t) = Self::task_mut(s, h, job, token) {
+                        let fence = t.m.believe_until().0;
+                        if let Phase::Running { wake, .. } = &mut t.phase {
+                            *wake = late.min(fence);
+                        }
+                    }
+                }
             }
             Phase::Releasing { .. } => {
                 if t.m.heartbeat_answer(Millis(local), &answer) {
@@ -743,7 +799,7 @@ impl World {
         }
         match &msg.body {
             Body::ClaimAns(a) => self.on_claim_answer(s, h, msg, a),
-            Body::RenewAns(j, t, a) => self.on_renew_answer(s, h, *j, *t, *a),
+            Body::RenewAns(_, _, a) => self.on_renew_answer(s, h, msg, *a),
             Body::ReleaseAns(j, t, a) => self.on_release_answer(s, h, *j, *t, *a),
             _ => unreachable!("to a worker"),
         }
@@ -1048,6 +1104,7 @@ impl Model for World {
             }
             Action::Tick(to) => s.now = to,
         }
+        settle(&mut s);
         Some(s)
     }
 

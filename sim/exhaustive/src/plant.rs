@@ -21,6 +21,11 @@ pub enum Plant {
     ReleaseDropsResult,
     /// I5: the sweeper reclaims leases that have not expired.
     SweepSkipsExpiry,
+    /// I5: the worker's driver retries a renew that failed or timed out a
+    /// whole renew interval later, not when its machine asks (half an
+    /// interval, or halfway to the fence): a lease that one more fault
+    /// lets lapse was not kept as the renew schedule owes.
+    RetryWaitsFullInterval,
     /// I6: workers never claim.
     NeverClaims,
     /// I7: a cancel turns a succeeded job into a cancelled one.

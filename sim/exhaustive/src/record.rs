@@ -77,8 +77,18 @@ pub struct GLease {
     pub expires_at: i64,
     /// Released or reclaimed.
     pub ended: bool,
-    /// A message about it was lost: a reclaim is explained.
+    /// A message about it was lost: a reclaim is explained, unless its
+    /// holder missed a renew it owed (`missed`).
     pub explained: bool,
+    /// The belief deadline on the holder's clock as the checker computes
+    /// it (`owed.rs`); 0 once the holder owes nothing more.
+    pub believe_until: u64,
+    /// The true instant by which the holder owes its next renew, while it
+    /// owes one (`owed.rs`).
+    pub owed: Option<u64>,
+    /// The true instant by which a renew was owed and not sent: a lost
+    /// message no longer explains the lease's reclaim.
+    pub missed: Option<u64>,
 }
 
 /// What the checker knows of one job.

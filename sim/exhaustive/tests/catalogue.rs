@@ -7,7 +7,7 @@
 #![cfg(feature = "buggy-variants")]
 
 use leasehold_exhaustive::model::WORKER_VARIANTS;
-use leasehold_exhaustive::{check, Scope, Verdict, World};
+use leasehold_exhaustive::{check, counterexample, trace, Scope, Verdict, World};
 
 #[test]
 #[ignore = "a measurement, run by hand"]
@@ -35,4 +35,58 @@ fn worker_variants_through_s1() {
             }
         }
     }
+}
+
+/// One worker variant at one scope, by hand: `LEASEHOLD_VARIANT=name`,
+/// `LEASEHOLD_SCOPE=w,j,crashes,lost,conflicts,unavailable,cancels` and
+/// `LEASEHOLD_CX_OUT=FILE` (optionally `LEASEHOLD_MAX_JOB_TIME=ms`): the shortest counterexample (one thread) is
+/// printed and written as the scenario `leasehold exhaust
+/// --write-counterexample` writes, without building the CLI.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn one_variant_counterexample() {
+    let name = std::env::var("LEASEHOLD_VARIANT").expect("LEASEHOLD_VARIANT");
+    let v = WORKER_VARIANTS
+        .into_iter()
+        .find(|v| v.to_string() == name)
+        .expect("a worker variant");
+    let spec = std::env::var("LEASEHOLD_SCOPE").expect("LEASEHOLD_SCOPE");
+    let n: Vec<u8> = spec
+        .split(',')
+        .map(|x| x.parse().expect("a number"))
+        .collect();
+    let mut b = Scope::builder()
+        .workers(n[0])
+        .jobs(n[1])
+        .crashes(n[2])
+        .lost(n[3])
+        .conflicts(n[4])
+        .unavailable(n[5])
+        .cancels(n[6]);
+    // `LEASEHOLD_MAX_JOB_TIME=ms`: handlers longer than the default 700 ms
+    // (a variant that only matters while a handler outlives its lease).
+    if let Ok(ms) = std::env::var("LEASEHOLD_MAX_JOB_TIME") {
+        b = b.max_job_time(leasehold_core::Millis(ms.parse().expect("ms")));
+    }
+    let scope = b.build().expect("scope");
+    let r = check(World::with_variant(scope.clone(), v), 1);
+    println!(
+        "{name} at {spec}: {} states, {:.1?}",
+        r.unique_states, r.elapsed
+    );
+    let Verdict::Violated {
+        inv,
+        why,
+        path,
+        states,
+    } = &r.verdict
+    else {
+        println!("not found");
+        return;
+    };
+    println!("{inv}: {why}\n{}", trace::render(path, states));
+    let sc = counterexample::scenario(&scope, Some(&name), *inv, why, path, states);
+    let out = std::env::var("LEASEHOLD_CX_OUT").expect("LEASEHOLD_CX_OUT");
+    std::fs::write(&out, sc.toml).expect("written");
+    println!("written to {out}; unexpressed: {:?}", sc.unexpressed);
 }

@@ -11,7 +11,7 @@
 
 mod scopes;
 
-use leasehold_exhaustive::depth_first::search;
+use leasehold_exhaustive::depth_first::{search, search_until_violation};
 use leasehold_exhaustive::ghost::holds;
 use leasehold_exhaustive::model::CONCURRENCY;
 use leasehold_exhaustive::{check, Inv, Plant, Report, Scope, Verdict, World};
@@ -164,4 +164,57 @@ fn each_planted_transition_breaks_its_invariant() {
     assert!(r.violated.contains(&Inv::I3), "{:?}", r.violated);
     let good = search(&World::new(s), |_| {});
     assert!(!good.violated.contains(&Inv::I3), "{:?}", good.violated);
+}
+
+/// The depth-first search run to stop at the first violation
+/// (`search_until_violation`, what `leasehold exhaust --search
+/// depth-first` runs) stops on each planted scope with the invariant the
+/// breadth-first search reports, a path that replays through the world's
+/// steps to a state breaking it, and fewer states than the whole search;
+/// on the correct core it runs to the end and counts what the
+/// breadth-first search counts.
+#[test]
+fn stopping_at_the_first_violation_reports_the_breadth_first_invariant() {
+    for (scope, plant, inv) in scopes::plants() {
+        let scope = scope.build().unwrap();
+        let what = format!("{plant:?}");
+        let world = World::with_plant(scope.clone(), plant);
+        let bfs = check(world.clone(), 1);
+        let Verdict::Violated { inv: want, .. } = &bfs.verdict else {
+            panic!("{what}: breadth-first finds no violation");
+        };
+        // (A plant may break another invariant first: a cancel over a
+        // success breaks I4 on its shortest path, and I7.)
+        assert!(bfs.violated.contains(&inv), "{what}: {:?}", bfs.violated);
+        let dfs = search_until_violation(&world, |_| {});
+        let Verdict::Violated {
+            inv: got,
+            path,
+            states,
+            ..
+        } = &dfs.verdict
+        else {
+            panic!("{what}: depth-first stopped without a violation");
+        };
+        assert_eq!(got, want, "{what}: the same invariant as breadth-first");
+        assert!(!dfs.shortest, "{what}: not claimed shortest");
+        assert!(dfs.violated.contains(got), "{what}: {:?}", dfs.violated);
+        assert!(
+            dfs.violated.iter().all(|i| bfs.violated.contains(i)),
+            "{what}: {:?} within {:?}",
+            dfs.violated,
+            bfs.violated
+        );
+        assert!(
+            dfs.unique_states < bfs.unique_states,
+            "{what}: stopped early ({} of {})",
+            dfs.unique_states,
+            bfs.unique_states
+        );
+        replays(&world, *got, path, states, &what);
+        let good = search_until_violation(&World::new(scope.clone()), |_| {});
+        let whole = check(World::new(scope), 1);
+        assert_eq!(good.verdict, Verdict::Holds, "{what}: without the plant");
+        assert_eq!(good.unique_states, whole.unique_states, "{what}");
+    }
 }

@@ -78,6 +78,24 @@ fn i5_a_sweep_that_skips_the_expiry() {
     );
 }
 
+/// The owed-retry I5 (`owed.rs`): the driver retries a failed renew a
+/// whole interval late, and a second fault then lets the lease lapse. A
+/// lost message is among the faults, so only the renew schedule's
+/// judgement (not "none of its messages was lost") can catch it.
+#[test]
+fn i5_a_driver_whose_renew_retry_waits_a_full_interval() {
+    let s = scope(1, 1).lost(2).conflicts(1).build().unwrap();
+    caught(s.clone(), Plant::RetryWaitsFullInterval, Inv::I5);
+    let bad = check(World::with_plant(s, Plant::RetryWaitsFullInterval), 1);
+    match &bad.verdict {
+        leasehold_exhaustive::Verdict::Violated { inv, why, .. } => {
+            assert_eq!(*inv, Inv::I5);
+            assert!(why.contains("never sent the renew it owed"), "{why}");
+        }
+        other => panic!("expected I5, got {other:?}"),
+    }
+}
+
 #[test]
 fn i6_workers_that_never_claim() {
     caught(scope(1, 1).build().unwrap(), Plant::NeverClaims, Inv::I6);

@@ -42,6 +42,7 @@ mod interleave_bites;
 mod interleave_candidates;
 mod memory;
 pub mod part_gate;
+mod pin;
 #[cfg(feature = "sql")]
 mod postgres;
 #[cfg(feature = "sql")]

@@ -10,13 +10,13 @@
 //! host received them. Work a call leaves behind (a cancelled
 //! transaction's rollback, a connection going back to its pool) runs at
 //! the next call, which waits for it where it matters
-//! ([`SimStore::settle`](super::SimStore::settle)).
+//! (`SimStore::settle`).
 //!
 //! Why the simulation thread and not a worker thread of the runtime's own
 //! (as until issue 46): a SQL seed spends nearly all its time handing work
 //! between threads, and a worker thread cost two more hand-offs per call
 //! (there and back), each a wake-up of another thread; the seed's threads
-//! are also kept on one CPU ([`super::pin`]).
+//! are also kept on one CPU (`pin.rs`).
 
 use std::future::Future;
 

@@ -1,13 +1,14 @@
 //! Keeps one SQL seed's threads on one CPU while the seed runs.
 //!
 //! A seed on a SQL store is one logical thread: the simulation thread runs
-//! a store call on its [`Driver`](super::driver::Driver) and waits, and
-//! SQLite's driver (`sqlx`) runs every connection on a thread of its own,
-//! so each statement is a hand-off to that thread and back. On separate
-//! CPUs each hand-off wakes an idle CPU (or waits for a busy one); on one
-//! CPU the waker blocks and the wakee runs at once. Issue 46 measured the
-//! whole SQLite library one seed at a time pinned to one CPU 1.4–1.7x as
-//! fast as unpinned, on a loaded machine (docs/PERFORMANCE.md).
+//! each store call to its end on the seed's driver (`driver.rs`) before it
+//! goes on, and SQLite's driver (`sqlx`) runs every connection on a thread
+//! of its own, so each statement is a hand-off to that thread and back. On
+//! separate CPUs each hand-off wakes another CPU (or waits for a busy one);
+//! on one CPU the waker blocks and the wakee runs at once. Issue 46
+//! measured 8 scenarios of the library on SQLite, one seed at a time, 1.4-1.7x
+//! as fast pinned to one CPU as unpinned, on a loaded machine
+//! (docs/PERFORMANCE.md).
 //!
 //! Threads started while the seed's thread is pinned (the connection
 //! threads) inherit its CPU. Seeds running on different threads are spread

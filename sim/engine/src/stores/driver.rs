@@ -53,7 +53,9 @@ impl Driver {
     }
 
     /// Runs `fut` on the driver, on this thread, until it is done (at most
-    /// [`DRIVER_CALL_LIMIT`]). Must not be called from inside a call.
+    /// [`DRIVER_CALL_LIMIT`]). Must not be called from inside a call, nor
+    /// from a thread inside another tokio runtime (tokio refuses a nested
+    /// `block_on`): the simulator runs seeds on plain threads.
     pub fn run<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,

@@ -1,11 +1,22 @@
 //! The driver: where a store that does its own I/O runs, so that its
 //! answers come back at an exact simulated instant.
 //!
-//! One private tokio runtime (one worker thread) per seed. The simulation
-//! thread hands it a future and blocks until the result is back, so the
-//! simulated clock cannot move while a database works. Nothing else ever
-//! runs on the simulation thread in the meantime, which keeps the order of
-//! store operations the order in which the store host received them.
+//! One private single-threaded tokio runtime per seed, driven by the
+//! simulation thread itself: it hands the runtime a future and runs it to
+//! the end ([`Driver::run`]), so the simulated clock cannot move while a
+//! database works, and the simulation goes on only once the answer is
+//! back. Nothing else ever runs on the simulation thread in the meantime,
+//! which keeps the order of store operations the order in which the store
+//! host received them. Work a call leaves behind (a cancelled
+//! transaction's rollback, a connection going back to its pool) runs at
+//! the next call, which waits for it where it matters
+//! (`SimStore::settle`).
+//!
+//! Why the simulation thread and not a worker thread of the runtime's own
+//! (as until issue 46): a SQL seed spends nearly all its time handing work
+//! between threads, and a worker thread cost two more hand-offs per call
+//! (there and back), each a wake-up of another thread; the seed's threads
+//! are also kept on one CPU (`pin.rs`).
 
 use std::future::Future;
 
@@ -16,6 +27,9 @@ pub const DRIVER_CALL_LIMIT: std::time::Duration = std::time::Duration::from_sec
 /// A private runtime for one seed's store.
 pub struct Driver {
     rt: Option<tokio::runtime::Runtime>,
+    /// The thread's CPUs come back when the seed is done (after the
+    /// runtime is gone: declared last).
+    _pinned: super::pin::Pinned,
 }
 
 /// The driver's call did not finish (the database hung, or its task died).
@@ -24,33 +38,37 @@ pub struct Driver {
 pub struct DriverError(pub String);
 
 impl Driver {
-    /// A driver with its own worker thread.
+    /// A driver for the calling thread (the seed's simulation thread, which
+    /// it keeps on one CPU with the threads the store starts from it).
     pub fn new() -> Result<Driver, DriverError> {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("leasehold-sim-store")
+        let pinned = super::pin::this_thread();
+        let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| DriverError(format!("cannot start the store driver: {e}")))?;
-        Ok(Driver { rt: Some(rt) })
+        Ok(Driver {
+            rt: Some(rt),
+            _pinned: pinned,
+        })
     }
 
-    /// Runs `fut` on the driver and blocks this thread until it is done.
+    /// Runs `fut` on the driver, on this thread, until it is done (at most
+    /// [`DRIVER_CALL_LIMIT`]). Must not be called from inside a call, nor
+    /// from a thread inside another tokio runtime (tokio refuses a nested
+    /// `block_on`): the simulator runs seeds on plain threads.
     pub fn run<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, DriverError> {
         let rt = self.rt.as_ref().expect("driver runtime lives until drop");
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        rt.spawn(async move {
-            let _ = tx.send(fut.await);
-        });
-        rx.recv_timeout(DRIVER_CALL_LIMIT).map_err(|e| {
-            DriverError(format!(
-                "{e} (limit {}s of real time)",
-                DRIVER_CALL_LIMIT.as_secs()
-            ))
-        })
+        // The timer is made inside the runtime, which it needs.
+        rt.block_on(async move { tokio::time::timeout(DRIVER_CALL_LIMIT, fut).await })
+            .map_err(|_| {
+                DriverError(format!(
+                    "timed out (limit {}s of real time)",
+                    DRIVER_CALL_LIMIT.as_secs()
+                ))
+            })
     }
 }
 

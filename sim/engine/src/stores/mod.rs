@@ -13,8 +13,9 @@
 //! the OS delivered it would land at a nondeterministic simulated instant. So a
 //! factory that [uses a driver](StoreFactory::uses_driver) gets a
 //! [`Driver`](driver::Driver): one private tokio runtime per seed on which
-//! the store is opened and every operation runs, while the simulation
-//! thread *blocks* until the answer is back. A store operation therefore
+//! the store is opened and every operation runs, driven by the simulation
+//! thread itself until the answer is back (nothing else of the simulation
+//! runs meanwhile). A store operation therefore
 //! takes no simulated time at all: it executes at the instant the store
 //! host received the request, in the order the host received requests
 //! (one at a time), and simulated time resumes only after it committed.
@@ -42,6 +43,7 @@ mod interleave_bites;
 mod interleave_candidates;
 mod memory;
 pub mod part_gate;
+mod pin;
 #[cfg(feature = "sql")]
 mod postgres;
 #[cfg(feature = "sql")]

@@ -53,14 +53,25 @@ impl Driver {
     }
 
     /// Runs `fut` on the driver, on this thread, until it is done (at most
-    /// [`DRIVER_CALL_LIMIT`]). Must not be called from inside a call, nor
-    /// from a thread inside another tokio runtime (tokio refuses a nested
-    /// `block_on`): the simulator runs seeds on plain threads.
+    /// [`DRIVER_CALL_LIMIT`]). Must not be called from inside a call. From
+    /// a thread inside another tokio runtime it is an error (tokio refuses
+    /// a nested `block_on`): the simulator runs seeds on plain threads, and
+    /// so must a harness that runs them from async code.
     pub fn run<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,
     ) -> Result<T, DriverError> {
         let rt = self.rt.as_ref().expect("driver runtime lives until drop");
+        // tokio panics on a `block_on` inside another runtime: a harness that
+        // runs seeds from async code gets this error instead.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Err(DriverError(
+                "a seed on a store with a driver cannot run inside a tokio runtime: \
+                 run it from a plain thread (std::thread::spawn, or \
+                 tokio::task::spawn_blocking)"
+                    .to_string(),
+            ));
+        }
         // The timer is made inside the runtime, which it needs.
         rt.block_on(async move { tokio::time::timeout(DRIVER_CALL_LIMIT, fut).await })
             .map_err(|_| {
@@ -90,5 +101,33 @@ pub fn ready_now<F: Future>(fut: F) -> Option<F::Output> {
     match fut.as_mut().poll(&mut cx) {
         std::task::Poll::Ready(v) => Some(v),
         std::task::Poll::Pending => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Driver;
+
+    #[test]
+    fn a_call_runs_to_its_end_on_the_calling_thread() {
+        let d = Driver::new().expect("a driver");
+        let here = std::thread::current().id();
+        let there = d
+            .run(async move { std::thread::current().id() })
+            .expect("answered");
+        assert_eq!(here, there, "the driver runs on the simulation thread");
+        assert_eq!(d.run(async { 7 }).expect("answered"), 7);
+    }
+
+    #[test]
+    fn a_call_from_inside_a_tokio_runtime_is_an_error_not_a_panic() {
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let d = Driver::new().expect("a driver");
+        let got = outer.block_on(async { d.run(async { 7 }) });
+        let e = got.expect_err("refused inside a runtime");
+        assert!(e.0.contains("inside a tokio runtime"), "{}", e.0);
+        assert_eq!(d.run(async { 8 }).expect("fine from a plain thread"), 8);
     }
 }

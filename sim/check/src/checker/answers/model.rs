@@ -9,7 +9,7 @@
 //! settles it.
 
 use super::backoff::{later, Backoff};
-use super::rows::Rows;
+use super::rows::{Open, Rows};
 use super::schedule_book::{SchedChange, Schedules, FIRE_KEY_PREFIX};
 use leasehold_core::{
     CancelOutcome, CrashReport, JobId, JobState, Millis, Outcome, StoreTime, Token, WorkerId,
@@ -148,6 +148,12 @@ pub(crate) struct Row {
     /// when only an image showed it terminal (the instant is then unknown,
     /// and a prune of it is not judged by age).
     pub finished_at: Option<StoreTime>,
+}
+
+impl Open for Row {
+    fn is_open(&self) -> bool {
+        !self.known || matches!(self.state, JobState::Pending | JobState::Running)
+    }
 }
 
 impl Row {
@@ -382,7 +388,7 @@ pub(crate) struct Model {
     /// The rules.
     pub rules: Rules,
     /// Rows by id.
-    pub rows: Rows,
+    pub rows: Rows<Row>,
     /// Idempotency keys (schedule fires' keys included).
     pub keys: BTreeMap<String, JobId>,
     /// The schedules.

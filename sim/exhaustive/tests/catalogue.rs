@@ -6,6 +6,8 @@
 
 #![cfg(feature = "buggy-variants")]
 
+mod scope_spec;
+
 use leasehold_exhaustive::model::WORKER_VARIANTS;
 use leasehold_exhaustive::{check, counterexample, trace, Scope, Verdict, World};
 
@@ -51,18 +53,7 @@ fn one_variant_counterexample() {
         .find(|v| v.to_string() == name)
         .expect("a worker variant");
     let spec = std::env::var("LEASEHOLD_SCOPE").expect("LEASEHOLD_SCOPE");
-    let n: Vec<u8> = spec
-        .split(',')
-        .map(|x| x.parse().expect("a number"))
-        .collect();
-    let mut b = Scope::builder()
-        .workers(n[0])
-        .jobs(n[1])
-        .crashes(n[2])
-        .lost(n[3])
-        .conflicts(n[4])
-        .unavailable(n[5])
-        .cancels(n[6]);
+    let mut b = scope_spec::builder_of(&spec);
     // `LEASEHOLD_MAX_JOB_TIME=ms`: handlers longer than the default 700 ms
     // (a variant that only matters while a handler outlives its lease).
     if let Ok(ms) = std::env::var("LEASEHOLD_MAX_JOB_TIME") {

@@ -4,6 +4,8 @@
 //! depth-first up to a state budget (`LEASEHOLD_PROBE_STATES`, default
 //! 2,000,000) and fails with the path of any violation it meets.
 
+mod scope_spec;
+
 use leasehold_exhaustive::run::{check_watched, probe as probe_world};
 use leasehold_exhaustive::{trace, Scope, Verdict, World};
 use std::time::Duration;
@@ -12,21 +14,7 @@ use std::time::Duration;
 /// when unset), and how it was spelled.
 fn scope_from_env() -> (Scope, String) {
     let spec = std::env::var("LEASEHOLD_SCOPE").unwrap_or_else(|_| "1,1,0,0,0,0,0".into());
-    let n: Vec<u8> = spec
-        .split(',')
-        .map(|x| x.parse().expect("a number"))
-        .collect();
-    assert_eq!(n.len(), 7, "LEASEHOLD_SCOPE takes seven numbers: {spec}");
-    let scope = Scope::builder()
-        .workers(n[0])
-        .jobs(n[1])
-        .crashes(n[2])
-        .lost(n[3])
-        .conflicts(n[4])
-        .unavailable(n[5])
-        .cancels(n[6])
-        .build()
-        .expect("scope");
+    let scope = scope_spec::builder_of(&spec).build().expect("scope");
     (scope, spec)
 }
 

@@ -289,16 +289,72 @@ fn deadlines(
     believed.chain(renewed).max()
 }
 
+/// The protocol's belief deadline at `at` (§2), as the range of true
+/// instants it can fall at: the send of the holder's claim, or of its
+/// latest renew answered `Renewed` by `at`, plus the safe lease on its
+/// clock. From a send at true `t` (the clock then read whole ms, less
+/// than one below its exact reading) that is no sooner than the safe
+/// lease at the fastest rate, less a ms, and no later than at the slowest
+/// rate, rounded up. `None` when the history names no claim of the
+/// holder's (hand-written histories): the holder's records alone count.
+fn protocol_deadline(
+    s: &Schedule,
+    l: &Lease<'_>,
+    renews: &[&ReqInfo],
+    d: u64,
+    at: u64,
+) -> Option<(u64, u64)> {
+    let host = Facts::host_of(l.holder);
+    let claim = l
+        .claim
+        .filter(|q| q.host == host && matches!(q.op, Op::Claim { .. }))?;
+    let last = renews
+        .iter()
+        .filter(|q| matches!(&q.answer, Some((a, Reply::Renewed { .. })) if *a <= at))
+        .map(|q| q.t)
+        .chain([claim.t])
+        .max()?;
+    let fast = (u128::from(s.safe) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
+    Some((
+        last.saturating_add(fast).saturating_sub(1),
+        last.saturating_add(stretch(s.safe, d)),
+    ))
+}
+
+/// The holder's belief deadline at `at` in true time, read from its own
+/// records where they keep the protocol's (exact, and a correct holder's
+/// always do), else the protocol's, at the end of its range `pick` takes:
+/// a holder that believes past the protocol's deadline, or never fences
+/// (the catalogue's `expiry-does-not-stop-handler`, `fence-from-answer`),
+/// owes what the table owes with the deadline §2 gives, not with its own.
+fn deadline(
+    s: &Schedule,
+    l: &Lease<'_>,
+    renews: &[&ReqInfo],
+    d: u64,
+    at: u64,
+    recorded: Option<u64>,
+    pick: impl Fn((u64, u64)) -> u64,
+) -> u64 {
+    let recorded = recorded.unwrap_or(u64::MAX);
+    match protocol_deadline(s, l, renews, d, at) {
+        Some((lo, hi)) if !(lo..=hi).contains(&recorded) => pick((lo, hi)),
+        _ => recorded,
+    }
+}
+
 /// The earliest the holder's belief deadline at `at` can be in true time:
 /// where obligations end.
 fn deadline_low(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
     let fast = |w: u64| (u128::from(w) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
-    deadlines(s, l, renews, at, fast).unwrap_or(u64::MAX)
+    let recorded = deadlines(s, l, renews, at, fast);
+    deadline(s, l, renews, d, at, recorded, |(lo, _)| lo)
 }
 
 /// The latest the holder's belief deadline at `at` can be in true time:
 /// how long a retry may wait (a belief record's true deadline is exact; a
 /// renew's is its send plus the safe lease, [`stretch`]ed, rounded up).
 fn deadline_high(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
-    deadlines(s, l, renews, at, |w| stretch(w, d)).unwrap_or(u64::MAX)
+    let recorded = deadlines(s, l, renews, at, |w| stretch(w, d));
+    deadline(s, l, renews, d, at, recorded, |(_, hi)| hi)
 }

@@ -484,6 +484,31 @@ mod tests {
         assert_eq!(long.0 - short.0, 1_800 + 152);
     }
 
+    /// A handler's longest run is validated: a zero run and one past the
+    /// cap are refused on `max_job_time`, the bounds themselves accepted.
+    #[test]
+    fn a_handler_length_outside_its_range_is_refused() {
+        for bad in [Millis(0), Millis(MAX_JOB_TIME_CAP.0 + 1)] {
+            let e = Scope::builder().max_job_time(bad).build().unwrap_err();
+            assert_eq!(e.field, "max_job_time");
+            assert!(
+                e.reason.starts_with(&format!("{bad} (1ms to")),
+                "{}",
+                e.reason
+            );
+        }
+        for ok in [Millis(1), MAX_JOB_TIME_CAP] {
+            assert_eq!(
+                Scope::builder()
+                    .max_job_time(ok)
+                    .build()
+                    .unwrap()
+                    .max_job_time,
+                ok
+            );
+        }
+    }
+
     #[test]
     fn more_jobs_than_workers_wait_for_the_runs_ahead_of_them() {
         let one = Scope::builder().workers(1).jobs(1).build().unwrap().horizon;

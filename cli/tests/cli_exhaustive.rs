@@ -3,9 +3,8 @@
 //! checker finds at S1, the file it writes is the one committed and the
 //! simulator accepts it, and the simulator's replay breaks the same
 //! invariant. A file that replays lives in `scenarios/exhaustive/` (the
-//! library run catches its variant); one that does not yet stays under
-//! `sim/exhaustive/counterexamples/` with its replay test ignored
-//! (docs/EXHAUSTIVE.md says why).
+//! library run catches its variant); one that did not stayed under
+//! `sim/exhaustive/counterexamples/` until it did (docs/EXHAUSTIVE.md).
 
 use leasehold_cli::cli::engine;
 use leasehold_cli::cli::stores::{StoreArgs, Stores};
@@ -74,6 +73,28 @@ fn a_bad_scope_is_refused_at_its_flag() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// `--max-job-time` is validated by the scope (a zero run, or one past the
+/// cap, is refused at its flag) and by clap (not a number).
+#[test]
+fn a_bad_handler_length_is_refused_at_its_flag() {
+    for bad in ["0", "60001"] {
+        let o = exhaust(&["--max-job-time", bad]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = text(&o.stderr);
+        assert!(
+            err.contains(&format!("--max-job-time: {bad}ms (1ms to 60000ms")),
+            "{err}"
+        );
+    }
+    let o = exhaust(&["--max-job-time", "long"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--max-job-time"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 #[test]
 fn an_unknown_or_store_side_variant_is_refused() {
     let o = exhaust(&["--variant", "no-such-bug"]);
@@ -91,18 +112,29 @@ fn an_unknown_or_store_side_variant_is_refused() {
 /// `committed` (from the workspace root) and that the simulator loads and
 /// validates it; answers the file.
 fn writes(variant: &str, inv: &str, committed: &str) -> PathBuf {
+    writes_at(&[], variant, inv, committed)
+}
+
+/// [`writes`] at the scope S1 changed by `scope` (flags).
+fn writes_at(scope: &[&str], variant: &str, inv: &str, committed: &str) -> PathBuf {
     let file = std::env::temp_dir().join(format!(
         "leasehold-cx-{}-{variant}.toml",
         std::process::id()
     ));
-    let o = exhaust(&[
-        "--variant",
-        variant,
-        "--threads",
-        "1",
-        "--write-counterexample",
-        file.to_str().unwrap(),
-    ]);
+    let o = exhaust(
+        &[
+            scope,
+            &[
+                "--variant",
+                variant,
+                "--threads",
+                "1",
+                "--write-counterexample",
+                file.to_str().unwrap(),
+            ],
+        ]
+        .concat(),
+    );
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}{}", text(&o.stderr));
     assert!(out.contains(&format!("violated: {inv}:")), "{out}");
@@ -147,6 +179,37 @@ const FIXED_LOCK: &str =
     "scenarios/exhaustive/fixed_lock_no_heartbeat_shortest_counterexample.toml";
 const CONFLICT_ABANDONS: &str =
     "scenarios/exhaustive/conflict_abandons_lease_shortest_counterexample.toml";
+const FENCE_FROM_ANSWER: &str =
+    "scenarios/exhaustive/fence_from_answer_shortest_counterexample.toml";
+const EXPIRY_2500: &str =
+    "scenarios/exhaustive/expiry_does_not_stop_handler_2500ms_handler_shortest_counterexample.toml";
+
+/// `fence-from-answer` needs two lost messages (2 workers, 1 job, 2 lost,
+/// 1 `Conflict`): its first renew goes out 100 ms late, an interval after
+/// the claim's held answer (I5, 19 steps).
+#[test]
+fn fence_from_answer_counterexample_is_found_and_written() {
+    writes_at(
+        &["--lost", "2"],
+        "fence-from-answer",
+        "I5",
+        FENCE_FROM_ANSWER,
+    );
+}
+
+/// `expiry-does-not-stop-handler` needs a handler that outlives its lease:
+/// `--max-job-time 2500` at S1 (I5, 16 steps: the retry after a
+/// `Conflict` spaced half an interval where the protocol's deadline owes
+/// it sooner).
+#[test]
+fn expiry_does_not_stop_handler_counterexample_is_found_and_written() {
+    writes_at(
+        &["--max-job-time", "2500"],
+        "expiry-does-not-stop-handler",
+        "I5",
+        EXPIRY_2500,
+    );
+}
 
 #[test]
 fn fixed_lock_no_heartbeat_counterexample_is_found_and_written() {
@@ -181,4 +244,14 @@ fn fixed_lock_no_heartbeat_counterexample_fails_the_simulator_the_same_way() {
 #[test]
 fn conflict_abandons_lease_counterexample_fails_the_simulator_the_same_way() {
     breaks_i5_in_the_simulator(CONFLICT_ABANDONS);
+}
+
+#[test]
+fn fence_from_answer_counterexample_fails_the_simulator_the_same_way() {
+    breaks_i5_in_the_simulator(FENCE_FROM_ANSWER);
+}
+
+#[test]
+fn expiry_does_not_stop_handler_counterexample_fails_the_simulator_the_same_way() {
+    breaks_i5_in_the_simulator(EXPIRY_2500);
 }

@@ -45,6 +45,12 @@ pub struct ExhaustArgs {
     /// Most client cancels.
     #[arg(long, default_value_t = 0)]
     pub cancels: u8,
+    /// Longest a handler runs, in ms (1 to 60,000; default 700, within a
+    /// 1,000 ms lease): a handler returns at any instant up to it. Longer
+    /// handlers reach bugs that need a handler to outlive its lease
+    /// (`expiry-does-not-stop-handler` with 2,500).
+    #[arg(long, value_name = "MS", default_value_t = leasehold_exhaustive::scope::DEFAULT_MAX_JOB_TIME.0)]
+    pub max_job_time: u64,
     /// Run a catalogue variant's workers (a worker-side variant; an unknown
     /// name lists them).
     #[arg(long, value_name = "NAME")]
@@ -105,7 +111,7 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
     };
     eprintln!(
         "exhaust: {} workers, {} jobs, at most {} crashes, {} lost, {} conflicts, {} unavailable, \
-         {} cancels; variant {}",
+         {} cancels, handlers up to {} ms; variant {}",
         a.workers,
         a.jobs,
         a.crashes,
@@ -113,6 +119,7 @@ pub fn run(a: &ExhaustArgs) -> ExitCode {
         a.conflicts,
         a.unavailable,
         a.cancels,
+        a.max_job_time,
         variant.map_or("none", Variant::name)
     );
     // Progress on stderr: redrawn every second on a terminal, a line every
@@ -240,6 +247,7 @@ fn scope(a: &ExhaustArgs) -> Result<Scope, ScopeError> {
         .conflicts(a.conflicts)
         .unavailable(a.unavailable)
         .cancels(a.cancels)
+        .max_job_time(leasehold_core::Millis(a.max_job_time))
         .build()
 }
 

@@ -288,6 +288,20 @@ impl ScopeBuilder {
                 ),
             );
         }
+        // A handler's run is one of the world's instants after its grant
+        // (`handler_by`), and the default horizon grows with it: a zero
+        // run has no instant of its own, and a run past the cap (60 leases
+        // of the default scope) only stretches the horizon, and the
+        // states, with nothing new for a 1,000 ms lease to show.
+        if s.max_job_time.0 == 0 || s.max_job_time > MAX_JOB_TIME_CAP {
+            return err(
+                "max_job_time",
+                format!(
+                    "{} (1ms to {MAX_JOB_TIME_CAP}: the longest a handler runs)",
+                    s.max_job_time
+                ),
+            );
+        }
         if s.renew_interval >= s.lease || s.release_tries == 0 || s.max_attempts == 0 {
             return err(
                 "renew_interval",
@@ -301,6 +315,9 @@ impl ScopeBuilder {
         Ok(s)
     }
 }
+
+/// The longest handler run a scope may ask for (`max_job_time`).
+pub const MAX_JOB_TIME_CAP: Millis = Millis(60_000);
 
 /// Shortest wait before a renew whose outcome was unknown is sent again
 /// (`MIN` of the renew schedule, docs/PROTOCOL.md §3; read from the
@@ -465,6 +482,31 @@ mod tests {
         // The longer handler (1,800 ms), and a retry half an interval
         // (150 ms, 152 at -1%) after the last lost renew is seen.
         assert_eq!(long.0 - short.0, 1_800 + 152);
+    }
+
+    /// A handler's longest run is validated: a zero run and one past the
+    /// cap are refused on `max_job_time`, the bounds themselves accepted.
+    #[test]
+    fn a_handler_length_outside_its_range_is_refused() {
+        for bad in [Millis(0), Millis(MAX_JOB_TIME_CAP.0 + 1)] {
+            let e = Scope::builder().max_job_time(bad).build().unwrap_err();
+            assert_eq!(e.field, "max_job_time");
+            assert!(
+                e.reason.starts_with(&format!("{bad} (1ms to")),
+                "{}",
+                e.reason
+            );
+        }
+        for ok in [Millis(1), MAX_JOB_TIME_CAP] {
+            assert_eq!(
+                Scope::builder()
+                    .max_job_time(ok)
+                    .build()
+                    .unwrap()
+                    .max_job_time,
+                ok
+            );
+        }
     }
 
     #[test]

@@ -17,12 +17,27 @@
 //! Every obligation ends at the lease's end (the release answered or given
 //! up, the handler stopped as lost or fenced) and at the belief deadline,
 //! past which the holder stops renewing by design (it also does so while
-//! its release is retried). Each is mapped to true time with the holder's
-//! drift `d` (a local wait `w` lasts at most `w/(1−d)`), plus the slack of
-//! a tick and a message's latency. Pauses of the holder do not count (a
-//! paused process sends nothing); a crash ends the lease and is judged by
-//! the caller. A partition does not stop a holder from sending: its renews
+//! its release is retried). Pauses of the holder do not count (a paused
+//! process sends nothing); a crash ends the lease and is judged by the
+//! caller. A partition does not stop a holder from sending: its renews
 //! are lost, but they are sent.
+//!
+//! **Time: no slack, only whole-millisecond rounding.** Each obligation
+//! is counted from an instant the history records where the holder's
+//! lease task acted (the claim's or renew's send, an answer's arrival or
+//! the timeout that stands for one), never from a message's trip: the
+//! simulator records a request when its caller sends it and an answer
+//! when its caller gets it, and the lease task decides at that same
+//! instant. Its timers fire at the first true millisecond at which the
+//! host's clock reads their target (`ClockModel::true_at_mono`), not on a
+//! tick, so neither the delivery `tick` nor the latency enters. What is
+//! left is rounding, bounded here exactly: the local clock reads whole
+//! milliseconds (floored), so a local wait `w` from a true instant ends at
+//! most `⌈w/(1−d)⌉` true ms later with `d` the holder's drift ([`stretch`]
+//! rounds up), and the holder's "halfway to the deadline" reads the time
+//! left at most `⌈left·(1+d)⌉` local ms ([`retry`]). The retry floor
+//! `MIN_RETRY` is a term of the retry's wait, not a slack on every renew.
+//! `docs/PROTOCOL.md` §3 ("How late is late") states this bound.
 
 use super::facts::{BeliefStep, Facts, ReqInfo};
 use super::Violation;
@@ -37,21 +52,20 @@ const MIN_RETRY_MS: u64 = 100;
 /// The schedule's constants for one run, in the holder's local ms.
 pub(super) struct Schedule {
     renew: u64,
-    slack: u64,
     /// The usable part of a lease, `L·(1−ρ)/(1+ρ) − margin`.
     safe: u64,
 }
 
 impl Schedule {
-    /// The schedule of `cfg`'s workers; `slack` covers a tick and latency.
-    pub(super) fn of(cfg: &SimConfig, slack: u64) -> Schedule {
+    /// The schedule of `cfg`'s workers (no slack: see the module docs,
+    /// "Time").
+    pub(super) fn of(cfg: &SimConfig) -> Schedule {
         let p = &cfg.protocol;
         let rho = u128::from(p.max_drift_ppm).min(900_000);
         let lease = u128::from(p.lease.as_ms());
         let safe = (lease * (1_000_000 - rho) / (1_000_000 + rho)) as u64;
         Schedule {
             renew: p.renew_interval.as_ms(),
-            slack,
             safe: safe.saturating_sub(p.fence_margin.as_ms()),
         }
     }
@@ -87,9 +101,13 @@ enum After {
     Failed(String),
 }
 
-/// A local wait `w` in true time at most, for drift `d` ppm.
+/// A local wait `w` in true time at most, for drift `d` ppm, in whole
+/// true ms: a clock that read at least `x` at the start reads `x + w`
+/// within `w/(1−d)` true ms, and a timer fires at the first whole true
+/// ms at which it does, so the quotient is rounded up.
 fn stretch(w: u64, d: u64) -> u64 {
-    (u128::from(w) * 1_000_000 / (1_000_000 - u128::from(d))) as u64
+    let rate = 1_000_000 - u128::from(d);
+    (u128::from(w) * 1_000_000).div_ceil(rate) as u64
 }
 
 /// The first renew `l`'s holder owed and did not send before the lease
@@ -108,7 +126,7 @@ pub(super) fn first_missing(facts: &Facts, s: &Schedule, l: &Lease<'_>) -> Optio
     let renews = own_renews(facts, &host, l, sent);
     let mut owed = vec![Owed {
         from: sent,
-        due: (sent + stretch(s.renew, d)).max(granted) + s.slack,
+        due: (sent + stretch(s.renew, d)).max(granted),
         answered: granted,
         after: After::Grant,
     }];
@@ -119,7 +137,7 @@ pub(super) fn first_missing(facts: &Facts, s: &Schedule, l: &Lease<'_>) -> Optio
         match reply {
             Reply::Renewed { .. } => owed.push(Owed {
                 from: q.t,
-                due: (q.t + stretch(s.renew, d)).max(*a) + s.slack,
+                due: (q.t + stretch(s.renew, d)).max(*a),
                 answered: *a,
                 after: After::Renewed,
             }),
@@ -174,8 +192,9 @@ pub(super) fn first_missing(facts: &Facts, s: &Schedule, l: &Lease<'_>) -> Optio
 /// own account: no renew of its had been answered `Lost` or rejected (other
 /// than `Conflict`) by then, and its belief deadline (the earliest it can
 /// be in true time, a renew answered `Renewed` while its release is
-/// retried included) lies more than a tick and a message's latency past
-/// `at`. The protocol retries a release on a transient answer while the
+/// retried included) lies past `at`: the worker's heartbeat stops at that
+/// deadline, at the first true ms its clock reads it, and only then may
+/// its release be given up. The protocol retries a release on a transient answer while the
 /// lease is kept, so a release given up then is no end of the lease's
 /// life: the renews it owes go on (`docs/PROTOCOL.md` §3).
 pub(super) fn still_kept(facts: &Facts, s: &Schedule, l: &Lease<'_>, at: u64) -> bool {
@@ -187,7 +206,7 @@ pub(super) fn still_kept(facts: &Facts, s: &Schedule, l: &Lease<'_>, at: u64) ->
         Some((a, Reply::Rejected(text))) => *a <= at && !text.starts_with("Conflict"),
         _ => false,
     });
-    !over && at + s.slack < deadline_low(s, l, &renews, d, at)
+    !over && at < deadline_low(s, l, &renews, d, at)
 }
 
 /// The holder's renews of `l`, from its claim to its end, by send time.
@@ -219,14 +238,17 @@ fn retry(
     a: u64,
     why: &str,
 ) -> Owed {
-    // Halfway to the deadline on the holder's clock: at most half the true
-    // time left, stretched by its fastest rate.
+    // Halfway to the deadline on the holder's clock. The true time left,
+    // read at the fastest rate, is at most `⌈left·(1+d)⌉` local ms: the
+    // deadline's true instant is the first at which the clock reads it,
+    // and the clock read whole ms (floored) at `a`, less than one below
+    // its exact reading. The worker halves that whole count (floor).
     let left = deadline_high(s, l, renews, d, a).saturating_sub(a);
-    let half_left = (u128::from(left) * (1_000_000 + u128::from(d)) / 2_000_000) as u64;
-    let wait = (s.renew / 2).min(half_left).max(MIN_RETRY_MS);
+    let local_left = (u128::from(left) * (1_000_000 + u128::from(d))).div_ceil(1_000_000) as u64;
+    let wait = (s.renew / 2).min(local_left / 2).max(MIN_RETRY_MS);
     Owed {
         from: a,
-        due: a + stretch(wait, d) + s.slack,
+        due: a + stretch(wait, d),
         answered: a,
         after: After::Failed(format!("sent at {}ms ended with {why}", q.t)),
     }
@@ -267,15 +289,72 @@ fn deadlines(
     believed.chain(renewed).max()
 }
 
+/// The protocol's belief deadline at `at` (§2), as the range of true
+/// instants it can fall at: the send of the holder's claim, or of its
+/// latest renew answered `Renewed` by `at`, plus the safe lease on its
+/// clock. From a send at true `t` (the clock then read whole ms, less
+/// than one below its exact reading) that is no sooner than the safe
+/// lease at the fastest rate, less a ms, and no later than at the slowest
+/// rate, rounded up. `None` when the history names no claim of the
+/// holder's (hand-written histories): the holder's records alone count.
+fn protocol_deadline(
+    s: &Schedule,
+    l: &Lease<'_>,
+    renews: &[&ReqInfo],
+    d: u64,
+    at: u64,
+) -> Option<(u64, u64)> {
+    let host = Facts::host_of(l.holder);
+    let claim = l
+        .claim
+        .filter(|q| q.host == host && matches!(q.op, Op::Claim { .. }))?;
+    let last = renews
+        .iter()
+        .filter(|q| matches!(&q.answer, Some((a, Reply::Renewed { .. })) if *a <= at))
+        .map(|q| q.t)
+        .chain([claim.t])
+        .max()?;
+    let fast = (u128::from(s.safe) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
+    Some((
+        last.saturating_add(fast).saturating_sub(1),
+        last.saturating_add(stretch(s.safe, d)),
+    ))
+}
+
+/// The holder's belief deadline at `at` in true time, read from its own
+/// records where they keep the protocol's (exact, and a correct holder's
+/// always do), else the protocol's, at the end of its range `pick` takes:
+/// a holder that believes past the protocol's deadline, or never fences
+/// (the catalogue's `expiry-does-not-stop-handler`, `fence-from-answer`),
+/// owes what the table owes with the deadline §2 gives, not with its own.
+fn deadline(
+    s: &Schedule,
+    l: &Lease<'_>,
+    renews: &[&ReqInfo],
+    d: u64,
+    at: u64,
+    recorded: Option<u64>,
+    pick: impl Fn((u64, u64)) -> u64,
+) -> u64 {
+    let recorded = recorded.unwrap_or(u64::MAX);
+    match protocol_deadline(s, l, renews, d, at) {
+        Some((lo, hi)) if !(lo..=hi).contains(&recorded) => pick((lo, hi)),
+        _ => recorded,
+    }
+}
+
 /// The earliest the holder's belief deadline at `at` can be in true time:
 /// where obligations end.
 fn deadline_low(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
     let fast = |w: u64| (u128::from(w) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
-    deadlines(s, l, renews, at, fast).unwrap_or(u64::MAX)
+    let recorded = deadlines(s, l, renews, at, fast);
+    deadline(s, l, renews, d, at, recorded, |(lo, _)| lo)
 }
 
 /// The latest the holder's belief deadline at `at` can be in true time:
-/// how long a retry may wait.
+/// how long a retry may wait (a belief record's true deadline is exact; a
+/// renew's is its send plus the safe lease, [`stretch`]ed, rounded up).
 fn deadline_high(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
-    deadlines(s, l, renews, at, |w| stretch(w, d)).map_or(u64::MAX, |t| t.saturating_add(s.slack))
+    let recorded = deadlines(s, l, renews, at, |w| stretch(w, d));
+    deadline(s, l, renews, d, at, recorded, |(_, hi)| hi)
 }

@@ -65,6 +65,19 @@ struct Limits {
 /// Checks every reclaim.
 pub fn check(steps: &[Step<'_>], facts: &Facts, cfg: &SimConfig) -> Vec<Violation> {
     let p = &cfg.protocol;
+    // The slack of the judgements here that read a fault's or a message's
+    // timing, not the renews owed: how far before an attempt and past its
+    // timeout a fault still counts as touching it, how long a holder may
+    // be silent, how soon a lease may expire, when a claim was slowed. It
+    // dates from the first checker (stepped engine, 10 ms ticks): `4·tick`
+    // for a request's send, its arrival, its answer's arrival and the next
+    // timer, each rounded up to a tick then (only arrivals are now);
+    // `2·latency` for the request's and its answer's trips; the flat
+    // 100 ms has no reason stated anywhere in its history. Most of these
+    // widen an excuse (the fault windows, the silence, the expiry floor);
+    // two narrow one (a claim counts as slowed, a request as having waited
+    // in its merger, only past it). Tightening them is a separate change,
+    // not made here (docs/PROTOCOL.md §3, "How late is late").
     let slack = 4 * facts.tick_ms + 2 * cfg.network.latency.hi.as_ms() + 100;
     let lim = Limits {
         lease: p.lease.as_ms(),
@@ -72,7 +85,13 @@ pub fn check(steps: &[Step<'_>], facts: &Facts, cfg: &SimConfig) -> Vec<Violatio
         renew: p.renew_interval.as_ms(),
         slack,
         rho: facts.rho_ppm,
-        owed: Schedule::of(cfg, slack),
+        // The renews owed get no slack: each is counted from an instant
+        // the holder acted at, and only whole-ms rounding is allowed
+        // (`owed_renews`, "Time"). With the slack above, a renew owed
+        // after a claim's answer held 100 ms passed as on time
+        // (`fence-from-answer`, 100 ms late; the exhaustive checker
+        // judges it exactly and reports I5).
+        owed: Schedule::of(cfg),
     };
     let mut grants: BTreeMap<(JobId, Token), Grant> = BTreeMap::new();
     let mut out = Vec::new();

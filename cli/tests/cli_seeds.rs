@@ -81,6 +81,15 @@ fn without_a_terminal_each_scenario_prints_a_line_when_done_and_passes_are_named
         err.contains("worker_crash_mid_job_is_reclaimed_once: done, no violations"),
         "{err}"
     );
+    // A catalogue scenario's violations are its bug caught, not "no
+    // violations" (which its line said before).
+    assert!(
+        err.contains(
+            "fixed_lock_no_heartbeat_runs_a_job_twice_at_once: done, 2 of 2 seeds broke an \
+             invariant, as the scenario expects"
+        ),
+        "{err}"
+    );
     let out = stdout(&o);
     assert!(
         out.contains(

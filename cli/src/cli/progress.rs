@@ -15,8 +15,32 @@ pub struct Progress {
     total: usize,
     done: usize,
     failed: usize,
-    /// Per scenario: name, seeds left, seeds with violations.
-    scenarios: Vec<(String, usize, usize)>,
+    scenarios: Vec<Tally>,
+}
+
+/// One scenario's seeds so far.
+struct Tally {
+    name: String,
+    seeds: usize,
+    left: usize,
+    /// Seeds that failed: a violation the scenario does not expect, or an
+    /// error.
+    bad: usize,
+    /// Seeds of a scenario that expects a violation (the catalogue's) on
+    /// which one was found: its bug caught, not a failure.
+    caught: usize,
+}
+
+/// How one seed ended, as the progress display counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeedEnd {
+    /// Every invariant held (or the seed found nothing its scenario
+    /// expects).
+    Clean,
+    /// The seed broke an invariant its scenario expects broken.
+    Caught,
+    /// A violation its scenario does not expect, or an error.
+    Failed,
 }
 
 impl Progress {
@@ -43,31 +67,38 @@ impl Progress {
             total,
             done: 0,
             failed: 0,
-            scenarios: scenarios.into_iter().map(|(n, k)| (n, k, 0)).collect(),
+            scenarios: scenarios
+                .into_iter()
+                .map(|(name, seeds)| Tally {
+                    name,
+                    seeds,
+                    left: seeds,
+                    bad: 0,
+                    caught: 0,
+                })
+                .collect(),
         }
     }
 
     /// Records one finished seed of scenario `scenario`.
-    pub fn tick(&mut self, scenario: usize, failed: bool) {
+    pub fn tick(&mut self, scenario: usize, end: SeedEnd) {
+        let failed = end == SeedEnd::Failed;
         self.done += 1;
         self.failed += usize::from(failed);
         let Some(s) = self.scenarios.get_mut(scenario) else {
             return;
         };
-        s.1 = s.1.saturating_sub(1);
-        s.2 += usize::from(failed);
-        let (label, left, bad) = (s.0.clone(), s.1, s.2);
+        s.left = s.left.saturating_sub(1);
+        s.bad += usize::from(failed);
+        s.caught += usize::from(end == SeedEnd::Caught);
+        let (label, left, bad) = (s.name.clone(), s.left, s.bad);
         let Some(bar) = &self.bar else {
             if left == 0 {
                 eprintln!(
                     "[{}/{}] {label}: done, {}",
                     self.done,
                     self.total,
-                    if bad == 0 {
-                        "no violations".to_string()
-                    } else {
-                        format!("{bad} seeds with violations or errors")
-                    }
+                    s.verdict()
                 );
             }
             return;
@@ -76,7 +107,7 @@ impl Progress {
         bar.set_prefix(format!("{} failed", self.failed));
         if left == 0 && bad > 0 {
             // Kept above the bar: which scenario failed, as it happens.
-            bar.println(format!("{label}: {bad} seeds with violations or errors"));
+            bar.println(format!("{label}: {}", s.verdict()));
         }
         bar.set_message(label);
     }
@@ -86,5 +117,49 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+impl Tally {
+    /// What its finished seeds came to: failures first, then violations
+    /// the scenario expects (a catalogue scenario's are what it exists
+    /// for, so they are not reported as "no violations"; whether they are
+    /// the invariant it names is judged with the whole budget, in the
+    /// summary).
+    fn verdict(&self) -> String {
+        match (self.bad, self.caught) {
+            (0, 0) => "no violations".to_string(),
+            (0, c) => format!(
+                "{c} of {} seeds broke an invariant, as the scenario expects",
+                self.seeds
+            ),
+            (b, _) => format!("{b} seeds with violations or errors"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally(bad: usize, caught: usize) -> Tally {
+        Tally {
+            name: "s".into(),
+            seeds: 4,
+            left: 0,
+            bad,
+            caught,
+        }
+    }
+
+    #[test]
+    fn a_caught_bug_is_not_reported_as_no_violations() {
+        assert_eq!(tally(0, 0).verdict(), "no violations");
+        assert_eq!(
+            tally(0, 3).verdict(),
+            "3 of 4 seeds broke an invariant, as the scenario expects"
+        );
+        assert_eq!(tally(1, 0).verdict(), "1 seeds with violations or errors");
+        assert_eq!(tally(2, 1).verdict(), "2 seeds with violations or errors");
     }
 }

@@ -8,7 +8,7 @@ use super::engine::{self, Shown};
 use super::jsonl::{JsonLines, Totals};
 use super::parallel::run_parallel;
 use super::plan::{plan_from, PlanInput, Seeds, Shard, Task};
-use super::progress::Progress;
+use super::progress::{Progress, SeedEnd};
 use super::shard;
 use super::stores::Stores;
 use super::verdict::{self, judge, Detection, Verdict};
@@ -369,15 +369,22 @@ pub fn run(args: &RunArgs) -> ExitCode {
             Done { result, wall_s }
         },
         |i, d| {
-            let bad = d.as_ref().map_or(true, |d| match &d.result {
-                // A catalogue seed is judged only with its whole budget.
-                Ok(r) => {
-                    let expects = scenarios[tasks[i].scenario].config.expect.violation;
-                    expects.is_none() && !r.violations().is_empty()
+            let end = d.as_ref().map_or(SeedEnd::Failed, |d| match &d.result {
+                // A catalogue seed is judged only with its whole budget:
+                // here its violation counts as its bug caught.
+                Ok(r) if r.violations().is_empty() => SeedEnd::Clean,
+                Ok(_)
+                    if scenarios[tasks[i].scenario]
+                        .config
+                        .expect
+                        .violation
+                        .is_some() =>
+                {
+                    SeedEnd::Caught
                 }
-                Err(_) => true,
+                Ok(_) | Err(_) => SeedEnd::Failed,
             });
-            progress.tick(tasks[i].scenario, bad);
+            progress.tick(tasks[i].scenario, end);
             match d {
                 Ok(d) => stream.finished(i, &d.result, d.wall_s),
                 Err(panic) => stream.finished(i, &Err(panic.clone()), 0.0),

@@ -83,7 +83,11 @@ pub const DECLARED_WEIGHT: u64 = 4;
 /// nearest to it, `NEAR_WEIGHT * UNIT`, and for another scenario that share
 /// times the record over its own nearest distance: the closest scenario
 /// counts as two situations reached once, a scenario ten times further a
-/// tenth of that.
+/// tenth of that. The term fades as `4 / (runs since the scenario last came
+/// nearer + 4)`: a scenario whose runs stay near a situation they never
+/// reach (one no correct scenario of the explored set reaches, as
+/// `two-workers-believe-one-job-within-a-tick` here) must not hold the
+/// spare turns.
 pub const NEAR_WEIGHT: u64 = 2;
 /// Fresh runs a scenario needs before it can be settled: below it, a
 /// scenario's seeds are too few to agree by more than chance.
@@ -115,8 +119,9 @@ pub struct Rarity {
     /// Each situation no run reached and some run missed by a measured
     /// distance: the smallest distance so far (its record).
     near_record: BTreeMap<String, u64>,
-    /// Each scenario: each situation its runs missed, the nearest miss.
-    scenario_near: Vec<BTreeMap<String, u64>>,
+    /// Each scenario: each situation its runs missed, the nearest miss and
+    /// the scenario's runs when it came that near.
+    scenario_near: Vec<BTreeMap<String, (u64, u64)>>,
 }
 
 impl Rarity {
@@ -223,9 +228,12 @@ impl Rarity {
             if self.reaching(name) > 0 {
                 continue;
             }
+            let runs = self.scenario_runs.get(scenario).copied().unwrap_or(0);
             if let Some(own) = self.scenario_near.get_mut(scenario) {
-                let best = own.entry(name.to_string()).or_insert(d);
-                *best = (*best).min(d);
+                let best = own.entry(name.to_string()).or_insert((d, runs));
+                if d < best.0 {
+                    *best = (d, runs);
+                }
             }
             let record = self.near_record.entry(name.to_string()).or_insert(u64::MAX);
             if d < *record {
@@ -309,7 +317,9 @@ impl Rarity {
             .get(scenario)
             .into_iter()
             .flatten()
-            .map(|(s, &d)| NEAR_WEIGHT * self.near_weight(s, d))
+            .map(|(s, &(d, at))| {
+                NEAR_WEIGHT * self.near_weight(s, d) * 4 / (runs.saturating_sub(at) + 4)
+            })
             .sum();
         rare + UNIT / (RUN_TERM_DIVISOR * (runs + 1)) + novelty + declared + near
     }
@@ -392,6 +402,15 @@ mod tests {
             NEAR_WEIGHT * (UNIT - UNIT * 100 / 401),
             "{w:?}"
         );
+        // Twelve runs each that come no nearer: the term fades to a quarter.
+        for _ in 0..12 {
+            r.learn(1, true, std::iter::empty());
+            r.learn(2, true, std::iter::empty());
+        }
+        let faded = r.scenario_weight(2) - r.scenario_weight(1);
+        let quarter = |share: u64| NEAR_WEIGHT * share * 4 / 16;
+        assert_eq!(faded, quarter(UNIT) - quarter(UNIT * 100 / 401));
+        let w: Vec<u64> = (0..3).map(|s| r.scenario_weight(s)).collect();
         // Reached: no record, no near weight, no term in the draw.
         r.learn(1, true, ["target"].into_iter());
         assert_eq!(r.record("target"), None);

@@ -79,11 +79,12 @@ pub const NOVELTY_DIVISOR: u64 = 8;
 /// misses it (a situation the explorer's fault mixes cannot reach must
 /// not hold the draw forever).
 pub const DECLARED_WEIGHT: u64 = 4;
-/// A situation no run has reached weighs, for the scenario whose runs came
-/// nearest to it, `NEAR_WEIGHT * UNIT`, and for another scenario that share
-/// times the record over its own nearest distance: the closest scenario
-/// counts as two situations reached once, a scenario ten times further a
-/// tenth of that. The term fades as `4 / (runs since the scenario last came
+/// A situation no run has reached weighs `NEAR_WEIGHT * UNIT` in all (as
+/// two situations reached once), shared among the scenarios whose runs
+/// missed it by their closeness, `record / their nearest distance`: the
+/// only scenario near it gets all of it, one of ten at the record a tenth,
+/// and a scenario ten times further than another a tenth of its share.
+/// A scenario's share fades as `4 / (runs since the scenario last came
 /// nearer + 4)`: a scenario whose runs stay near a situation they never
 /// reach (one no correct scenario of the explored set reaches, as
 /// `two-workers-believe-one-job-within-a-tick` here) must not hold the
@@ -318,7 +319,18 @@ impl Rarity {
             .into_iter()
             .flatten()
             .map(|(s, &(d, at))| {
-                NEAR_WEIGHT * self.near_weight(s, d) * 4 / (runs.saturating_sub(at) + 4)
+                // This scenario's share of the situation's closeness over
+                // every scenario that missed it: a distance many scenarios
+                // share (a cancel 1 ms off its claim) lifts none of them
+                // much.
+                let all: u64 = self
+                    .scenario_near
+                    .iter()
+                    .filter_map(|own| own.get(s))
+                    .map(|&(d, _)| self.near_weight(s, d))
+                    .sum();
+                let own = self.near_weight(s, d) * 4 / (runs.saturating_sub(at) + 4);
+                (NEAR_WEIGHT * UNIT).saturating_mul(own) / all.max(1)
             })
             .sum();
         rare + UNIT / (RUN_TERM_DIVISOR * (runs + 1)) + novelty + declared + near
@@ -394,22 +406,25 @@ mod tests {
         assert_eq!(r.record("target"), Some(100));
         assert_eq!(r.near_weight("target", 100), UNIT, "at the record");
         assert_eq!(r.near_weight("target", 200), UNIT / 2, "twice as far");
-        // Scenarios 1 and 2 differ only by their nearest miss: the nearest
-        // weighs more, by NEAR_WEIGHT times the difference of their shares.
+        // Scenarios 1 and 2 differ only by their nearest miss: each has its
+        // share of NEAR_WEIGHT * UNIT by closeness (record / distance).
         let w: Vec<u64> = (0..3).map(|s| r.scenario_weight(s)).collect();
+        let closeness = [UNIT * 100 / 400, UNIT * 100 / 401, UNIT];
+        let all: u64 = closeness.iter().sum();
+        let share = |c: u64, fade: u64| NEAR_WEIGHT * UNIT * (c * 4 / (fade + 4)) / all;
         assert_eq!(
             w[2] - w[1],
-            NEAR_WEIGHT * (UNIT - UNIT * 100 / 401),
+            share(closeness[2], 0) - share(closeness[1], 0),
             "{w:?}"
         );
-        // Twelve runs each that come no nearer: the term fades to a quarter.
+        assert!(share(closeness[2], 0) > NEAR_WEIGHT * UNIT / 2);
+        // Twelve runs each that come no nearer: their shares fade to a quarter.
         for _ in 0..12 {
             r.learn(1, true, std::iter::empty());
             r.learn(2, true, std::iter::empty());
         }
         let faded = r.scenario_weight(2) - r.scenario_weight(1);
-        let quarter = |share: u64| NEAR_WEIGHT * share * 4 / 16;
-        assert_eq!(faded, quarter(UNIT) - quarter(UNIT * 100 / 401));
+        assert_eq!(faded, share(closeness[2], 12) - share(closeness[1], 12));
         let w: Vec<u64> = (0..3).map(|s| r.scenario_weight(s)).collect();
         // Reached: no record, no near weight, no term in the draw.
         r.learn(1, true, ["target"].into_iter());

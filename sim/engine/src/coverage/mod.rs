@@ -20,6 +20,14 @@
 //!   (a handler, a store the simulation polls on its own thread) into the
 //!   current run's registry.
 //!
+//! ## Near misses
+//! For the situations defined by a threshold or a coincidence (a renew
+//! within a tick of the fence, a cancel racing a claim, a store crash just
+//! before a deadline, ...), the observers also record by how much a run
+//! that missed one missed it ([`Coverage::distance`], [`Coverage::misses`];
+//! [`nearly`] for a user's own), read off the same history. The guided
+//! explorer steers its spare runs by them toward situations no run reached.
+//!
 //! ## Observation only
 //! Reaching a situation changes nothing the run does: the observers read
 //! the finished history, and [`sometimes`] writes into a per-run map the

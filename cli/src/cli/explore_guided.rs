@@ -378,22 +378,10 @@ impl Source {
     }
 
     /// The kept inputs that came nearer than any run before them to a
-    /// situation no run had reached: (scenario, seed, how it was drawn,
-    /// the situations with its distances).
+    /// situation no run had reached.
     #[cfg(test)]
-    pub fn kept_near(&self) -> Vec<(usize, u64, &str, &[(String, u64)])> {
-        self.kept
-            .iter()
-            .filter(|k| !k.near.is_empty())
-            .map(|k| {
-                (
-                    k.input.scenario,
-                    k.input.seed,
-                    k.input.how.as_str(),
-                    &k.near[..],
-                )
-            })
-            .collect()
+    fn kept_near(&self) -> Vec<&Kept> {
+        self.kept.iter().filter(|k| !k.near.is_empty()).collect()
     }
 
     /// Keeps `k`; when full, the kept input of least energy leaves (the
@@ -700,14 +688,18 @@ mod tests {
         let near = src.kept_near();
         assert!(near.len() >= 2, "records are kept: {}", near.len());
         // Kept in run order, each nearer than every one before it.
-        let distances: Vec<u64> = near.iter().map(|k| k.3[0].1).collect();
+        let distances: Vec<u64> = near.iter().map(|k| k.near[0].1).collect();
         assert!(distances.windows(2).all(|w| w[1] < w[0]), "{distances:?}");
-        assert!(near.iter().all(|k| k.0 == 7 && k.3[0].0 == "target"));
+        assert!(near
+            .iter()
+            .all(|k| k.input.scenario == 7 && k.near[0].0 == "target"));
         // The spare turns mutate them.
         let name = &s[7].config.name;
         let of_kept = |i: &Input| {
-            near.iter()
-                .any(|k| i.how.ends_with(&format!("(of {name} seed {})", k.1)))
+            near.iter().any(|k| {
+                i.how
+                    .ends_with(&format!("(of {name} seed {})", k.input.seed))
+            })
         };
         let mutated = runs.iter().filter(|i| is_mutation(&i.how) && of_kept(i));
         assert!(mutated.count() > 0, "no mutation of a nearer input");

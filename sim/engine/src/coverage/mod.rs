@@ -25,7 +25,7 @@
 //! within a tick of the fence, a cancel racing a claim, a store crash just
 //! before a deadline, ...), the observers also record by how much a run
 //! that missed one missed it ([`Coverage::distance`], [`Coverage::misses`];
-//! [`nearly`] for a user's own), read off the same history. The guided
+//! `nearly` (in `registry`) for a user's own), read off the same history. The guided
 //! explorer steers its spare runs by them toward situations no run reached.
 //!
 //! ## Observation only

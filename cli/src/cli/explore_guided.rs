@@ -673,7 +673,7 @@ mod tests {
             let mut c = Coverage::default();
             c.mark("common");
             if i.scenario == 7 {
-                c.nearly("target", 1 + i.seed.wrapping_mul(0x9e37_79b9) % 1_000);
+                c.near_miss("target", 1 + i.seed.wrapping_mul(0x9e37_79b9) % 1_000);
             }
             c
         };

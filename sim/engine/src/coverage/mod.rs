@@ -87,7 +87,7 @@ impl Coverage {
 
     /// Records that the run came within `distance` of `name` (0: reached
     /// it, counted as [`Coverage::mark`]); the smallest distance is kept.
-    pub fn nearly(&mut self, name: &str, distance: u64) {
+    pub fn near_miss(&mut self, name: &str, distance: u64) {
         if distance == 0 {
             self.mark(name);
             return;
@@ -173,7 +173,7 @@ impl Coverage {
             self.add(k, n);
         }
         for (k, &d) in &other.near {
-            self.nearly(k, d);
+            self.near_miss(k, d);
         }
     }
 }
@@ -198,7 +198,7 @@ impl Marks {
             "{name} is not a built-in situation"
         );
         if by > 0 {
-            self.0.nearly(name, by);
+            self.0.near_miss(name, by);
         }
     }
 }

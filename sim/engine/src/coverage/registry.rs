@@ -65,7 +65,7 @@ pub fn nearly(name: &str, distance: u64) -> bool {
     CURRENT.with(|c| {
         if let Some(cov) = c.borrow_mut().as_mut() {
             if cov.holds(name) || cov.names() < MAX_SITUATIONS_PER_RUN {
-                cov.nearly(name, distance);
+                cov.near_miss(name, distance);
             }
         }
     });
@@ -142,8 +142,8 @@ mod tests {
         assert_eq!(misses, vec![("close", 7)], "misses leave out the reached");
         // Merged, the smaller distance and the reach win.
         let mut other = Coverage::default();
-        other.nearly("close", 3);
-        other.nearly("hit", 9);
+        other.near_miss("close", 3);
+        other.near_miss("hit", 9);
         let mut all = got.clone();
         all.merge(&other);
         assert_eq!(all.distance("close"), Some(3));

@@ -67,6 +67,12 @@ fn a_reached_declaration_passes_and_every_report_shows_coverage() {
         run["coverage"]["worker-crashed-holding-a-lease"].as_u64() >= Some(1),
         "{run}"
     );
+    // The near misses: situations the seed missed, each by more than 0.
+    let near = run["near"].as_object().expect("a near object");
+    for (name, d) in near {
+        assert!(run["coverage"].get(name).is_none(), "{name} reached: {run}");
+        assert!(d.as_u64() > Some(0), "{name}: {run}");
+    }
     let scenario = lines
         .iter()
         .find(|l| l["type"] == "scenario")

@@ -38,6 +38,9 @@ struct Tally {
     first: BTreeMap<String, (u64, f64)>,
     /// Each situation: runs reaching it.
     reach: BTreeMap<String, u64>,
+    /// Each situation some run missed by a measured distance: the nearest
+    /// miss (reported for the situations never reached).
+    nearest: BTreeMap<String, u64>,
     failures: u64,
     /// The run and seconds at which the watched invariant first broke.
     caught: Option<(u64, f64)>,
@@ -104,6 +107,10 @@ fn race(
                 for (name, _) in coverage.iter() {
                     *t.reach.entry(name.to_string()).or_default() += 1;
                 }
+                for (name, d) in coverage.misses() {
+                    let nearest = t.nearest.entry(name.to_string()).or_insert(d);
+                    *nearest = (*nearest).min(d);
+                }
                 let broke = |inv: InvariantId| {
                     result
                         .as_ref()
@@ -156,7 +163,7 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
         no_mix: args.no_swarm_mix,
     };
     let [g, u] = race(&field, budget, limit, None);
-    print_coverage(&g, &u);
+    print_coverage(&g, &u, scenarios.len() as u64);
     let mut code = if g.failures + u.failures > 0 {
         ExitCode::Violation
     } else {
@@ -170,7 +177,9 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
     code
 }
 
-fn print_coverage(g: &Tally, u: &Tally) {
+/// Prints what each explorer reached and when; `first_round` is the
+/// wheel's first round (every scenario once), which both draw alike.
+fn print_coverage(g: &Tally, u: &Tally, first_round: u64) {
     let both = [g, u];
     for (name, t) in NAMES.iter().zip(both) {
         println!(
@@ -193,7 +202,7 @@ fn print_coverage(g: &Tally, u: &Tally) {
         ),
         None => "never".into(),
     };
-    let (mut sooner, mut same, mut later, mut rare) = (0, 0, 0, 0);
+    let (mut sooner, mut same, mut later, mut rare, mut in_round) = (0, 0, 0, 0, 0);
     for n in &names {
         println!("  {n}: {} | {}", cell(g, n.as_str()), cell(u, n.as_str()));
         // Rare: reached by at most RARE_PERCENT of the uniform runs (the
@@ -205,6 +214,10 @@ fn print_coverage(g: &Tally, u: &Tally) {
                 (Some(_), None) => sooner += 1,
                 (Some(a), Some(b)) if a.0 > b.0 => later += 1,
                 (None, Some(_)) => later += 1,
+                (Some(a), Some(_)) if a.0 <= first_round => {
+                    same += 1;
+                    in_round += 1;
+                }
                 _ => same += 1,
             }
         }
@@ -224,8 +237,31 @@ fn print_coverage(g: &Tally, u: &Tally) {
     println!(
         "rare situations (reached by at most {RARE_PERCENT}% of the uniform runs, or by guided \
          only): {rare}; guided first to reach {sooner}, both at the same run {same}, uniform \
-         first to reach {later}"
+         first to reach {later}; of the same-run ones, {in_round} in the first round (runs 1 to \
+         {first_round}, every scenario once, which both explorers draw alike)"
     );
+    // How near each came to what neither reached: what guides the next
+    // runs toward it.
+    let never: Vec<String> = g
+        .nearest
+        .keys()
+        .chain(u.nearest.keys())
+        .filter(|n| !g.first.contains_key(*n) && !u.first.contains_key(*n))
+        .cloned()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|n| {
+            let d = |t: &Tally| t.nearest.get(&n).map_or("-".into(), |d| d.to_string());
+            format!("{n} {} | {}", d(g), d(u))
+        })
+        .collect();
+    if !never.is_empty() {
+        println!(
+            "reached by neither; nearest miss guided | uniform (ms, or plan times for \
+             catch-up-at-its-bound): {}",
+            never.join("; ")
+        );
+    }
 }
 
 /// Plants each catalogue bug of `dir` into the explored scenarios and

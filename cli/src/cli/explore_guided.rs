@@ -13,7 +13,10 @@
 //! of its turns is spare, and a spare turn runs one of two:
 //! - [`MUTATE_SHARE_PERCENT`]: a mutation ([`super::explore_mutate`]) of a
 //!   kept input (the corpus keeps the inputs that reached a new or rare
-//!   situation), drawn by its energy;
+//!   situation, and those that came nearer than any run before to a
+//!   situation no run reached), drawn by its energy; an input kept for
+//!   coming nearer after a timing mutation is narrowed again the same way
+//!   half the time ([`super::explore_mutate::narrow_again`]);
 //! - the rest: the next seed of a scenario drawn by its weight
 //!   ([`super::explore_rarity::Rarity::scenario_weight`]: the scenarios
 //!   that still seek a situation they declare, that alone reached a rare
@@ -42,7 +45,7 @@
 //!   inputs (the least useful one leaves for a new one), and the counts
 //!   one entry per situation name and per scenario.
 
-use super::explore_mutate::{mutate, Draws, Mutation};
+use super::explore_mutate::{mutate_with, narrow_again, Draws, Mutation, Narrowing};
 use super::explore_rarity::Rarity;
 use super::swarm_mix;
 use leasehold_model::config::SimConfig;
@@ -88,6 +91,8 @@ pub struct Input {
     /// How it was drawn: [`WHEEL`], [`WEIGHTED`], or the mutation of a
     /// kept input.
     pub how: String,
+    /// The timing range its mutation narrowed, if it was one.
+    pub narrowed: Option<Narrowing>,
 }
 
 /// The library's seed mix as a cycle: each scenario once per seed of its
@@ -149,6 +154,7 @@ impl Wheel {
             config,
             off,
             how: WHEEL.into(),
+            narrowed: None,
         }
     }
 }
@@ -158,6 +164,9 @@ impl Wheel {
 struct Kept {
     input: Input,
     reached: BTreeSet<String>,
+    /// The situations no run had reached that it came nearer to than any
+    /// run before it, with its distance to each.
+    near: Vec<(String, u64)>,
     /// How many times it was mutated (the least used of equals goes first).
     picked: u64,
 }
@@ -298,9 +307,19 @@ impl Source {
         let energies: Vec<u64> = self.kept.iter().map(|k| self.energy(k)).collect();
         let at = self.by_weight(&energies);
         self.kept[at].picked += 1;
+        let came_nearer = !self.kept[at].near.is_empty();
+        // An input that came nearer after a timing mutation: half the time,
+        // the same range narrowed again toward the same end.
+        let again = match self.kept[at].input.narrowed.filter(|_| came_nearer) {
+            Some(n) if self.draws.below(2) == 0 => {
+                narrow_again(&self.kept[at].input.config, n).map(|(c, m)| (c, m, Some(n)))
+            }
+            _ => None,
+        };
         let kept = &self.kept[at].input;
         let original = &scenarios[kept.scenario].config;
-        let (config, m) = mutate(original, &kept.config, &mut self.draws);
+        let (config, m, narrowed) =
+            again.unwrap_or_else(|| mutate_with(original, &kept.config, &mut self.draws));
         let seed = if m == Mutation::Seed {
             self.draws.below(MAX_DRAWN_SEED)
         } else {
@@ -312,37 +331,57 @@ impl Source {
             config,
             off: Vec::new(),
             how: format!("{m} (of {} seed {})", original.name, kept.seed),
+            narrowed,
         }
     }
 
     /// Integer energy of a kept input: each situation it reached counts
-    /// its [`Rarity::situation_weight`], halved with every 16 mutations
-    /// of it so a kept input that leads nowhere new gives way.
+    /// its [`Rarity::situation_weight`], and each it came nearest to while
+    /// no run reached it its [`Rarity::near_weight`] (so the input holding
+    /// a situation's record weighs as much as one that reached a situation
+    /// once, one twice as far half that, and none once a run reached it);
+    /// halved with every 16 mutations of it so a kept input that leads
+    /// nowhere new gives way.
     fn energy(&self, k: &Kept) -> u64 {
-        let sum: u64 = k
+        let reached: u64 = k
             .reached
             .iter()
             .map(|s| self.rarity.situation_weight(s))
             .sum();
-        (sum >> (k.picked / 16).min(16)).max(1)
+        let near: u64 = k
+            .near
+            .iter()
+            .map(|(s, d)| self.rarity.near_weight(s, *d))
+            .sum();
+        ((reached + near) >> (k.picked / 16).min(16)).max(1)
     }
 
     /// Learns from one run (in run order): answers the situations it
     /// reached for the first time. A run that reached a new or rare
-    /// situation is kept.
+    /// situation is kept, and so is one that came nearer than any run
+    /// before to a situation no run reached ([`Rarity::learn_near`]).
     pub fn learn(&mut self, input: &Input, coverage: &Coverage) -> Vec<String> {
         let fresh = !is_mutation(&input.how);
         let (new, rare) = self
             .rarity
             .learn(input.scenario, fresh, coverage.iter().map(|(s, _)| s));
-        if self.guided && rare {
+        let near = self.rarity.learn_near(input.scenario, coverage.misses());
+        if self.guided && (rare || !near.is_empty()) {
             self.keep(Kept {
                 input: input.clone(),
                 reached: coverage.iter().map(|(s, _)| s.to_string()).collect(),
+                near,
                 picked: 0,
             });
         }
         new
+    }
+
+    /// The kept inputs that came nearer than any run before them to a
+    /// situation no run had reached.
+    #[cfg(test)]
+    fn kept_near(&self) -> Vec<&Kept> {
+        self.kept.iter().filter(|k| !k.near.is_empty()).collect()
     }
 
     /// Keeps `k`; when full, the kept input of least energy leaves (the
@@ -622,6 +661,65 @@ mod tests {
         assert!((500..=800).contains(&per[5]), "{per:?}");
         assert!(per[5] > 4 * most_other, "{per:?}");
         assert!(per.iter().all(|&n| n > 0), "none left out: {per:?}");
+    }
+
+    #[test]
+    fn an_input_that_came_nearer_is_kept_and_mutated() {
+        // 24 scenarios that all reach the same (they settle and give spare
+        // turns); scenario 7's runs never reach "target" but miss it by a
+        // distance of their seed's, so some of its runs beat the record.
+        let (_d, s) = many(24);
+        let run = |i: &Input| {
+            let mut c = Coverage::default();
+            c.mark("common");
+            if i.scenario == 7 {
+                c.near_miss("target", 1 + i.seed.wrapping_mul(0x9e37_79b9) % 1_000);
+            }
+            c
+        };
+        let mut src = Source::new(&s, 21, false, true);
+        let mut runs = Vec::new();
+        for _ in 0..(960 / GENERATION) {
+            for i in src.draw(&s, GENERATION) {
+                src.learn(&i, &run(&i));
+                runs.push(i);
+            }
+        }
+        let near = src.kept_near();
+        assert!(near.len() >= 2, "records are kept: {}", near.len());
+        // Kept in run order, each nearer than every one before it.
+        let distances: Vec<u64> = near.iter().map(|k| k.near[0].1).collect();
+        assert!(distances.windows(2).all(|w| w[1] < w[0]), "{distances:?}");
+        assert!(near
+            .iter()
+            .all(|k| k.input.scenario == 7 && k.near[0].0 == "target"));
+        // The spare turns mutate them.
+        let name = &s[7].config.name;
+        let of_kept = |i: &Input| {
+            near.iter().any(|k| {
+                i.how
+                    .ends_with(&format!("(of {name} seed {})", k.input.seed))
+            })
+        };
+        let mutated = runs.iter().filter(|i| is_mutation(&i.how) && of_kept(i));
+        assert!(mutated.count() > 0, "no mutation of a nearer input");
+        // And the scenario nearest to a situation no run reached gets more
+        // of the fresh runs drawn by weight than any other.
+        let weighted = |k: usize| {
+            runs.iter()
+                .filter(|i| i.scenario == k && i.how == WEIGHTED)
+                .count()
+        };
+        let most_other = (0..24).filter(|&k| k != 7).map(weighted).max().unwrap();
+        assert!(weighted(7) > 2 * most_other, "{} {most_other}", weighted(7));
+        // Once a run reaches it, it has no record and weighs nothing near.
+        let mut c = Coverage::default();
+        c.mark("target");
+        let mut reaching = runs[0].clone();
+        reaching.scenario = 3;
+        src.learn(&reaching, &c);
+        assert_eq!(src.rarity.record("target"), None);
+        assert_eq!(src.rarity.near_weight("target", 5), 0);
     }
 
     #[test]

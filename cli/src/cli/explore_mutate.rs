@@ -12,6 +12,13 @@
 //! what it declares (a drift beyond its bound, a fault it does not have).
 //! Every draw comes from [`Draws`], so a mutation is a pure function of
 //! the explore seed and the runs before it.
+//!
+//! A timing mutation says what it narrowed ([`Narrowing`]); when the run
+//! it made came nearer to a situation no run had reached, the explorer
+//! narrows that range again the same way ([`narrow_again`]: the same half
+//! of what is left), toward the end that moved the run closer. Still
+//! inside the envelope: the new range is a part of the kept one, itself a
+//! part of the scenario's.
 
 use super::swarm_mix::{kinds, splitmix};
 use leasehold_model::config::{Range, SimConfig};
@@ -66,26 +73,72 @@ impl std::fmt::Display for Mutation {
     }
 }
 
+/// A timing range a mutation narrowed, and which part of it it kept (the
+/// choice of [`part`]: 0 lower half, 1 upper half, 2 low end, 3 high end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Narrowing {
+    /// The range's name, as in [`Mutation::Timing`].
+    pub range: &'static str,
+    /// The part kept.
+    pub side: u64,
+}
+
 /// Mutates `kept` (a configuration that ran, of the scenario written as
 /// `original`) into a new configuration; answers it with what changed.
 /// A mutation that has nothing to change (a scenario without two fault
 /// kinds, without a timing range, ...) or that makes an invalid
 /// configuration falls back to the seed: the caller then draws a new seed.
+/// (The explorer calls [`mutate_with`], which says what it narrowed.)
+#[cfg(test)]
 pub fn mutate(original: &SimConfig, kept: &SimConfig, d: &mut Draws) -> (SimConfig, Mutation) {
+    let (out, m, _) = mutate_with(original, kept, d);
+    (out, m)
+}
+
+/// [`mutate`], answering also the timing range it narrowed, if it did.
+pub fn mutate_with(
+    original: &SimConfig,
+    kept: &SimConfig,
+    d: &mut Draws,
+) -> (SimConfig, Mutation, Option<Narrowing>) {
     let mut out = kept.clone();
+    let mut narrowed = None;
     let changed = match d.below(4) {
         0 => None,
         1 => faults(original, &mut out, d).map(Mutation::Faults),
-        2 => timing(original, &mut out, d).map(Mutation::Timing),
+        2 => timing(original, &mut out, d).map(|(m, n)| {
+            narrowed = Some(n);
+            Mutation::Timing(m)
+        }),
         _ => topology(original, &mut out, d).map(Mutation::Topology),
     };
     // A change the scenario's checks refuse (a worker named by a scripted
     // fault taken away, ...), or one that changed nothing (a range narrowed
     // to the part it already was), is not run: the seed changes instead.
     match changed {
-        Some(m) if out != *kept && out.validate().is_ok() => (out, m),
-        _ => (kept.clone(), Mutation::Seed),
+        Some(m) if out != *kept && out.validate().is_ok() => (out, m, narrowed),
+        _ => (kept.clone(), Mutation::Seed, None),
     }
+}
+
+/// Narrows `kept`'s range `n.range` again to the same part of what it is
+/// now (a half of a half, ...), toward the end that the narrowing which
+/// made `kept` moved the run to; `None` when nothing is left to narrow
+/// (an end is one value already) or the result fails validation.
+pub fn narrow_again(kept: &SimConfig, n: Narrowing) -> Option<(SimConfig, Mutation)> {
+    let (lo, hi) = ranges(kept)
+        .into_iter()
+        .find(|r| r.0 == n.range)
+        .map(|r| (r.1, r.2))?;
+    let (a, b, how) = part(lo, hi, n.side)?;
+    let mut out = kept.clone();
+    set_range(&mut out, n.range, a, b);
+    (out != *kept && out.validate().is_ok()).then(|| {
+        (
+            out,
+            Mutation::Timing(format!("{} {how} again [{a}, {b}]", n.range)),
+        )
+    })
 }
 
 /// Switches one of the scenario's fault kinds off, or back on to its own
@@ -133,8 +186,28 @@ fn part(lo: i128, hi: i128, c: u64) -> Option<(i128, i128, &'static str)> {
 
 /// Narrows one timing range the scenario draws from to a part of the
 /// scenario's own range.
-fn timing(original: &SimConfig, out: &mut SimConfig, d: &mut Draws) -> Option<String> {
-    let o = original;
+fn timing(original: &SimConfig, out: &mut SimConfig, d: &mut Draws) -> Option<(String, Narrowing)> {
+    let mut ranges = ranges(original);
+    ranges.retain(|(_, lo, hi)| lo < hi);
+    if ranges.is_empty() {
+        return None;
+    }
+    let (name, lo, hi) = ranges[d.below(ranges.len() as u64) as usize];
+    let side = d.next();
+    let (a, b, how) = part(lo, hi, side)?;
+    set_range(out, name, a, b);
+    Some((
+        format!("{name} {how} [{a}, {b}]"),
+        Narrowing {
+            range: name,
+            side: side % 4,
+        },
+    ))
+}
+
+/// Every timing range a mutation may narrow, as (name, low, high) in
+/// milliseconds or ppm.
+fn ranges(o: &SimConfig) -> Vec<(&'static str, i128, i128)> {
     // (name, the scenario's range, as milliseconds or ppm).
     let durs: [(&str, Range<Dur>); 6] = [
         ("network.latency", o.network.latency),
@@ -158,12 +231,11 @@ fn timing(original: &SimConfig, out: &mut SimConfig, d: &mut Draws) -> Option<St
         i128::from(o.faults.clock_drift_ppm.lo),
         i128::from(o.faults.clock_drift_ppm.hi),
     ));
-    ranges.retain(|(_, lo, hi)| lo < hi);
-    if ranges.is_empty() {
-        return None;
-    }
-    let (name, lo, hi) = ranges[d.below(ranges.len() as u64) as usize];
-    let (a, b, how) = part(lo, hi, d.next())?;
+    ranges
+}
+
+/// Sets range `name` of `out` to `[a, b]`.
+fn set_range(out: &mut SimConfig, name: &str, a: i128, b: i128) {
     let dur = |v: i128| Dur::ms(u64::try_from(v).unwrap_or(0));
     let signed = |v: i128| i64::try_from(v).unwrap_or(0);
     match name {
@@ -178,7 +250,6 @@ fn timing(original: &SimConfig, out: &mut SimConfig, d: &mut Draws) -> Option<St
         }
         _ => out.faults.clock_drift_ppm = Range::new(signed(a), signed(b)),
     }
-    Some(format!("{name} {how} [{a}, {b}]"))
 }
 
 /// Moves the number of workers by one, within `1..=own + MAX_EXTRA_WORKERS`.
@@ -232,6 +303,48 @@ mod tests {
             cfg = next;
         }
         assert_eq!(seen.len(), 4, "every kind of mutation is drawn");
+    }
+
+    #[test]
+    fn narrowing_again_halves_the_same_side_of_what_is_left() {
+        let original = leasehold_model::builtin::standard();
+        let mut d = Draws::new(5);
+        // Find a timing mutation that kept a half (an end cannot narrow).
+        let (kept, n) = (0..400)
+            .find_map(|_| match mutate_with(&original, &original, &mut d) {
+                (c, Mutation::Timing(_), Some(n)) if n.side < 2 => Some((c, n)),
+                _ => None,
+            })
+            .expect("a timing mutation to a half");
+        let (lo, hi) = ranges(&kept)
+            .into_iter()
+            .find(|r| r.0 == n.range)
+            .map(|r| (r.1, r.2))
+            .unwrap();
+        let (again, m) = narrow_again(&kept, n).expect("a half narrows again");
+        let (a, b) = ranges(&again)
+            .into_iter()
+            .find(|r| r.0 == n.range)
+            .map(|r| (r.1, r.2))
+            .unwrap();
+        let mid = lo + (hi - lo) / 2;
+        let want = if n.side == 0 { (lo, mid) } else { (mid, hi) };
+        assert_eq!((a, b), want, "{m}: the same half of [{lo}, {hi}]");
+        assert!(m.to_string().contains("again"), "{m}");
+        // Inside the scenario's own range, as every mutation.
+        let (olo, ohi) = ranges(&original)
+            .into_iter()
+            .find(|r| r.0 == n.range)
+            .map(|r| (r.1, r.2))
+            .unwrap();
+        assert!(olo <= a && b <= ohi);
+        // An end is one value: nothing is left to narrow.
+        let end = Narrowing {
+            range: n.range,
+            side: 2,
+        };
+        let (point, _) = narrow_again(&kept, end).expect("narrows to the low end");
+        assert!(narrow_again(&point, end).is_none());
     }
 
     #[test]

@@ -35,6 +35,16 @@
 //! `Conflict` near expiry) are reached on a few seeds of the scenarios that
 //! declare them.
 //!
+//! A run also says how near it came to the situations it missed
+//! ([`leasehold_sim::coverage::Coverage::misses`]: milliseconds before a
+//! fence, between a cancel and a claim, ...). For a situation no run has
+//! reached yet, the smallest such distance so far is its *record*
+//! ([`Rarity::learn_near`]); a run that beats it came closer than any
+//! before, and the scenario whose runs came closest weighs more in the
+//! draw ([`NEAR_WEIGHT`]): in this library the late situations (a cancel
+//! racing a claim, a renew within a tick of the fence) are reached by a
+//! few seeds of scenarios whose other seeds come near them.
+//!
 //! Invariants: every count is one entry per situation name or per
 //! scenario (bounded by the scenarios explored and the situations they
 //! mark); the weights are integers, a pure function of the counts, so a
@@ -69,6 +79,17 @@ pub const NOVELTY_DIVISOR: u64 = 8;
 /// misses it (a situation the explorer's fault mixes cannot reach must
 /// not hold the draw forever).
 pub const DECLARED_WEIGHT: u64 = 4;
+/// A situation no run has reached weighs `NEAR_WEIGHT * UNIT` in all (as
+/// two situations reached once), shared among the scenarios whose runs
+/// missed it by their closeness, `record / their nearest distance`: the
+/// only scenario near it gets all of it, one of ten at the record a tenth,
+/// and a scenario ten times further than another a tenth of its share.
+/// A scenario's share fades as `4 / (runs since the scenario last came
+/// nearer + 4)`: a scenario whose runs stay near a situation they never
+/// reach (one no correct scenario of the explored set reaches, as
+/// `two-workers-believe-one-job-within-a-tick` here) must not hold the
+/// spare turns.
+pub const NEAR_WEIGHT: u64 = 2;
 /// Fresh runs a scenario needs before it can be settled: below it, a
 /// scenario's seeds are too few to agree by more than chance.
 pub const SETTLED_AFTER: u64 = 3;
@@ -96,6 +117,12 @@ pub struct Rarity {
     fresh_reaching: Vec<BTreeMap<String, u64>>,
     /// Each scenario: the situations it declares (`[coverage] expects`).
     declared: Vec<Vec<String>>,
+    /// Each situation no run reached and some run missed by a measured
+    /// distance: the smallest distance so far (its record).
+    near_record: BTreeMap<String, u64>,
+    /// Each scenario: each situation its runs missed, the nearest miss and
+    /// the scenario's runs when it came that near.
+    scenario_near: Vec<BTreeMap<String, (u64, u64)>>,
 }
 
 impl Rarity {
@@ -109,6 +136,8 @@ impl Rarity {
             fresh_runs: vec![0; scenarios],
             fresh_reaching: vec![BTreeMap::new(); scenarios],
             declared: vec![Vec::new(); scenarios],
+            near_record: BTreeMap::new(),
+            scenario_near: vec![BTreeMap::new(); scenarios],
         }
     }
 
@@ -185,6 +214,56 @@ impl Rarity {
         (new, rare)
     }
 
+    /// Learns how near one run of `scenario` came to the situations it
+    /// missed (call it after [`Rarity::learn`] of the same run, so a
+    /// situation the run reached has no record). Answers the situations
+    /// no run has reached whose record this run beat (the first distance
+    /// measured is a record too), with the run's distance.
+    pub fn learn_near<'a>(
+        &mut self,
+        scenario: usize,
+        misses: impl Iterator<Item = (&'a str, u64)>,
+    ) -> Vec<(String, u64)> {
+        let mut closer = Vec::new();
+        for (name, d) in misses {
+            if self.reaching(name) > 0 {
+                continue;
+            }
+            let runs = self.scenario_runs.get(scenario).copied().unwrap_or(0);
+            if let Some(own) = self.scenario_near.get_mut(scenario) {
+                let best = own.entry(name.to_string()).or_insert((d, runs));
+                if d < best.0 {
+                    *best = (d, runs);
+                }
+            }
+            let record = self.near_record.entry(name.to_string()).or_insert(u64::MAX);
+            if d < *record {
+                *record = d;
+                closer.push((name.to_string(), d));
+            }
+        }
+        closer
+    }
+
+    /// The record of `situation`: the nearest any run came to it while no
+    /// run reached it (`None` once reached, or never measured).
+    pub fn record(&self, situation: &str) -> Option<u64> {
+        if self.reaching(situation) > 0 {
+            return None;
+        }
+        self.near_record.get(situation).copied()
+    }
+
+    /// The weight of a run that missed `situation` by `distance`: `UNIT`
+    /// at the record, `UNIT * record / distance` further away, 0 once any
+    /// run reached it.
+    pub fn near_weight(&self, situation: &str, distance: u64) -> u64 {
+        match self.record(situation) {
+            Some(record) => UNIT * record.max(1) / distance.max(1),
+            None => 0,
+        }
+    }
+
     /// Situations exactly one of `scenario`'s fresh runs reached.
     pub fn singletons(&self, scenario: usize) -> u64 {
         let counts = self.fresh_reaching.get(scenario).into_iter().flatten();
@@ -234,7 +313,27 @@ impl Rarity {
         let fresh = self.fresh_runs.get(scenario).copied().unwrap_or(0);
         let novelty = UNIT * self.singletons(scenario) / (NOVELTY_DIVISOR * fresh.max(1));
         let declared = DECLARED_WEIGHT * UNIT * 4 * self.missing(scenario) / (fresh + 4);
-        rare + UNIT / (RUN_TERM_DIVISOR * (runs + 1)) + novelty + declared
+        let near: u64 = self
+            .scenario_near
+            .get(scenario)
+            .into_iter()
+            .flatten()
+            .map(|(s, &(d, at))| {
+                // This scenario's share of the situation's closeness over
+                // every scenario that missed it: a distance many scenarios
+                // share (a cancel 1 ms off its claim) lifts none of them
+                // much.
+                let all: u64 = self
+                    .scenario_near
+                    .iter()
+                    .filter_map(|own| own.get(s))
+                    .map(|&(d, _)| self.near_weight(s, d))
+                    .sum();
+                let own = self.near_weight(s, d) * 4 / (runs.saturating_sub(at) + 4);
+                (NEAR_WEIGHT * UNIT).saturating_mul(own) / all.max(1)
+            })
+            .sum();
+        rare + UNIT / (RUN_TERM_DIVISOR * (runs + 1)) + novelty + declared + near
     }
 }
 
@@ -288,6 +387,51 @@ mod tests {
         assert_eq!(r.singletons(1), 1);
         r.learn(2, false, ["declared"].into_iter());
         assert_eq!(r.missing(2), 0, "reached, by a mutation of it");
+    }
+
+    #[test]
+    fn a_run_nearer_than_any_before_to_an_unreached_situation_sets_its_record() {
+        let mut r = Rarity::new(3);
+        r.learn(0, true, ["common"].into_iter());
+        assert_eq!(
+            r.learn_near(0, [("target", 400), ("common", 9)].into_iter()),
+            vec![("target".to_string(), 400)],
+            "the first distance is a record; a reached situation has none"
+        );
+        assert!(r.learn_near(1, [("target", 401)].into_iter()).is_empty());
+        assert_eq!(
+            r.learn_near(2, [("target", 100)].into_iter()),
+            vec![("target".to_string(), 100)]
+        );
+        assert_eq!(r.record("target"), Some(100));
+        assert_eq!(r.near_weight("target", 100), UNIT, "at the record");
+        assert_eq!(r.near_weight("target", 200), UNIT / 2, "twice as far");
+        // Scenarios 1 and 2 differ only by their nearest miss: each has its
+        // share of NEAR_WEIGHT * UNIT by closeness (record / distance).
+        let w: Vec<u64> = (0..3).map(|s| r.scenario_weight(s)).collect();
+        let closeness = [UNIT * 100 / 400, UNIT * 100 / 401, UNIT];
+        let all: u64 = closeness.iter().sum();
+        let share = |c: u64, fade: u64| NEAR_WEIGHT * UNIT * (c * 4 / (fade + 4)) / all;
+        assert_eq!(
+            w[2] - w[1],
+            share(closeness[2], 0) - share(closeness[1], 0),
+            "{w:?}"
+        );
+        assert!(share(closeness[2], 0) > NEAR_WEIGHT * UNIT / 2);
+        // Twelve runs each that come no nearer: their shares fade to a quarter.
+        for _ in 0..12 {
+            r.learn(1, true, std::iter::empty());
+            r.learn(2, true, std::iter::empty());
+        }
+        let faded = r.scenario_weight(2) - r.scenario_weight(1);
+        assert_eq!(faded, share(closeness[2], 12) - share(closeness[1], 12));
+        let w: Vec<u64> = (0..3).map(|s| r.scenario_weight(s)).collect();
+        // Reached: no record, no near weight, no term in the draw.
+        r.learn(1, true, ["target"].into_iter());
+        assert_eq!(r.record("target"), None);
+        assert_eq!(r.near_weight("target", 100), 0);
+        assert!(r.learn_near(2, [("target", 1)].into_iter()).is_empty());
+        assert!(r.scenario_weight(2) < w[2]);
     }
 
     #[test]

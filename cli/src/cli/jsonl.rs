@@ -12,7 +12,9 @@
 //! - `run`: one seed, written as soon as it finishes (`scenario`, `path`,
 //!   `seed`, `store`, `expect`, `status`, `violations`, `hash`, `sim_ms`,
 //!   `wall_s`, `replayed`, `replay`, and `coverage`: each named situation
-//!   the seed reached with its times, `{"name": n}`). A seed's `status` is
+//!   the seed reached with its times, `{"name": n}`), and `near`: each
+//!   situation the seed missed by a measured distance, with the distance
+//!   (`{"name": d}`, see docs/COVERAGE.md). A seed's `status` is
 //!   its own and never depends on coverage. `status` is `passed`, `failed` or `error` for a
 //!   correct-core scenario; a catalogue scenario's seed says `caught` (this
 //!   seed showed the expected violation), `not_caught`, or `error`, and
@@ -254,6 +256,7 @@ fn run_line(s: &Scenario, seed: u64, result: &Result<Shown, String>, wall_s: f64
         "wall_s": wall_s, "replayed": ok.is_some_and(|r| r.replayed),
         "replay": engine::replay_command(&path, seed, store_of(s)),
         "coverage": ok.map(|r| seed_json(r.outcome.coverage.iter())),
+        "near": ok.map(|r| seed_json(r.outcome.coverage.misses())),
     })
 }
 

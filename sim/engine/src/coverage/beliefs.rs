@@ -47,12 +47,27 @@ fn renews_near_the_fence(ix: &Index, cfg: &SimConfig, marks: &mut Marks) {
                 }
             }
             BeliefWhat::Renewed { until_true, .. } => {
-                if let Some(&u) = until.get(&key) {
-                    if u >= b.t && u - b.t <= EDGE_MS {
+                if let Some(&u) = until.get(&key).filter(|&&u| u >= b.t) {
+                    // How long before the fence the answer came; a miss is
+                    // how much earlier than the window it was.
+                    let before = u - b.t;
+                    if before <= EDGE_MS {
                         marks.hit("renew-answered-within-a-tick-of-the-fence");
+                    } else {
+                        marks.miss(
+                            "renew-answered-within-a-tick-of-the-fence",
+                            before - EDGE_MS,
+                        );
                     }
-                    if u >= b.t && u - b.t <= margin && drifts_at_the_bound(ix, cfg, b.host, b.t) {
-                        marks.hit("drift-at-the-bound-with-a-renew-near-the-fence");
+                    if drifts_at_the_bound(ix, cfg, b.host, b.t) {
+                        if before <= margin {
+                            marks.hit("drift-at-the-bound-with-a-renew-near-the-fence");
+                        } else {
+                            marks.miss(
+                                "drift-at-the-bound-with-a-renew-near-the-fence",
+                                before - margin,
+                            );
+                        }
                     }
                 }
                 match until_true {
@@ -133,11 +148,18 @@ fn claims_a_tick_from_an_end(ix: &Index, marks: &mut Marks) {
     for (job, cs) in &claims {
         let Some(es) = ends.get(job) else { continue };
         for &(c, worker, token) in cs {
-            let near = es
+            // The closest end of another worker's older belief to this claim.
+            let closest = es
                 .iter()
-                .any(|&(e, w, tk)| w != worker && tk < token && e.abs_diff(c) <= EDGE_MS);
-            if near {
-                marks.hit("two-workers-believe-one-job-within-a-tick");
+                .filter(|&&(_, w, tk)| w != worker && tk < token)
+                .map(|&(e, _, _)| e.abs_diff(c))
+                .min();
+            match closest {
+                Some(gap) if gap <= EDGE_MS => {
+                    marks.hit("two-workers-believe-one-job-within-a-tick")
+                }
+                Some(gap) => marks.miss("two-workers-believe-one-job-within-a-tick", gap - EDGE_MS),
+                None => {}
             }
         }
     }

@@ -71,8 +71,13 @@ fn sweeps(ix: &Index, marks: &mut Marks) {
             if lost.contains(&(c.job, c.token)) {
                 marks.hit("claim-answer-lost-and-the-job-swept");
             }
-            if c.swept_at.0 >= c.expired_at.0 && (c.swept_at.0 - c.expired_at.0) as u64 <= EDGE_MS {
-                marks.hit("sweep-within-a-tick-of-expiry");
+            if c.swept_at.0 >= c.expired_at.0 {
+                let late = (c.swept_at.0 - c.expired_at.0) as u64;
+                if late <= EDGE_MS {
+                    marks.hit("sweep-within-a-tick-of-expiry");
+                } else {
+                    marks.miss("sweep-within-a-tick-of-expiry", late - EDGE_MS);
+                }
             }
             if ended
                 .get(&(c.holder.0.as_str(), c.job, c.token))
@@ -104,11 +109,17 @@ fn cancels(ix: &Index, marks: &mut Marks) {
             _ => {}
         }
         let done = r.answer.map_or(ix.end, |a| a.0);
-        if grants
+        // How far each grant of the job was served outside the cancel's
+        // flight (0: inside it, the race).
+        let closest = grants
             .iter()
-            .any(|&(t, _, l, _)| l.job == *job && r.t <= t && t <= done)
-        {
-            marks.hit("cancel-racing-a-claim");
+            .filter(|g| g.2.job == *job)
+            .map(|&(t, _, _, _)| r.t.saturating_sub(t).max(t.saturating_sub(done)))
+            .min();
+        match closest {
+            Some(0) => marks.hit("cancel-racing-a-claim"),
+            Some(by) => marks.miss("cancel-racing-a-claim", by),
+            None => {}
         }
     }
 }

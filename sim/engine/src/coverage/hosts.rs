@@ -19,6 +19,14 @@ pub(super) fn observe(ix: &Index, cfg: &SimConfig, marks: &mut Marks) {
                 let deadlines = live_deadlines(ix, host, from);
                 if to < ix.end && deadlines.values().any(|&u| from < u && u < to) {
                     marks.hit("worker-paused-across-its-belief-deadline-and-resumed");
+                } else if let Some(by) = deadlines
+                    .values()
+                    .filter(|&&u| u >= to && u != u64::MAX && to < ix.end)
+                    .map(|&u| u - to + 1)
+                    .min()
+                {
+                    // The pause ended this much before a belief deadline.
+                    marks.miss("worker-paused-across-its-belief-deadline-and-resumed", by);
                 }
             }
             ScriptedFault::Drift { host, at, ppm } if ppm.abs() > bound => {

@@ -33,13 +33,43 @@ pub fn sometimes(name: &str, condition: bool) -> bool {
     if condition {
         CURRENT.with(|c| {
             if let Some(cov) = c.borrow_mut().as_mut() {
-                if cov.reached(name) || cov.len() < MAX_SITUATIONS_PER_RUN {
+                if cov.holds(name) || cov.names() < MAX_SITUATIONS_PER_RUN {
                     cov.mark(name);
                 }
             }
         });
     }
     condition
+}
+
+/// Records that the current run came within `distance` of situation
+/// `name` (in a unit of the caller's choosing, the same at every call:
+/// milliseconds to a deadline, retries short of a count, ...); the
+/// smallest distance of the run is kept, and 0 marks it reached, as
+/// [`sometimes`] does. A near miss is what guides `leasehold explore
+/// --guided` toward a situation no run reached yet. Like [`sometimes`],
+/// it records nothing outside a run or from another thread, changes
+/// nothing the run does, and answers whether it reached the situation.
+///
+/// ```
+/// use leasehold_sim::coverage::nearly;
+/// let (deadline_ms, answered_ms) = (1_000u64, 985u64);
+/// // Reached when the answer came within 10 ms of the deadline.
+/// let reached = nearly(
+///     "my-answer-at-the-deadline",
+///     deadline_ms.saturating_sub(answered_ms).saturating_sub(10),
+/// );
+/// assert!(!reached, "missed by 5 ms");
+/// ```
+pub fn nearly(name: &str, distance: u64) -> bool {
+    CURRENT.with(|c| {
+        if let Some(cov) = c.borrow_mut().as_mut() {
+            if cov.holds(name) || cov.names() < MAX_SITUATIONS_PER_RUN {
+                cov.near_miss(name, distance);
+            }
+        }
+    });
+    distance == 0
 }
 
 /// A run's registry, installed on this thread until [`Entered::finish`]
@@ -89,6 +119,40 @@ mod tests {
         assert!(!got.reached("never") && !got.reached("inner") && !got.reached("outside"));
         let after = enter().finish();
         assert!(after.is_empty(), "a new run starts empty");
+    }
+
+    #[test]
+    fn a_near_miss_keeps_its_smallest_distance_and_zero_is_a_reach() {
+        assert!(!nearly("outside", 3), "answers whether it reached");
+        let run = enter();
+        assert!(!nearly("close", 40));
+        assert!(!nearly("close", 7));
+        assert!(!nearly("close", 90));
+        assert!(nearly("hit", 0));
+        nearly("hit-later", 5);
+        sometimes("hit-later", true);
+        let got = run.finish();
+        assert_eq!(got.distance("close"), Some(7), "the smallest miss");
+        assert!(!got.reached("close"));
+        assert_eq!(got.times("hit"), 1, "a distance of 0 is a reach");
+        assert_eq!(got.distance("hit"), Some(0));
+        assert_eq!(got.distance("hit-later"), Some(0), "reached: 0");
+        assert_eq!(got.distance("never"), None);
+        let misses: Vec<_> = got.misses().collect();
+        assert_eq!(misses, vec![("close", 7)], "misses leave out the reached");
+        // Merged, the smaller distance and the reach win.
+        let mut other = Coverage::default();
+        other.near_miss("close", 3);
+        other.near_miss("hit", 9);
+        let mut all = got.clone();
+        all.merge(&other);
+        assert_eq!(all.distance("close"), Some(3));
+        assert_eq!(all.distance("hit"), Some(0));
+        // The counts alone are serialized: a report's `coverage` is unchanged.
+        assert_eq!(
+            serde_json::to_string(&got).unwrap(),
+            r#"{"hit":1,"hit-later":1}"#
+        );
     }
 
     #[test]

@@ -66,11 +66,22 @@ fn retried(ix: &Index, cfg: &SimConfig, marks: &mut Marks) {
         if s.fate == Fate::AnswerLost && sent_again(r.host, *job, *token, s.t) {
             marks.hit("release-answer-lost-and-retried");
         }
-        let near = expiry
+        // The lease's time left when the store answered Conflict.
+        let left = expiry
             .get(&(*job, *token))
-            .is_some_and(|&e| e >= s.store_time && e - s.store_time <= renew);
-        if s.reply.is_some_and(is_conflict) && near && sent_again(r.host, *job, *token, s.t) {
-            marks.hit("release-retried-after-conflict-near-expiry");
+            .filter(|&&e| e >= s.store_time)
+            .map(|&e| e - s.store_time);
+        if s.reply.is_some_and(is_conflict) && sent_again(r.host, *job, *token, s.t) {
+            match left {
+                Some(left) if left <= renew => {
+                    marks.hit("release-retried-after-conflict-near-expiry")
+                }
+                Some(left) => marks.miss(
+                    "release-retried-after-conflict-near-expiry",
+                    (left - renew) as u64,
+                ),
+                None => {}
+            }
         }
     }
     for r in &ix.requests {

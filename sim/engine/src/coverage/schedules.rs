@@ -72,8 +72,15 @@ fn clock_steps(ix: &Index, fires: &[(u64, &str, &str, i64)], marks: &mut Marks) 
         let before = at as i64 + offset;
         let after = before + by.0;
         let (lo, hi) = (before.min(after), before.max(after));
-        if fires.iter().any(|&(_, _, _, p)| lo <= p && p <= hi) {
-            marks.hit("plan-time-inside-a-store-clock-step");
+        // How far each fired plan time lay outside the step's span.
+        let closest = fires
+            .iter()
+            .map(|&(_, _, _, p)| (lo - p).max(p - hi).max(0))
+            .min();
+        match closest {
+            Some(0) => marks.hit("plan-time-inside-a-store-clock-step"),
+            Some(by) => marks.miss("plan-time-inside-a-store-clock-step", by as u64),
+            None => {}
         }
     }
 }
@@ -92,8 +99,12 @@ fn catch_ups(ix: &Index, cfg: &SimConfig, fires: &[(u64, &str, &str, i64)], mark
                 })
                 .map(|f| f.3)
                 .collect();
-            if late.len() as u64 >= u64::from(max) {
+            // In plan times: how many fewer than the bound it fired.
+            let short = u64::from(max).saturating_sub(late.len() as u64);
+            if short == 0 {
                 marks.hit("catch-up-at-its-bound");
+            } else {
+                marks.miss("catch-up-at-its-bound", short);
             }
         }
     }

@@ -49,12 +49,24 @@ fn crashes(ix: &Index, cfg: &SimConfig, marks: &mut Marks) {
             }
         }
         let now = c as i64 + offset;
-        if expiry
+        // How far each running lease's expiry lay outside the last renew
+        // interval before it: more time left than that, or expired already
+        // (the crash came that much too late).
+        let closest = expiry
             .values()
             .flatten()
-            .any(|&e| e >= now && e - now <= renew)
-        {
-            marks.hit("store-restart-just-before-a-lease-deadline");
+            .map(|&e| {
+                if e >= now {
+                    (e - now - renew).max(0)
+                } else {
+                    now - e
+                }
+            })
+            .min();
+        match closest {
+            Some(0) => marks.hit("store-restart-just-before-a-lease-deadline"),
+            Some(by) => marks.miss("store-restart-just-before-a-lease-deadline", by as u64),
+            None => {}
         }
         let lease = cfg.protocol.lease.as_ms();
         let success_before = served.iter().any(|(r, s)| {
@@ -78,6 +90,15 @@ fn crashes(ix: &Index, cfg: &SimConfig, marks: &mut Marks) {
         });
         if in_flight {
             marks.hit("store-crash-with-a-request-in-flight");
+        } else if let Some(by) = served
+            .iter()
+            .filter(|(r, s)| r.t < c && s.t < c)
+            .map(|(_, s)| c - s.t)
+            .min()
+        {
+            // The crash came this long after the store's last service of a
+            // request: that much earlier, the request was in flight.
+            marks.miss("store-crash-with-a-request-in-flight", by);
         }
     }
 }

@@ -178,7 +178,8 @@ pub fn run(args: &ExploreArgs) -> ExitCode {
 }
 
 /// Prints what each explorer reached and when; `first_round` is the
-/// wheel's first round (every scenario once), which both draw alike.
+/// first round (every scenario's first seed once), which both run, each
+/// in its own order.
 fn print_coverage(g: &Tally, u: &Tally, first_round: u64) {
     let both = [g, u];
     for (name, t) in NAMES.iter().zip(both) {
@@ -238,7 +239,8 @@ fn print_coverage(g: &Tally, u: &Tally, first_round: u64) {
         "rare situations (reached by at most {RARE_PERCENT}% of the uniform runs, or by guided \
          only): {rare}; guided first to reach {sooner}, both at the same run {same}, uniform \
          first to reach {later}; of the same-run ones, {in_round} in the first round (runs 1 to \
-         {first_round}, every scenario once, which both explorers draw alike)"
+         {first_round}, every scenario's first seed once, in the wheel's order for the uniform \
+         explorer and rarest declaration first for the guided one)"
     );
     // How near each came to what neither reached: what guides the next
     // runs toward it.

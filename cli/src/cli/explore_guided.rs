@@ -2,10 +2,16 @@
 //! seed wheel with a swarm mix for half the seeds), or guided by coverage.
 //!
 //! The guided explorer turns the same wheel as the uniform one, one turn
-//! per run, so its `k`-th run is the uniform explorer's `k`-th turn. It
-//! first takes the wheel's first round as it is: every scenario once (in
-//! this library a situation is rare *across* scenarios, one or two
-//! scenarios reach it, so no scenario may wait). After that round a turn
+//! per run, so from its first round on its `k`-th run is the uniform
+//! explorer's `k`-th turn. Its first round is the wheel's (every scenario
+//! once, its first seed: in this library a situation is rare *across*
+//! scenarios, one or two scenarios reach it, so no scenario may wait),
+//! in another order ([`first_round_order`]): first the scenarios that
+//! declare a situation few others declare, rarest first, so what only a
+//! few scenarios exist to reach is reached in the first runs rather than
+//! wherever the file order puts them; then the others, in the wheel's
+//! order. Both explorers have run the same inputs when the round ends.
+//! After that round a turn
 //! runs its scenario's next seed, unless the scenario is settled
 //! ([`super::explore_rarity::Rarity::settled`]: its seeds so far all
 //! reached the same situations, none of them rare, and every situation it
@@ -23,11 +29,13 @@
 //!   situation, whose seeds still disagree, or that were rarely run, weigh
 //!   most).
 //!
-//! So a scenario that is not settled runs each of its seeds no later than
-//! the uniform explorer does (its own turns come at the same runs, and a
-//! spare turn only brings its later seeds sooner), and a settled one at
-//! least half as fast: guidance spends only the turns of the scenarios
-//! whose seeds keep agreeing.
+//! So from the end of the first round on, a scenario that is not settled
+//! has run each of its seeds no later than the uniform explorer (its own
+//! turns come at the same runs, and a spare turn only brings its later
+//! seeds sooner), and a settled one at least half as fast: guidance
+//! spends only the turns of the scenarios whose seeds keep agreeing.
+//! Inside the first round a scenario that declares nothing rare may run
+//! up to a round's length later than under the uniform explorer.
 //!
 //! A fresh run of a scenario (of the wheel or by weight) is its next seed
 //! on the wheel (`base`, `base + 1`, ... for each scenario) with that
@@ -51,7 +59,7 @@ use super::swarm_mix;
 use leasehold_model::config::SimConfig;
 use leasehold_model::scenario::Scenario;
 use leasehold_sim::coverage::Coverage;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Runs drawn before the explorer learns from them (a barrier: a
 /// generation's runs go to the threads together, and the next generation
@@ -159,6 +167,40 @@ impl Wheel {
     }
 }
 
+/// The order in which the guided explorer's first round runs
+/// `scenarios`, each once: a scenario that declares situations in its
+/// `[coverage]` table ranks by the one of them the fewest scenarios
+/// declare (a situation one scenario alone exists to reach first), and
+/// the scenarios that declare nothing come last; equals keep the wheel's
+/// (file) order. A declaration is what its author knew about where a
+/// situation lives: the library declares, for each scenario, only what its
+/// own seeds reach, so a situation few scenarios declare is one few reach.
+pub fn first_round_order(scenarios: &[Scenario]) -> Vec<usize> {
+    let mut declaring: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in scenarios {
+        for name in &s.config.coverage.expects {
+            *declaring.entry(name.as_str()).or_default() += 1;
+        }
+    }
+    let rank = |s: &Scenario| {
+        s.config
+            .coverage
+            .expects
+            .iter()
+            .map(|n| declaring.get(n.as_str()).copied().unwrap_or(usize::MAX))
+            .min()
+            .unwrap_or(usize::MAX)
+    };
+    let mut order: Vec<usize> = (0..scenarios.len()).collect();
+    order.sort_by_key(|&i| (rank(&scenarios[i]), i));
+    debug_assert!({
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        sorted == (0..scenarios.len()).collect::<Vec<_>>()
+    });
+    order
+}
+
 /// A kept input and the situations its run reached.
 #[derive(Clone, Debug)]
 struct Kept {
@@ -182,6 +224,9 @@ pub struct Source {
     turn: u64,
     /// Turns of the first round (every scenario once).
     first_round: u64,
+    /// The guided explorer's first round: which scenario each of its
+    /// turns runs ([`first_round_order`]).
+    first_order: Vec<usize>,
     /// Each scenario: its turns on the wheel while settled (every other
     /// one is spare).
     settled_turns: Vec<u64>,
@@ -202,6 +247,7 @@ impl Source {
             wheel: Wheel::new(scenarios),
             turn: 0,
             first_round: scenarios.len() as u64,
+            first_order: first_round_order(scenarios),
             settled_turns: vec![0; scenarios.len()],
             next_seed: vec![0; scenarios.len()],
             draws: Draws::new(base),
@@ -237,8 +283,15 @@ impl Source {
     }
 
     fn next(&mut self, scenarios: &[Scenario]) -> Input {
-        if !self.guided || self.turn < self.first_round {
+        if !self.guided {
             return self.next_on_wheel(scenarios);
+        }
+        if self.turn < self.first_round {
+            // The wheel's first round takes every scenario's first seed,
+            // each once: so does this one, in its own order.
+            let i = self.first_order[self.turn as usize];
+            self.turn += 1;
+            return self.fresh(scenarios, i);
         }
         let (i, _) = self.wheel.turn(self.turn);
         if !self.spare(i) {
@@ -540,6 +593,42 @@ mod tests {
             );
             assert!(runs.iter().all(|r| r.2 == WHEEL && r.1 == base));
         }
+    }
+
+    #[test]
+    fn the_first_round_runs_first_what_few_scenarios_declare() {
+        // Six scenarios: s3 alone declares one situation, s1 and s4 another
+        // (s4 both), the rest nothing.
+        let dir = tempfile::tempdir().unwrap();
+        let rare = "[coverage]\nexpects = [\"cancel-racing-a-claim\"]\n";
+        let shared = "[coverage]\nexpects = [\"wake-up-lost\"]\n";
+        let both = "[coverage]\nexpects = [\"wake-up-lost\", \"lease-returned-at-shutdown\"]\n";
+        for (k, extra) in ["", shared, "", rare, both, ""].iter().enumerate() {
+            std::fs::write(
+                dir.path().join(format!("s{k}.toml")),
+                format!("seeds = 2\n[faults]\npause_rate = 0.1\n{extra}"),
+            )
+            .unwrap();
+        }
+        let s = leasehold_model::scenario::load_paths(&[dir.path().to_path_buf()]).unwrap();
+        // s4's rarest: lease-returned-at-shutdown, which it alone declares,
+        // ties with s3's (one declarer each): file order between them.
+        assert_eq!(first_round_order(&s), vec![3, 4, 1, 0, 2, 5]);
+        let (g, _) = explore(&s, 9, 12, true);
+        let (u, _) = explore(&s, 9, 12, false);
+        let firsts = |runs: &[(usize, u64, String)]| -> Vec<usize> {
+            runs[..6].iter().map(|r| r.0).collect()
+        };
+        assert_eq!(firsts(&g), vec![3, 4, 1, 0, 2, 5], "guided: rarest first");
+        assert_eq!(firsts(&u), vec![0, 1, 2, 3, 4, 5], "uniform: file order");
+        // The same inputs by the round's end: each scenario's first seed.
+        let mut gr: Vec<_> = g[..6].iter().map(|r| (r.0, r.1)).collect();
+        gr.sort();
+        let ur: Vec<_> = u[..6].iter().map(|r| (r.0, r.1)).collect();
+        assert_eq!(gr, ur);
+        // Scenarios that declare nothing keep the wheel's order.
+        let (_d, plain) = many(5);
+        assert_eq!(first_round_order(&plain), vec![0, 1, 2, 3, 4]);
     }
 
     #[test]

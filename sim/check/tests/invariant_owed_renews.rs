@@ -15,16 +15,12 @@
 mod histories;
 
 use histories::{
-    answer, belief, cfg, claimed_until, end, release_of_w1, renew_of_w1, request, run_record,
-    sweep_of_w1, w1_holds_job_1,
+    answer, belief, cfg, claimed_until, end, gave_up, release_of_w1, renew_of_w1, request,
+    run_record, sweep_of_w1, w1_cut_off_at, w1_holds_job_1,
 };
 use leasehold_check::checker::check;
 use leasehold_model::config::InvariantId;
 use leasehold_model::history::{BeliefWhat, History, Record, Reply};
-
-fn gave_up() -> Reply {
-    Reply::Unavailable("caller gave up waiting".into())
-}
 
 fn store_unavailable() -> Reply {
     Reply::Unavailable("store unavailable".into())
@@ -35,14 +31,7 @@ fn lease_with(middle: Vec<Record>) -> History {
     let mut records = vec![run_record(0)];
     records.extend(w1_holds_job_1(Some(1)));
     records.push(belief(25, "w1", 1, 1, claimed_until(4_700)));
-    records.push(Record::Link {
-        t: 1_000,
-        a: "store".into(),
-        b: "w1".into(),
-        drop_ab: true,
-        drop_ba: true,
-        held: false,
-    });
+    records.push(w1_cut_off_at(1_000));
     records.extend(middle);
     records.push(sweep_of_w1(5_100, 2, 3, 5_020));
     records.push(end(6_000, false));

@@ -20,31 +20,19 @@
 mod histories;
 
 use histories::{
-    answer, belief, cfg, claimed_until, end, renew_of_w1, request, run_record, sweep_of_w1,
-    w1_holds_job_1,
+    answer, belief, cfg, claimed_until, end, gave_up, messages, renew_of_w1, request, run_record,
+    sweep_of_w1, w1_cut_off_at, w1_holds_job_1,
 };
-use leasehold_check::checker::check;
 use leasehold_core::{Millis, WorkerId};
 use leasehold_model::config::InvariantId;
 use leasehold_model::history::{BeliefWhat, History, Op, Record, Reply};
-
-fn gave_up() -> Reply {
-    Reply::Unavailable("caller gave up waiting".into())
-}
 
 /// The lease, the partition from 2,000 ms, `middle`, the fence, the sweep.
 fn lease_with(middle: Vec<Record>) -> History {
     let mut records = vec![run_record(0)];
     records.extend(w1_holds_job_1(Some(1)));
     records.push(belief(25, "w1", 1, 1, claimed_until(4_700)));
-    records.push(Record::Link {
-        t: 2_000,
-        a: "store".into(),
-        b: "w1".into(),
-        drop_ab: true,
-        drop_ba: true,
-        held: false,
-    });
+    records.push(w1_cut_off_at(2_000));
     records.extend(middle);
     records.push(belief(
         4_700,
@@ -61,11 +49,7 @@ fn lease_with(middle: Vec<Record>) -> History {
 }
 
 fn i5_messages(h: &History) -> Vec<String> {
-    check(h, &cfg())
-        .into_iter()
-        .filter(|v| v.invariant == InvariantId::I5)
-        .map(|v| v.message)
-        .collect()
+    messages(h, &cfg(), InvariantId::I5)
 }
 
 /// The renew at 1,500 ms is answered `Unavailable` at 1,600 ms (before the

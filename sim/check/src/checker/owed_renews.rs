@@ -101,6 +101,12 @@ enum After {
     Failed(String),
 }
 
+/// A local wait `w` in true time at least, for drift `d` ppm (the clock
+/// at its fastest), rounded down.
+fn shrink(w: u64, d: u64) -> u64 {
+    (u128::from(w) * 1_000_000 / (1_000_000 + u128::from(d))) as u64
+}
+
 /// A local wait `w` in true time at most, for drift `d` ppm, in whole
 /// true ms: a clock that read at least `x` at the start reads `x + w`
 /// within `w/(1−d)` true ms, and a timer fires at the first whole true
@@ -314,9 +320,8 @@ fn protocol_deadline(
         .map(|q| q.t)
         .chain([claim.t])
         .max()?;
-    let fast = (u128::from(s.safe) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
     Some((
-        last.saturating_add(fast).saturating_sub(1),
+        last.saturating_add(shrink(s.safe, d)).saturating_sub(1),
         last.saturating_add(stretch(s.safe, d)),
     ))
 }
@@ -346,8 +351,7 @@ fn deadline(
 /// The earliest the holder's belief deadline at `at` can be in true time:
 /// where obligations end.
 fn deadline_low(s: &Schedule, l: &Lease<'_>, renews: &[&ReqInfo], d: u64, at: u64) -> u64 {
-    let fast = |w: u64| (u128::from(w) * 1_000_000 / (1_000_000 + u128::from(d))) as u64;
-    let recorded = deadlines(s, l, renews, at, fast);
+    let recorded = deadlines(s, l, renews, at, |w| shrink(w, d));
     deadline(s, l, renews, d, at, recorded, |(lo, _)| lo)
 }
 

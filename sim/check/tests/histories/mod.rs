@@ -358,3 +358,21 @@ pub fn w1_holds_job_1(claim_req: Option<u64>) -> Vec<Record> {
         store_event(20, 1, claim_req, claim(1, 1, "w1", 1, 20, 2)),
     ]
 }
+
+/// The answer a caller that stopped waiting records: outcome unknown.
+pub fn gave_up() -> Reply {
+    Reply::Unavailable("caller gave up waiting".into())
+}
+
+/// The link between `w1` and the store dropping everything both ways
+/// from `t` on (every attempt then is lost, and explained).
+pub fn w1_cut_off_at(t: u64) -> Record {
+    Record::Link {
+        t,
+        a: "store".into(),
+        b: "w1".into(),
+        drop_ab: true,
+        drop_ba: true,
+        held: false,
+    }
+}

@@ -77,6 +77,11 @@ pub struct Settings {
     /// Do not write the audit log.
     #[arg(long)]
     pub no_audit: bool,
+    /// Do not bring the store's statistics up to date after the enqueue
+    /// (`ANALYZE`): the drain then plans with whatever autovacuum left, as a
+    /// queue filled in bulk and drained at once does.
+    #[arg(long)]
+    pub no_analyze: bool,
     /// Which stores to measure.
     #[arg(long, value_enum, default_value_t = Backend::Both)]
     pub backend: Backend,
@@ -144,6 +149,11 @@ impl Settings {
     /// Whether the audit log is written.
     pub fn audit(&self) -> bool {
         !self.no_audit
+    }
+    /// Whether the store's statistics are brought up to date after the
+    /// enqueue.
+    pub fn analyze(&self) -> bool {
+        !self.no_analyze
     }
     /// The stores to measure, in order.
     pub fn backends(&self) -> Vec<&'static str> {

@@ -66,17 +66,19 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
     let lease = crate::LEASE;
     let settings = match s.mode {
         Mode::Batch => format!(
-            "mode=batch jobs={} workers={} claim/release batch={} lease={lease} audit={}",
+            "mode=batch jobs={} workers={} claim/release batch={} lease={lease} audit={} analyze={}",
             s.jobs,
             s.workers,
             s.batch,
-            s.audit()
+            s.audit(),
+            s.analyze()
         ),
         Mode::Worker => format!(
-            "mode=worker (leasehold_core::Worker) jobs={} workers={} audit={}\n   worker config: {}",
+            "mode=worker (leasehold_core::Worker) jobs={} workers={} audit={} analyze={}\n   worker config: {}",
             s.jobs,
             s.workers,
             s.audit(),
+            s.analyze(),
             f.config.as_deref().unwrap_or("?")
         ),
         Mode::Latency | Mode::Soak | Mode::PruneClaims => {
@@ -120,7 +122,7 @@ pub fn report(backend: &str, detail: &str, s: &Settings, f: &Figures) -> (String
         "backend": backend, "detail": detail,
         "mode": match s.mode { Mode::Batch => "batch", Mode::Worker => "worker", _ => "other" },
         "jobs": s.jobs, "workers": s.workers, "batch": s.batch, "concurrency": s.concurrency,
-        "audit": s.audit(), "lease_ms": lease.0,
+        "audit": s.audit(), "analyze": s.analyze(), "lease_ms": lease.0,
         "enqueue_s": f.enqueue.as_secs_f64(), "enqueue_jobs_per_s": enq_rate,
         "drain_s": f.drain.as_secs_f64(), "drain_jobs_per_s": rate, "claims": f.claims,
         "worker_config": f.config, "ceiling_jobs_per_s": f.ceiling,
@@ -168,6 +170,34 @@ mod tests {
             text.contains("p50 500.") && text.contains("(1000 samples)"),
             "{text}"
         );
+    }
+
+    /// The report says whether the statistics were brought up to date:
+    /// a drain without them plans differently, so its figures are not
+    /// comparable with one that had them.
+    #[test]
+    fn the_report_says_whether_the_store_was_analyzed() {
+        let f = Figures {
+            enqueue: Duration::from_secs(1),
+            drain: Duration::from_secs(1),
+            latencies_us: vec![1],
+            claims: 1,
+            ceiling: None,
+            config: None,
+            cpu: None,
+            wal: None,
+        };
+        for (args, analyzed) in [
+            (&["x", "--mode", "batch"][..], true),
+            (&["x", "--mode", "batch", "--no-analyze"][..], false),
+            (&["x", "--mode", "worker", "--no-analyze"][..], false),
+        ] {
+            let s = Settings::parse_from(args);
+            assert_eq!(s.analyze(), analyzed, "{args:?}");
+            let (text, v) = report("postgres", "test", &s, &f);
+            assert!(text.contains(&format!("analyze={analyzed}")), "{text}");
+            assert_eq!(v["analyze"], analyzed, "{args:?}");
+        }
     }
 
     #[test]

@@ -150,7 +150,11 @@ impl BatchStore for Coalescing {
 /// Opens every pooled connection and prepares the statements the drain
 /// uses (a claim on an empty queue, a release of an unknown job), so that
 /// connection set-up is not timed.
-async fn warm_up<S: BatchStore>(store: &Arc<S>, workers: usize) -> Result<(), StoreError> {
+async fn warm_up<S: BatchStore>(
+    store: &Arc<S>,
+    workers: usize,
+    analyze: bool,
+) -> Result<(), StoreError> {
     let mut tasks = Vec::new();
     for w in 0..workers {
         let store = store.clone();
@@ -179,7 +183,10 @@ async fn warm_up<S: BatchStore>(store: &Arc<S>, workers: usize) -> Result<(), St
         t.await
             .map_err(|e| StoreError::Unavailable(e.to_string()))??;
     }
-    store.settle().await
+    if analyze {
+        store.settle().await?;
+    }
+    Ok(())
 }
 
 async fn enqueue_all<S: BatchStore>(store: &S, n: usize) -> Result<Duration, StoreError> {
@@ -196,7 +203,7 @@ async fn enqueue_all<S: BatchStore>(store: &S, n: usize) -> Result<Duration, Sto
 
 async fn drain_batched<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
     let enqueue = enqueue_all(&*store, s.jobs()).await?;
-    warm_up(&store, s.workers()).await?;
+    warm_up(&store, s.workers(), s.analyze()).await?;
     let done = Arc::new(AtomicU64::new(0));
     let claims = Arc::new(AtomicU64::new(0));
     let t = Instant::now();
@@ -295,7 +302,7 @@ impl Handler for NoOp {
 
 async fn drain_workers<S: BatchStore>(store: Arc<S>, s: &Settings) -> Result<Figures, StoreError> {
     let enqueue = enqueue_all(&*store, s.jobs()).await?;
-    warm_up(&store, s.workers()).await?;
+    warm_up(&store, s.workers(), s.analyze()).await?;
     let latencies = Arc::new(Mutex::new(Vec::with_capacity(s.jobs())));
     let committed = Arc::new(AtomicU64::new(0));
     let all_done = Arc::new(tokio::sync::Notify::new());

@@ -149,7 +149,8 @@ impl BatchStore for Coalescing {
 
 /// Opens every pooled connection and prepares the statements the drain
 /// uses (a claim on an empty queue, a release of an unknown job), so that
-/// connection set-up is not timed.
+/// connection set-up is not timed; with `analyze`, then brings the store's
+/// statistics up to date (`BatchStore::settle`).
 async fn warm_up<S: BatchStore>(
     store: &Arc<S>,
     workers: usize,

@@ -98,6 +98,8 @@ mod error;
 mod events;
 mod job_events;
 mod one_row;
+#[cfg(test)]
+mod pool_tests;
 mod prune;
 mod read;
 mod release;
@@ -231,15 +233,22 @@ impl SqliteStoreBuilder {
             })
             .busy_timeout(self.busy_timeout)
             .foreign_keys(true);
+        // No ping before each acquire (sqlx's default): a SQLite connection
+        // lives in this process and has no server to lose, sqlx pings each
+        // connection anyway when it goes back to the pool (and closes a
+        // broken one there), and the ping is a round trip to the
+        // connection's thread on every operation.
         let pool = SqlitePoolOptions::new()
             .max_connections(self.max_connections.max(2))
             .acquire_timeout(self.busy_timeout)
+            .test_before_acquire(false)
             .connect_with(opts.clone())
             .await
             .map_err(error::map)?;
         let writers = SqlitePoolOptions::new()
             .max_connections(WRITE_CONNECTIONS)
             .acquire_timeout(self.busy_timeout)
+            .test_before_acquire(false)
             .connect_with(opts.busy_timeout(busy::slice(self.busy_timeout)))
             .await
             .map_err(error::map)?;

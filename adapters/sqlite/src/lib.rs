@@ -28,6 +28,8 @@
 //!   the lock, instead of spinning in SQLite's busy handler;
 //! - writes use a small pool of their own ([`WRITE_CONNECTIONS`]) and reads
 //!   another, so waiting writes never hold the connections reads need;
+//!   neither pool pings a connection before handing it out (`open` says
+//!   why);
 //! - writes are cancellation-safe: a store future dropped mid-write (a
 //!   request timeout) closes its connection, which rolls the transaction
 //!   back and frees the lock, instead of pooling a connection that is still

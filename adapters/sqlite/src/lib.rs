@@ -65,8 +65,9 @@
 //!
 //! ## Audit log
 //! With [`SqliteStoreBuilder::audit`] on (the default), each transition's
-//! [`Event`] is written to `lease_events` in the same transaction;
-//! [`SqliteStore::events`] reads them back in commit order.
+//! [`Event`](leasehold_core::Event) is written to `lease_events` in the
+//! same transaction; [`SqliteStore::events`] reads them back in commit
+//! order.
 //!
 //! ## Files
 //! One file per operation family, its batched and single paths together

@@ -6,7 +6,7 @@ use leasehold_core::{NewJob, Policy, Store};
 use std::path::{Path, PathBuf};
 
 /// A fresh directory for one test's database file.
-fn temp_dir(test: &str) -> PathBuf {
+pub(crate) fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "leasehold-sqlite-{test}-{}-{:?}",
         std::process::id(),

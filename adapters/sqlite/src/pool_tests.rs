@@ -8,12 +8,7 @@ use leasehold_core::{NewJob, Policy, Store};
 
 #[tokio::test]
 async fn neither_pool_pings_a_connection_before_handing_it_out() {
-    let dir = std::env::temp_dir().join(format!(
-        "leasehold-sqlite-pools-{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = crate::close_tests::temp_dir("pools");
     let store = SqliteStore::open(&dir.join("jobs.db"), Policy::default())
         .await
         .expect("open");

@@ -21,7 +21,7 @@ impl SqliteStore {
             .claims
             .iter()
             .map(|c| {
-                transition::validate_claim(&c.queue, c.lease, c.max, &self.policy)
+                transition::validate_claim(&c.queue, c.lease, c.max, &self.shared.policy)
                     .map_err(StoreError::Input)
             })
             .collect();

@@ -35,7 +35,7 @@ impl SqliteStore {
             let wanted = slots
                 .iter()
                 .fold(0u32, |acc, &i| acc.saturating_add(reqs[i].max));
-            let cap = transition::claim_capacity(queue, wanted, running, &self.policy);
+            let cap = transition::claim_capacity(queue, wanted, running, &self.shared.policy);
             if cap == 0 {
                 continue;
             }
@@ -60,7 +60,7 @@ impl SqliteStore {
                 }
             }
         }
-        set.flush(conn, self.audit).await?;
+        set.flush(conn, self.shared.audit).await?;
         Ok(granted)
     }
 
@@ -112,7 +112,7 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         queue: &str,
     ) -> Result<u32, StoreError> {
-        if self.policy.parallelism_of(queue).is_none() {
+        if self.shared.policy.parallelism_of(queue).is_none() {
             return Ok(0);
         }
         read::JOBS.running(&mut *conn, queue).await

@@ -21,7 +21,7 @@ impl SqliteStore {
 
     pub(crate) async fn enqueue_many_tx(&self, jobs: &[NewJob]) -> Result<Vec<JobId>, StoreError> {
         for job in jobs {
-            transition::validate_new_job(job, &self.policy)?;
+            transition::validate_new_job(job, &self.shared.policy)?;
         }
         in_write_tx!(self, |conn, now| {
             let mut ids = Vec::with_capacity(jobs.len());
@@ -56,7 +56,7 @@ impl SqliteStore {
         // pruned id, so the next one is unused and ids grow with enqueue
         // order.
         let id = crate::prune::next_id(conn).await?;
-        match transition::enqueue(job, id, existing.as_ref(), &self.policy, now)? {
+        match transition::enqueue(job, id, existing.as_ref(), &self.shared.policy, now)? {
             EnqueuePlan::Existing(id) => Ok(id),
             EnqueuePlan::Insert(applied) => {
                 self.insert(conn, &applied).await?;

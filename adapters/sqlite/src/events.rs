@@ -24,7 +24,7 @@ impl SqliteStore {
             sqlx::query("SELECT seq, event FROM lease_events WHERE seq > ? ORDER BY seq LIMIT ?")
                 .bind(after_seq)
                 .bind(i64::from(limit))
-                .fetch_all(&self.pool)
+                .fetch_all(&self.shared.pool)
                 .await
                 .map_err(error::map)?;
         rows.iter()

@@ -12,6 +12,6 @@ const TRAIL: &str = "SELECT event FROM lease_events WHERE job_id = ? ORDER BY se
 impl SqliteStore {
     /// Up to `limit` audit events of `job`, in commit order.
     pub async fn job_events(&self, job: JobId, limit: u32) -> Result<Vec<Event>, StoreError> {
-        read_trail(&self.pool, TRAIL, job, limit, error::map).await
+        read_trail(&self.shared.pool, TRAIL, job, limit, error::map).await
     }
 }

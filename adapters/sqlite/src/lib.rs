@@ -33,7 +33,12 @@
 //! - writes are cancellation-safe: a store future dropped mid-write (a
 //!   request timeout) closes its connection, which rolls the transaction
 //!   back and frees the lock, instead of pooling a connection that is still
-//!   inside it (`write_conn`).
+//!   inside it (`write_conn`);
+//! - on a multi-thread runtime, a merged batch's transaction (the
+//!   `Worker`'s path) is polled on a thread of the runtime's blocking
+//!   pool, woken by its connection's thread directly instead of waiting
+//!   for a runtime thread busy with handlers; dropping the call still
+//!   drops it (`batch_thread.rs`).
 //!
 //! Claims are race-free across tasks and processes: the parallelism count,
 //! the candidate scan and the writes happen under one exclusive write lock.
@@ -74,7 +79,8 @@
 //! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `row_change.rs`
 //! (cancel and retry), `sweep.rs`, `prune.rs`, `batch.rs`, `schedules.rs`,
 //! `read.rs`, `events.rs`), on
-//! `tx.rs` (the write transaction), `one_row.rs` and `set_sql.rs` (row
+//! `tx.rs` (the write transaction), `batch_thread.rs` (where a merged
+//! batch's transaction runs), `one_row.rs` and `set_sql.rs` (row
 //! writes); this file holds the store type, its builder and the `Store`
 //! wiring.
 //!
@@ -92,6 +98,9 @@
 mod tx;
 
 mod batch;
+mod batch_thread;
+#[cfg(test)]
+mod batch_thread_tests;
 mod busy;
 mod claim;
 #[cfg(test)]
@@ -256,23 +265,32 @@ impl SqliteStoreBuilder {
             .await
             .map_err(error::map)?;
         Ok(SqliteStore {
-            pool,
-            writers,
-            busy_timeout: self.busy_timeout,
-            clock: self.clock,
-            policy: self.policy,
-            audit: self.audit,
-            write_lock: tokio::sync::Mutex::new(()),
-            wake: WorkSignal::new(),
-            merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
-            tx_faults: TxFaults::default(),
-            variant: self.variant,
+            shared: Arc::new(Shared {
+                pool,
+                writers,
+                busy_timeout: self.busy_timeout,
+                clock: self.clock,
+                policy: self.policy,
+                audit: self.audit,
+                write_lock: tokio::sync::Mutex::new(()),
+                wake: WorkSignal::new(),
+                merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
+                tx_faults: TxFaults::default(),
+                variant: self.variant,
+            }),
         })
     }
 }
 
 /// A job store on one SQLite file. See the crate docs.
 pub struct SqliteStore {
+    shared: Arc<Shared>,
+}
+
+/// The store's parts, behind one `Arc` so that the thread a merged
+/// batch's transaction runs on (`batch_thread.rs`) can hold a handle of its
+/// own.
+struct Shared {
     /// Reads and migrations; waits the whole busy timeout in SQLite.
     pool: SqlitePool,
     /// Write transactions; waits one [`BUSY_SLICE`] at a time in SQLite.
@@ -295,6 +313,15 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// Another handle on this store (same pools, lock and merger), for the
+    /// thread a merged batch runs on; not public: a user shares a store
+    /// through an `Arc`, and `close` closes it for every handle.
+    pub(crate) fn handle(&self) -> SqliteStore {
+        SqliteStore {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// A builder for a store on the file at `path`.
     pub fn builder(path: impl AsRef<Path>) -> SqliteStoreBuilder {
         SqliteStoreBuilder {
@@ -327,22 +354,22 @@ impl SqliteStore {
     /// Applies the schema migrations in `migrations/sqlite/` (idempotent).
     /// Run it from one process before others open the file.
     pub async fn migrate(&self) -> Result<(), StoreError> {
-        let _writer = self.write_lock.lock().await;
+        let _writer = self.shared.write_lock.lock().await;
         sqlx::migrate!("../../migrations/sqlite")
-            .run(&self.pool)
+            .run(&self.shared.pool)
             .await
             .map_err(|e| StoreError::Unavailable(format!("sqlite migration: {e}")))
     }
 
     /// The policy this store applies.
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        &self.shared.policy
     }
 
     /// The read pool (for inspection in tests and tools). Its connections
     /// wait the whole busy timeout for a lock.
     pub fn pool(&self) -> &SqlitePool {
-        &self.pool
+        &self.shared.pool
     }
 
     /// The write pool, whose connections wait one [`BUSY_SLICE`] at a time
@@ -350,37 +377,37 @@ impl SqliteStore {
     /// busy).
     #[doc(hidden)]
     pub fn write_pool(&self) -> &SqlitePool {
-        &self.writers
+        &self.shared.writers
     }
 
     /// The faults the simulator arms at this store's commit points.
     #[doc(hidden)]
     pub fn tx_faults(&self) -> &TxFaults {
-        &self.tx_faults
+        &self.shared.tx_faults
     }
 
     /// Closes both pools, waiting for connections to finish: when it
     /// returns, no connection holds the file (see `leasehold_sql::pool_close`).
     pub async fn close(&self) {
-        close_pool(&self.writers).await;
-        close_pool(&self.pool).await;
+        close_pool(&self.shared.writers).await;
+        close_pool(&self.shared.pool).await;
     }
 }
 
 impl Store for SqliteStore {
     async fn now(&self) -> Result<StoreTime, StoreError> {
-        Ok(self.clock.now())
+        Ok(self.shared.clock.now())
     }
 
     async fn enqueue(&self, job: NewJob) -> Result<JobId, StoreError> {
-        transition::validate_new_job(&job, &self.policy)?;
+        transition::validate_new_job(&job, &self.shared.policy)?;
         let id = in_write_tx!(self, |conn, now| self.enqueue_in(conn, &job, now).await)?;
         self.announce_enqueued(std::slice::from_ref(&job));
         Ok(id)
     }
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
-        transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
+        transition::validate_claim(&req.queue, req.lease, req.max, &self.shared.policy)?;
         let granted = in_write_tx!(self, |conn, now| self.claim_set(conn, &[&req], now).await)?;
         Ok(granted.into_iter().next().unwrap_or_default())
     }
@@ -405,7 +432,10 @@ impl Store for SqliteStore {
     async fn batch(&self, req: BatchRequest) -> Result<BatchAnswer, StoreError> {
         // Concurrent batches (the workers of this process) share one write
         // transaction and one commit; each still gets its own answers.
-        self.merger.batch(req, |r| self.batch_in_one_tx(r)).await
+        self.shared
+            .merger
+            .batch(req, |r| self.batch_off_runtime(r))
+            .await
     }
 
     async fn batch_within(
@@ -415,8 +445,9 @@ impl Store for SqliteStore {
     ) -> Result<BatchAnswer, StoreError> {
         // A worker running a merged batch finishes it past its own limit
         // (for at most one more), so the others' answers are not lost.
-        self.merger
-            .batch_within(req, |r| self.batch_in_one_tx(r), patience)
+        self.shared
+            .merger
+            .batch_within(req, |r| self.batch_off_runtime(r), patience)
             .await
     }
 
@@ -443,19 +474,19 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        read::JOBS.find(&self.pool, FindJob::Id(job)).await
+        read::JOBS.find(&self.shared.pool, FindJob::Id(job)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
-        read::JOBS.page(&self.pool, &req).await
+        read::JOBS.page(&self.shared.pool, &req).await
     }
 
     async fn count_jobs(&self) -> Result<leasehold_core::JobCounts, StoreError> {
-        read::JOBS.counts(&self.pool).await
+        read::JOBS.counts(&self.shared.pool).await
     }
 
     async fn put_schedule(&self, schedule: Schedule) -> Result<(), StoreError> {
-        schedule.validate(&self.policy)?;
+        schedule.validate(&self.shared.policy)?;
         in_write_tx!(self, |conn, now| self
             .put_schedule_in(conn, &schedule, now)
             .await)
@@ -487,6 +518,6 @@ impl Store for SqliteStore {
     }
 
     fn work_available(&self, queue: &str) -> impl std::future::Future<Output = ()> + Send {
-        self.wake.subscribe(queue)
+        self.shared.wake.subscribe(queue)
     }
 }

@@ -26,7 +26,7 @@ impl SqliteStore {
         conn: &mut SqliteConnection,
         event: &Event,
     ) -> Result<(), StoreError> {
-        if !self.audit {
+        if !self.shared.audit {
             return Ok(());
         }
         let json = serde_json::to_string(event)

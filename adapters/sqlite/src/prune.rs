@@ -52,7 +52,7 @@ impl SqliteStore {
     ) -> Result<Vec<JobId>, StoreError> {
         // Three steps take the catalogue's prune bugs when one is in force
         // (the instant ages are judged at, the marks, the keys).
-        let judged_at = prune_variants::judged_at(self.variant, req, now);
+        let judged_at = prune_variants::judged_at(self.shared.variant, req, now);
         let plan = JOBS.prune_plan(&mut *conn, req, judged_at).await?;
         for id in &plan.jobs {
             let gone = sqlx::query(&format!(
@@ -78,11 +78,17 @@ impl SqliteStore {
             .await
             .map_err(error::map)?;
         }
-        if prune_variants::raises_marks(self.variant) {
+        if prune_variants::raises_marks(self.shared.variant) {
             schedules.raise_marks(conn, &plan).await?;
         }
-        prune_variants::free_unpruned_keys(self.variant, &mut *conn, SQLITE, now, error::map)
-            .await?;
+        prune_variants::free_unpruned_keys(
+            self.shared.variant,
+            &mut *conn,
+            SQLITE,
+            now,
+            error::map,
+        )
+        .await?;
         prune_sql::prune_audit(&mut *conn, PRUNE_AUDIT, req, now, error::map).await?;
         Ok(plan.jobs)
     }

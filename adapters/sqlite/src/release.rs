@@ -64,7 +64,7 @@ impl SqliteStore {
                 answers.push(Err(StoreError::Input(InputError::UnknownJob(req.job))));
                 continue;
             };
-            answers.push(apply_release(current, req, &self.policy, now, |e| {
+            answers.push(apply_release(current, req, &self.shared.policy, now, |e| {
                 set.push_event(e)
             }));
         }
@@ -73,7 +73,7 @@ impl SqliteStore {
                 set.push_row(record, loaded);
             }
         }
-        set.flush(conn, self.audit).await?;
+        set.flush(conn, self.shared.audit).await?;
         Ok(answers)
     }
 }

@@ -14,7 +14,7 @@ impl SqliteStore {
         now: StoreTime,
     ) -> Result<Renewal, StoreError> {
         let record = Self::load(conn, req.job).await?;
-        match transition::renew(&record, req.token, req.lease, &self.policy, now)? {
+        match transition::renew(&record, req.token, req.lease, &self.shared.policy, now)? {
             RenewPlan::Renewed(applied, answer) => {
                 self.update(conn, &applied, record.version).await?;
                 Ok(answer)

@@ -20,7 +20,7 @@ impl SqliteStore {
     /// The migration versions applied to this file (successful ones, in
     /// order); empty when it was never migrated.
     pub async fn applied_migrations(&self) -> Result<Vec<i64>, StoreError> {
-        applied_versions::<_, i64>(&self.pool, HAS_TABLE, error::map).await
+        applied_versions::<_, i64>(&self.shared.pool, HAS_TABLE, error::map).await
     }
 
     /// This file's schema against the migrations of this build.

@@ -37,7 +37,7 @@ impl SqliteStore {
                 reports.push(report);
             }
         }
-        set.flush(conn, self.audit).await?;
+        set.flush(conn, self.shared.audit).await?;
         Ok(reports)
     }
 }

@@ -48,10 +48,13 @@ macro_rules! in_write_tx {
     ($self:ident, |$conn:ident, $now:ident| $body:expr) => {{
         let mut retries = leasehold_sql::conflict_retry::Retries::new($crate::MAX_CONFLICT_RETRIES);
         loop {
-            let _writer = $crate::tx::write_lock(&$self.write_lock).await;
-            let mut tx =
-                $crate::write_conn::WriteConn::begin(&$self.writers, $self.busy_timeout).await?;
-            let $now = $self.clock.now();
+            let _writer = $crate::tx::write_lock(&$self.shared.write_lock).await;
+            let mut tx = $crate::write_conn::WriteConn::begin(
+                &$self.shared.writers,
+                $self.shared.busy_timeout,
+            )
+            .await?;
+            let $now = $self.shared.clock.now();
             let result = {
                 let $conn: &mut sqlx::sqlite::SqliteConnection = tx.conn();
                 $body
@@ -60,7 +63,7 @@ macro_rules! in_write_tx {
                 Ok(v) => {
                     // SQLite has no serialization failures to raise: only
                     // an armed stall (the caller drops us here) applies.
-                    let _ = $self.tx_faults.at_commit().await;
+                    let _ = $self.shared.tx_faults.at_commit().await;
                     $crate::tx::gate("commit").await;
                     tx.commit().await?;
                     break Ok(v);

@@ -33,7 +33,7 @@ impl SqliteStore {
         queues.sort_unstable();
         queues.dedup();
         for q in queues {
-            self.wake.announce(q);
+            self.shared.wake.announce(q);
         }
     }
 
@@ -47,14 +47,14 @@ impl SqliteStore {
             return;
         }
         let returned = matches!(req.outcome, Outcome::Returned);
-        if returned || !self.policy.parallelism.is_empty() {
+        if returned || !self.shared.policy.parallelism.is_empty() {
             self.announce_job(req.job, returned).await;
         }
     }
 
     /// After a sweep committed `reports`.
     pub(crate) async fn announce_swept(&self, reports: &[CrashReport]) {
-        let limited = !self.policy.parallelism.is_empty();
+        let limited = !self.shared.policy.parallelism.is_empty();
         for r in reports {
             let to_pending = r.to == JobState::Pending;
             if to_pending || limited {
@@ -80,13 +80,13 @@ impl SqliteStore {
         let Ok(id) = i64::try_from(job.0) else { return };
         let row = sqlx::query("SELECT queue FROM leasehold_jobs WHERE id = ?")
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.shared.pool)
             .await;
         match row {
             Ok(Some(r)) => {
                 let queue: String = r.try_get(0).unwrap_or_default();
-                if always || self.policy.parallelism_of(&queue).is_some() {
-                    self.wake.announce(&queue);
+                if always || self.shared.policy.parallelism_of(&queue).is_some() {
+                    self.shared.wake.announce(&queue);
                 }
             }
             Ok(None) => {}

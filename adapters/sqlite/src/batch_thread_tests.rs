@@ -1,0 +1,143 @@
+//! A merged batch's transaction runs off the caller's runtime threads
+//! (`batch_thread.rs`): it commits while they are busy, and a dropped call
+//! still commits nothing and leaves the write lock free.
+
+use crate::close_tests::temp_dir;
+use crate::SqliteStore;
+use leasehold_core::{
+    BatchRequest, ClaimRequest, JobId, JobState, Millis, NewJob, Policy, Store, WorkerId,
+};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest a test waits for something that takes milliseconds.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+fn claim_one() -> BatchRequest {
+    BatchRequest {
+        releases: Vec::new(),
+        claims: vec![ClaimRequest {
+            worker: WorkerId::new("w"),
+            queue: "q".into(),
+            lease: Millis(30_000),
+            max: 1,
+        }],
+    }
+}
+
+/// The runtime of a process of `Worker`s, with one worker thread: a task
+/// that blocks it leaves no runtime thread to poll anything else.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Whether `job` in the file at `path` reaches `Running` within
+/// [`PATIENCE`], seen through a store of its own on a thread and runtime of
+/// its own (so that it sees commits while the test's runtime is blocked).
+fn watch_for_claim(path: &Path, job: JobId) -> std::thread::JoinHandle<bool> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("watcher's runtime");
+        rt.block_on(async move {
+            let store = SqliteStore::builder(&path).open().await.expect("open");
+            let deadline = Instant::now() + PATIENCE;
+            let mut seen = false;
+            while !seen && Instant::now() < deadline {
+                let row = store.get(job).await.expect("get");
+                seen = row.is_some_and(|r| r.state == JobState::Running);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            store.close().await;
+            seen
+        })
+    })
+}
+
+#[test]
+fn a_merged_batch_commits_while_its_callers_runtime_thread_is_busy() {
+    let dir = temp_dir("batch-thread-busy");
+    let path = dir.join("jobs.db");
+    let rt = runtime();
+    let store = Arc::new(
+        rt.block_on(SqliteStore::open(&path, Policy::default()))
+            .expect("open"),
+    );
+    let job = rt
+        .block_on(store.enqueue(NewJob::new("q", b"x".to_vec())))
+        .expect("enqueue");
+    rt.block_on(async {
+        // Spawned from outside the runtime, both tasks queue in order: the
+        // call starts its transaction, then the second task blocks the
+        // runtime's only thread, as handlers keep a busy runtime's threads,
+        // until the job is seen claimed. Polled there, the transaction
+        // could not move.
+        let caller = store.clone();
+        let call = tokio::spawn(async move { caller.batch(claim_one()).await });
+        let watched = path.clone();
+        let busy = tokio::spawn(async move { watch_for_claim(&watched, job).join() });
+        let claimed = busy.await.expect("busy task").expect("watcher");
+        assert!(
+            claimed,
+            "the batch did not commit while its caller's runtime thread was busy"
+        );
+        let answer = call.await.expect("task").expect("batch");
+        assert_eq!(answer.claims.len(), 1);
+        let leases = answer.claims[0].as_ref().expect("claim");
+        assert_eq!(leases.iter().map(|l| l.job).collect::<Vec<_>>(), [job]);
+    });
+    rt.block_on(store.close());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_dropped_merged_batch_commits_nothing_and_frees_the_write_lock() {
+    let dir = temp_dir("batch-thread-dropped");
+    let rt = runtime();
+    // Judged after the runtime is shut down with a bound: a transaction
+    // that outlived its caller would otherwise hold the runtime's drop.
+    let states = rt.block_on(async {
+        let store = Arc::new(
+            SqliteStore::open(&dir.join("jobs.db"), Policy::default())
+                .await
+                .expect("open"),
+        );
+        let job = store
+            .enqueue(NewJob::new("q", b"x".to_vec()))
+            .await
+            .expect("enqueue");
+        // The transaction stops at its commit point, every statement done.
+        let at_commit = store.tx_faults().arm_stall();
+        let caller = store.clone();
+        let call = tokio::spawn(async move { caller.batch(claim_one()).await });
+        tokio::time::timeout(PATIENCE, at_commit)
+            .await
+            .expect("the batch never reached its commit point")
+            .expect("stall");
+        call.abort();
+        assert!(call.await.is_err_and(|e| e.is_cancelled()));
+        // The next write gets the lock; the claim was never committed.
+        let second =
+            tokio::time::timeout(PATIENCE, store.enqueue(NewJob::new("q", b"y".to_vec()))).await;
+        let mut states = Vec::new();
+        if let Ok(second) = second {
+            for id in [job, second.expect("enqueue")] {
+                let row = store.get(id).await.expect("get").expect("row");
+                states.push(row.state);
+            }
+            store.close().await;
+        }
+        states
+    });
+    rt.shutdown_timeout(PATIENCE);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!states.is_empty(), "the dropped batch kept the write lock");
+    assert_eq!(states, [JobState::Pending, JobState::Pending]);
+}

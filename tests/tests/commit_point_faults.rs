@@ -111,10 +111,28 @@ async fn pg_on_manual_clock(url: &str) -> Guarded<PgStore, SchemaGuard> {
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_batch_cancelled_mid_transaction_commits_nothing() {
-    let store = sqlite_store(Policy::default(), ManualStoreClock::new(MANUAL_EPOCH)).await;
-    cancelled_batch_commits_nothing(&store, store.inner().tx_faults()).await;
+/// On a multi-thread runtime, where the store runs a merged batch's
+/// transaction on a thread of the blocking pool (`batch_thread.rs`). The
+/// runtime is shut down with a bound before a failure is reported: a
+/// transaction that outlived its dropped caller would otherwise hold the
+/// runtime's drop, and the test would hang instead of failing.
+#[test]
+fn sqlite_batch_cancelled_mid_transaction_commits_nothing() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let store = sqlite_store(Policy::default(), ManualStoreClock::new(MANUAL_EPOCH)).await;
+            cancelled_batch_commits_nothing(&store, store.inner().tx_faults()).await;
+        })
+    }));
+    rt.shutdown_timeout(LATER_WRITER_LIMIT);
+    if let Err(failure) = outcome {
+        std::panic::resume_unwind(failure);
+    }
 }
 
 /// Many rounds, a fresh store each: the retried claim must find the job the

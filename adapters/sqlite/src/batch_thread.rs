@@ -30,9 +30,10 @@
 //!   only cost: two more thread wake-ups a batch made its SQLite seeds
 //!   1.36x slower (`docs/PERFORMANCE.md`), and its statement scheduler's
 //!   gate belongs to the calling task and must see every statement. The
-//!   future is the same either way; `batch_thread_tests.rs` checks what
-//!   the hop adds (a commit while the runtime's threads are busy, and a
-//!   dropped call) on a multi-thread runtime.
+//!   future is the same either way; on a multi-thread runtime,
+//!   `batch_thread_tests.rs` checks what the hop adds (a commit while the
+//!   runtime's threads are busy) and `tests/tests/commit_point_faults.rs`
+//!   a call dropped at its commit point.
 
 use crate::SqliteStore;
 use leasehold_core::statement_gate;

@@ -1,6 +1,7 @@
 //! A merged batch's transaction runs off the caller's runtime threads
-//! (`batch_thread.rs`): it commits while they are busy, and a dropped call
-//! still commits nothing and leaves the write lock free.
+//! (`batch_thread.rs`): it commits while they are busy. A dropped call on
+//! that path is `tests/tests/commit_point_faults.rs`'s SQLite case (a
+//! multi-thread runtime).
 
 use crate::close_tests::temp_dir;
 use crate::SqliteStore;
@@ -95,49 +96,4 @@ fn a_merged_batch_commits_while_its_callers_runtime_thread_is_busy() {
     });
     rt.block_on(store.close());
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn a_dropped_merged_batch_commits_nothing_and_frees_the_write_lock() {
-    let dir = temp_dir("batch-thread-dropped");
-    let rt = runtime();
-    // Judged after the runtime is shut down with a bound: a transaction
-    // that outlived its caller would otherwise hold the runtime's drop.
-    let states = rt.block_on(async {
-        let store = Arc::new(
-            SqliteStore::open(&dir.join("jobs.db"), Policy::default())
-                .await
-                .expect("open"),
-        );
-        let job = store
-            .enqueue(NewJob::new("q", b"x".to_vec()))
-            .await
-            .expect("enqueue");
-        // The transaction stops at its commit point, every statement done.
-        let at_commit = store.tx_faults().arm_stall();
-        let caller = store.clone();
-        let call = tokio::spawn(async move { caller.batch(claim_one()).await });
-        tokio::time::timeout(PATIENCE, at_commit)
-            .await
-            .expect("the batch never reached its commit point")
-            .expect("stall");
-        call.abort();
-        assert!(call.await.is_err_and(|e| e.is_cancelled()));
-        // The next write gets the lock; the claim was never committed.
-        let second =
-            tokio::time::timeout(PATIENCE, store.enqueue(NewJob::new("q", b"y".to_vec()))).await;
-        let mut states = Vec::new();
-        if let Ok(second) = second {
-            for id in [job, second.expect("enqueue")] {
-                let row = store.get(id).await.expect("get").expect("row");
-                states.push(row.state);
-            }
-            store.close().await;
-        }
-        states
-    });
-    rt.shutdown_timeout(PATIENCE);
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(!states.is_empty(), "the dropped batch kept the write lock");
-    assert_eq!(states, [JobState::Pending, JobState::Pending]);
 }

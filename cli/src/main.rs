@@ -3,8 +3,9 @@
 
 /// A simulated run allocates and frees at every step (records, messages,
 /// rows); mimalloc does that in far fewer instructions than glibc's malloc
-/// (docs/PERFORMANCE.md, "Simulator speed"). It changes no history: nothing
-/// the simulator runs depends on where an allocation lands.
+/// (docs/PERFORMANCE.md, "Simulator speed"); its version 2 (`cli/Cargo.toml`)
+/// also leaves the kernel out of it. It changes no history: nothing the
+/// simulator runs depends on where an allocation lands.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -3,9 +3,10 @@
 
 /// A simulated run allocates and frees at every step (records, messages,
 /// rows); mimalloc does that in far fewer instructions than glibc's malloc
-/// (docs/PERFORMANCE.md, "Simulator speed"); its version 2 (`cli/Cargo.toml`)
-/// also leaves the kernel out of it. It changes no history: nothing the
-/// simulator runs depends on where an allocation lands.
+/// (docs/PERFORMANCE.md, "Simulator speed"), and its version 2
+/// (`cli/Cargo.toml`) spends far less time in the kernel than version 3. It
+/// changes no history: nothing the simulator runs depends on where an
+/// allocation lands.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

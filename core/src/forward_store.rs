@@ -10,7 +10,9 @@
 /// method except those named; each one named is either written in the
 /// block or left to the trait's default (as `batch`, `batch_within` and
 /// `work_available` have one). Naming a method and leaving it out is how a
-/// wrapper keeps a default on purpose, so say why next to the list.
+/// wrapper keeps a default on purpose, so say why next to the list. A
+/// wrapper that changes `get` names `get_many` too (left to the default,
+/// it reads through the changed `get`).
 ///
 /// ```
 /// use leasehold_core::{forward_store, ClaimRequest, Lease, Store, StoreError};
@@ -138,6 +140,19 @@ macro_rules! forward_store {
                     $target.get(job)
                 }
             }
+            $crate::__forward_unless! { [$($except),*] get_many
+                fn get_many(
+                    &$this,
+                    jobs: ::std::vec::Vec<$crate::JobId>,
+                ) -> impl ::core::future::Future<
+                    Output = ::core::result::Result<
+                        ::std::vec::Vec<::core::option::Option<$crate::JobRecord>>,
+                        $crate::StoreError,
+                    >,
+                > + ::core::marker::Send {
+                    $target.get_many(jobs)
+                }
+            }
             $crate::__forward_unless! { [$($except),*] list
                 fn list(&$this, req: $crate::ListRequest) -> impl ::core::future::Future<
                     Output = ::core::result::Result<
@@ -241,6 +256,7 @@ macro_rules! __forward_unless {
     ([cancel $(, $rest:ident)*] cancel $($item:tt)*) => {};
     ([retry_dead $(, $rest:ident)*] retry_dead $($item:tt)*) => {};
     ([get $(, $rest:ident)*] get $($item:tt)*) => {};
+    ([get_many $(, $rest:ident)*] get_many $($item:tt)*) => {};
     ([list $(, $rest:ident)*] list $($item:tt)*) => {};
     ([put_schedule $(, $rest:ident)*] put_schedule $($item:tt)*) => {};
     ([remove_schedule $(, $rest:ident)*] remove_schedule $($item:tt)*) => {};

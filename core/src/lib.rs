@@ -86,9 +86,9 @@ pub use schedule::{
     CatchUp, FireRequest, ListSchedulesRequest, Rule, Schedule, ScheduleRecord, MAX_CATCH_UP,
 };
 pub use store::{
-    batch_by_parts, count_by_listing, list_all, list_all_schedules, BatchAnswer, BatchRequest,
-    ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store, SweepRequest,
-    LIST_ALL_MAX_ROWS, MAX_BATCH_REQUESTS,
+    batch_by_parts, count_by_listing, get_one_by_one, in_asked_order, list_all, list_all_schedules,
+    BatchAnswer, BatchRequest, ClaimRequest, ListRequest, ReleaseRequest, RenewRequest, Store,
+    SweepRequest, LIST_ALL_MAX_ROWS, MAX_BATCH_REQUESTS,
 };
 pub use time::{Millis, StoreTime};
 pub use transition::{PruneRequest, AUDIT_EVENTS_PER_JOB, MAX_PRUNE_LIMIT, MIN_RETENTION};

@@ -112,6 +112,31 @@ pub async fn batch_by_parts<S: Store + ?Sized>(
     Ok(BatchAnswer { releases, claims })
 }
 
+/// [`Store::get_many`] as one [`Store::get`] per id, in order (the trait's
+/// default): the first error ends it.
+pub async fn get_one_by_one<S: Store + ?Sized>(
+    store: &S,
+    jobs: Vec<JobId>,
+) -> Result<Vec<Option<JobRecord>>, StoreError> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        out.push(store.get(job).await?);
+    }
+    Ok(out)
+}
+
+/// Puts rows read in any order back in the order of `jobs`, one entry per
+/// id (`None` where no row came back): how a store that reads
+/// [`Store::get_many`]'s rows in one statement answers it.
+pub fn in_asked_order(
+    jobs: &[JobId],
+    rows: impl IntoIterator<Item = JobRecord>,
+) -> Vec<Option<JobRecord>> {
+    let by_id: std::collections::BTreeMap<JobId, JobRecord> =
+        rows.into_iter().map(|r| (r.id, r)).collect();
+    jobs.iter().map(|j| by_id.get(j).cloned()).collect()
+}
+
 /// A job store. Implemented by the memory, SQLite and Postgres adapters, and
 /// by the simulator's remote client.
 pub trait Store: Send + Sync + 'static {
@@ -196,6 +221,23 @@ pub trait Store: Send + Sync + 'static {
     /// Reads one job.
     fn get(&self, job: JobId)
         -> impl Future<Output = Result<Option<JobRecord>, StoreError>> + Send;
+    /// Reads several jobs: one entry per id of `jobs`, in the order given
+    /// (a repeated id answered each time), `None` for an unknown job. What
+    /// a tool that inspects many rows calls instead of one [`Store::get`]
+    /// per job, as the simulator does after every request.
+    ///
+    /// The default calls [`Store::get`] once per id
+    /// ([`get_one_by_one`]), so a store written before this method
+    /// existed still builds; the SQLite and PostgreSQL adapters read the
+    /// rows in one statement (SQLite up to a fixed number of ids each).
+    /// Each statement sees one snapshot; a long list split into several
+    /// may see writes committed between them.
+    fn get_many(
+        &self,
+        jobs: Vec<JobId>,
+    ) -> impl Future<Output = Result<Vec<Option<JobRecord>>, StoreError>> + Send {
+        get_one_by_one(self, jobs)
+    }
     /// Lists jobs in id order, for checks and exports.
     fn list(
         &self,

@@ -960,6 +960,52 @@ pub async fn list_pages_through_every_job_in_id_order<H: Harness>(h: &H) {
     assert_eq!(sorted, ids, "{name}: ids grow with enqueue order");
 }
 
+/// `get_many` answers one entry per id, in the order asked, exactly as a
+/// `get` of each would: repeated ids each time, unknown ids `None` (an id
+/// past what a store can hold too), more ids than one statement of the
+/// SQL stores carries, and no ids at all.
+pub async fn get_many_answers_each_id_as_get_does_in_the_order_asked<H: Harness>(h: &H) {
+    let f = fresh(h).await;
+    let s = &*f.store;
+    let name = h.name();
+    let mut ids = Vec::new();
+    for i in 0..250u32 {
+        ids.push(enqueue(s, NewJob::new("q", i.to_le_bytes().to_vec())).await);
+    }
+    // Some rows moved on from their first version.
+    let leases = claim(s, "w", "q", LONG_LEASE, 3).await;
+    release(
+        s,
+        leases[0].job,
+        leases[0].token,
+        Outcome::Succeeded(vec![7]),
+    )
+    .await;
+    let mut asked: Vec<JobId> = ids.iter().rev().copied().collect();
+    asked.insert(10, ids[0]);
+    asked.push(ids[5]);
+    // Unknown ids, enough for more than 1,000 distinct ids in all.
+    asked.extend((1..=900).map(|k| JobId(ids[249].0 + k)));
+    let got = s.get_many(asked.clone()).await.expect("get_many");
+    let mut want = Vec::with_capacity(asked.len());
+    for j in &asked {
+        want.push(s.get(*j).await.expect("get"));
+    }
+    assert_eq!(got.len(), asked.len(), "{name}: one entry per id");
+    assert_eq!(got, want, "{name}: each entry as get answers it");
+    assert!(got[1].is_some() && got[asked.len() - 1].is_none(), "{name}");
+    assert_eq!(
+        got[0].as_ref().map(|r| r.id),
+        Some(ids[249]),
+        "{name}: in the order asked"
+    );
+    // An id no store can hold is unknown, never an error.
+    let huge = s.get_many(vec![JobId(u64::MAX)]).await.expect("get_many");
+    assert_eq!(huge, vec![None], "{name}: an id past every store's range");
+    let none = s.get_many(Vec::new()).await.expect("get_many of nothing");
+    assert!(none.is_empty(), "{name}: no ids, no entries");
+}
+
 /// The audit log holds one event per accepted transition, with the row's
 /// new version, state and token, and none for answers that change nothing.
 pub async fn audit_events_follow_every_accepted_transition<H: Harness>(h: &H) {

@@ -158,6 +158,7 @@ pub const CASES: &[&str] = &[
     "bad_input_is_rejected_and_changes_nothing",
     "idempotency_key_answers_the_existing_job",
     "list_pages_through_every_job_in_id_order",
+    "get_many_answers_each_id_as_get_does_in_the_order_asked",
     "audit_events_follow_every_accepted_transition",
     "payload_at_its_cap_round_trips_and_one_byte_more_is_refused",
     "result_at_its_cap_round_trips_and_one_byte_more_is_refused",
@@ -219,6 +220,7 @@ macro_rules! conformance_tests {
         $crate::conformance_tests!(@case $harness, cases::bad_input_is_rejected_and_changes_nothing);
         $crate::conformance_tests!(@case $harness, cases::idempotency_key_answers_the_existing_job);
         $crate::conformance_tests!(@case $harness, cases::list_pages_through_every_job_in_id_order);
+        $crate::conformance_tests!(@case $harness, cases::get_many_answers_each_id_as_get_does_in_the_order_asked);
         $crate::conformance_tests!(@case $harness, cases::audit_events_follow_every_accepted_transition);
         $crate::conformance_tests!(@case $harness, limits::payload_at_its_cap_round_trips_and_one_byte_more_is_refused);
         $crate::conformance_tests!(@case $harness, limits::result_at_its_cap_round_trips_and_one_byte_more_is_refused);

@@ -495,6 +495,13 @@ impl Store for PgStore {
         read::JOBS.find(&self.pool, FindJob::Id(job)).await
     }
 
+    async fn get_many(&self, jobs: Vec<JobId>) -> Result<Vec<Option<JobRecord>>, StoreError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        read::JOBS.many(&self.pool, &jobs).await
+    }
+
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {
         read::JOBS.page(&self.pool, &req).await
     }

@@ -54,6 +54,17 @@ impl Dialect {
             .join(", ")
     }
 
+    /// The ids in placeholder `n`, bound as a JSON array of integers in
+    /// text, as a set to follow `IN`: one statement text for any number
+    /// of ids.
+    pub fn json_ids(self, n: usize) -> String {
+        if self.numbered {
+            format!("(SELECT json_array_elements_text(${n}::json)::bigint)")
+        } else {
+            "(SELECT value FROM json_each(?))".to_string()
+        }
+    }
+
     /// What follows a text column so that it compares byte by byte.
     pub fn byte_order(self) -> &'static str {
         self.byte_order

@@ -1,5 +1,6 @@
 //! The job reads both stores send the same way (table `leasehold_jobs`):
-//! one job by id, one by idempotency key, a page in id order, the
+//! one job by id, many by id ([`MAX_IDS_PER_READ`] a statement), one by
+//! idempotency key, a page in id order, the
 //! running jobs of a queue counted, every queue's jobs counted by state
 //! ([`COUNTS`]), and the oldest prunable jobs offered to the core's prune,
 //! written once in a [`Dialect`]'s placeholder style and run on either
@@ -26,6 +27,10 @@ use std::marker::PhantomData;
 pub const COUNTS: &str = "SELECT queue, state, COUNT(*), MIN(created_at), MIN(expires_at) \
      FROM leasehold_jobs GROUP BY queue, state";
 
+/// Most ids [`JobSql::many`] sends in one statement: a longer list is
+/// read in several, each one snapshot.
+pub const MAX_IDS_PER_READ: usize = 1_000;
+
 /// How a store maps a driver error to a [`StoreError`].
 pub type MapError = fn(sqlx::Error) -> StoreError;
 
@@ -34,6 +39,8 @@ pub type MapError = fn(sqlx::Error) -> StoreError;
 pub struct JobSql<DB> {
     /// One job by id.
     by_id: String,
+    /// Jobs by id, the ids as one JSON array.
+    by_ids: String,
     /// One job by idempotency key.
     by_key: String,
     /// Up to a limit of jobs after an id, in id order.
@@ -54,6 +61,10 @@ impl<DB> JobSql<DB> {
         let p = |n| dialect.placeholder(n);
         JobSql {
             by_id: format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE id = {}", p(1)),
+            by_ids: format!(
+                "SELECT {COLUMNS} FROM leasehold_jobs WHERE id IN {}",
+                dialect.json_ids(1)
+            ),
             by_key: format!(
                 "SELECT {COLUMNS} FROM leasehold_jobs WHERE idempotency_key = {}",
                 p(1)
@@ -90,6 +101,39 @@ where
         };
         let row = q.fetch_optional(e).await.map_err(self.map)?;
         row.as_ref().map(decode_job).transpose()
+    }
+
+    /// The jobs `ids` name, one entry per id in the order given (`None`
+    /// for an unknown id, or one too large to be stored), in statements of
+    /// at most [`MAX_IDS_PER_READ`] ids: `Store::get_many`. Each
+    /// statement runs on whichever connection `pool` hands out.
+    pub async fn many(
+        &self,
+        pool: &sqlx::Pool<DB>,
+        ids: &[JobId],
+    ) -> Result<Vec<Option<JobRecord>>, StoreError>
+    where
+        for<'q> String: Encode<'q, DB> + Type<DB>,
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    {
+        let mut wanted: Vec<i64> = ids.iter().filter_map(|id| to_i64(id.0).ok()).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut rows = Vec::with_capacity(wanted.len());
+        // Bounded: one statement per MAX_IDS_PER_READ ids.
+        for chunk in wanted.chunks(MAX_IDS_PER_READ) {
+            let json = serde_json::to_string(chunk)
+                .map_err(|e| StoreError::Corrupt(format!("id list encoding: {e}")))?;
+            let found = sqlx::query(&self.by_ids)
+                .bind(json)
+                .fetch_all(pool)
+                .await
+                .map_err(self.map)?;
+            for row in &found {
+                rows.push(decode_job(row)?);
+            }
+        }
+        Ok(leasehold_core::in_asked_order(ids, rows))
     }
 
     /// Up to `req.limit` jobs after `req.after`, in id order.
@@ -192,14 +236,25 @@ pub(crate) mod tests {
         let pg = JobSql::<Postgres>::new(POSTGRES, no_map);
         let lite = JobSql::<Sqlite>::new(SQLITE, no_map);
         let sent = [
-            (&pg.by_id, &pg.by_key, &pg.page, &pg.running),
-            (&lite.by_id, &lite.by_key, &lite.page, &lite.running),
+            (&pg.by_id, &pg.by_ids, &pg.by_key, &pg.page, &pg.running),
+            (
+                &lite.by_id,
+                &lite.by_ids,
+                &lite.by_key,
+                &lite.page,
+                &lite.running,
+            ),
         ];
         let want = [("$1", "$1", "$1", "$2"), ("?", "?", "?", "?")];
-        for ((by_id, by_key, page, running), (id, key, after, limit)) in sent.into_iter().zip(want)
+        for ((by_id, by_ids, by_key, page, running), (id, key, after, limit)) in
+            sent.into_iter().zip(want)
         {
             let select = format!("SELECT {COLUMNS} FROM leasehold_jobs WHERE");
             assert_eq!(*by_id, format!("{select} id = {id}"));
+            assert!(
+                by_ids.starts_with(&format!("{select} id IN (SELECT ")),
+                "{by_ids}"
+            );
             assert_eq!(*by_key, format!("{select} idempotency_key = {key}"));
             assert_eq!(
                 *page,

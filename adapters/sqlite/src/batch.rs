@@ -1,7 +1,9 @@
 //! [`Store::batch`] on SQLite: a worker's releases, then its claims, in
 //! one `BEGIN IMMEDIATE` transaction and one commit, each through the same
 //! code as its single operation (`release.rs`, `claim.rs`); concurrent
-//! batches of this process's workers share it (`BatchMerger`).
+//! batches of this process's workers share it (`BatchMerger`). A batch of
+//! claims alone that would take nothing commits nothing
+//! (`claim_probe.rs`).
 //!
 //! [`Store::batch`]: leasehold_core::Store::batch
 
@@ -26,13 +28,7 @@ impl SqliteStore {
             })
             .collect();
         if req.releases.is_empty() && checked.iter().all(|c| c.is_err()) {
-            return Ok(BatchAnswer {
-                releases: Vec::new(),
-                claims: checked
-                    .into_iter()
-                    .map(|c| c.map(|()| Vec::new()))
-                    .collect(),
-            });
+            return Ok(nothing_granted(checked));
         }
         let valid: Vec<&ClaimRequest> = req
             .claims
@@ -41,6 +37,16 @@ impl SqliteStore {
             .filter(|(_, c)| c.is_ok())
             .map(|(r, _)| r)
             .collect();
+        if req.releases.is_empty()
+            && self
+                .nothing_to_claim(
+                    valid.iter().map(|c| c.queue.as_str()),
+                    self.shared.clock.now(),
+                )
+                .await
+        {
+            return Ok(nothing_granted(checked));
+        }
         let answer = in_write_tx!(self, |conn, now| {
             match self.release_set(conn, &req.releases, now).await {
                 Ok(releases) => self
@@ -62,5 +68,17 @@ impl SqliteStore {
             self.announce_released(r, a).await;
         }
         Ok(answer)
+    }
+}
+
+/// The answer of a batch without releases whose claims take nothing: each
+/// valid claim empty, each bad one its error.
+fn nothing_granted(checked: Vec<Result<(), StoreError>>) -> BatchAnswer {
+    BatchAnswer {
+        releases: Vec::new(),
+        claims: checked
+            .into_iter()
+            .map(|c| c.map(|()| Vec::new()))
+            .collect(),
     }
 }

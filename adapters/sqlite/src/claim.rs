@@ -12,6 +12,11 @@ use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
 use sqlx::SqliteConnection;
 use std::collections::BTreeMap;
 
+/// The jobs a claim of a queue may take at a store time: due and pending
+/// (parameters: the queue, the store time). The claim scan's filter, and
+/// the claim probe's (`claim_probe.rs`).
+pub(crate) const DUE_PENDING: &str = "queue = ? AND state = 'pending' AND run_at <= ?";
+
 impl SqliteStore {
     /// Answers validated claims in request order and writes the claimed
     /// rows and their events. Claims of one queue share one candidate scan
@@ -77,8 +82,7 @@ impl SqliteStore {
     ) -> Result<Vec<JobRecord>, StoreError> {
         let sql = format!(
             "SELECT json_group_array({ROW_JSON}) FROM (SELECT * FROM leasehold_jobs \
-             WHERE queue = ? AND state = 'pending' AND run_at <= ? \
-             ORDER BY priority DESC, run_at, id LIMIT ? OFFSET ?)"
+             WHERE {DUE_PENDING} ORDER BY priority DESC, run_at, id LIMIT ? OFFSET ?)"
         );
         let cap = cap as usize;
         let mut out: Vec<JobRecord> = Vec::with_capacity(cap.min(MAX_AGG_ROWS));

@@ -34,6 +34,10 @@
 //!   request timeout) closes its connection, which rolls the transaction
 //!   back and frees the lock, instead of pooling a connection that is still
 //!   inside it (`write_conn`);
+//! - a claim that would take nothing (a lone claim, or a batch of claims
+//!   without releases, whose queues have no due job) is answered from one
+//!   read instead of a write transaction: an idle worker's poll never
+//!   takes the write lock (`claim_probe.rs`);
 //! - on a multi-thread runtime, a merged batch's transaction (the
 //!   `Worker`'s path) is polled on a thread of the runtime's blocking
 //!   pool, woken by its connection's thread directly instead of waiting
@@ -76,7 +80,7 @@
 //!
 //! ## Files
 //! One file per operation family, its batched and single paths together
-//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `row_change.rs`
+//! (`enqueue.rs`, `claim.rs` with `claim_probe.rs`, `release.rs`, `renew.rs`, `row_change.rs`
 //! (cancel and retry), `sweep.rs`, `prune.rs`, `batch.rs`, `schedules.rs`,
 //! `read.rs`, `events.rs`), on
 //! `tx.rs` (the write transaction), `batch_thread.rs` (where a merged
@@ -103,6 +107,7 @@ mod batch_thread;
 mod batch_thread_tests;
 mod busy;
 mod claim;
+mod claim_probe;
 #[cfg(test)]
 mod close_tests;
 mod enqueue;
@@ -408,6 +413,10 @@ impl Store for SqliteStore {
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
         transition::validate_claim(&req.queue, req.lease, req.max, &self.shared.policy)?;
+        let now = self.shared.clock.now();
+        if self.nothing_to_claim([req.queue.as_str()], now).await {
+            return Ok(Vec::new());
+        }
         let granted = in_write_tx!(self, |conn, now| self.claim_set(conn, &[&req], now).await)?;
         Ok(granted.into_iter().next().unwrap_or_default())
     }
@@ -475,6 +484,13 @@ impl Store for SqliteStore {
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
         read::JOBS.find(&self.shared.pool, FindJob::Id(job)).await
+    }
+
+    async fn get_many(&self, jobs: Vec<JobId>) -> Result<Vec<Option<JobRecord>>, StoreError> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        read::JOBS.many(&self.shared.pool, &jobs).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {

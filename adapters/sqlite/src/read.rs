@@ -1,5 +1,6 @@
-//! Reads on the read pool: one job by id or by idempotency key, or a page of
-//! jobs in id order, as both SQL stores send them ([`JobSql`]).
+//! Reads on the read pool: one job by id or by idempotency key, a page of
+//! jobs in id order, or many jobs by id, as both SQL stores send them
+//! ([`JobSql`]).
 
 use crate::error;
 use leasehold_sql::dialect::SQLITE;

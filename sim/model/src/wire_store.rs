@@ -292,8 +292,10 @@ pub async fn apply_batch<S: Store>(
         }
     }
     let mut rows: Vec<Vec<ReadRow>> = vec![Vec::new(); n];
-    for (j, parts) in touchers {
-        if let Ok(Some(row)) = store.get(j).await {
+    let ids: Vec<JobId> = touchers.keys().copied().collect();
+    let read = read_rows(store, ids).await;
+    for ((j, parts), row) in touchers.into_iter().zip(read) {
+        if let Some(row) = row {
             let holder = parts
                 .iter()
                 .rev()
@@ -320,13 +322,22 @@ pub async fn apply_batch<S: Store>(
 /// true time of the request after which its row had that version.
 pub async fn touched<S: Store>(store: &S, op: &WireOp, reply: &WireReply) -> Vec<ReadRow> {
     let jobs = touched_jobs(op, reply);
-    let mut out = Vec::with_capacity(jobs.len());
-    for j in jobs {
-        if let Ok(Some(row)) = store.get(j).await {
-            out.push(ReadRow::of(&row));
-        }
+    read_rows(store, jobs)
+        .await
+        .iter()
+        .flatten()
+        .map(ReadRow::of)
+        .collect()
+}
+
+/// The rows of `jobs` in one [`Store::get_many`], one entry per id (all
+/// `None` if the read failed, as a failed `get` of each would leave them).
+async fn read_rows<S: Store>(store: &S, jobs: Vec<JobId>) -> Vec<Option<JobRecord>> {
+    let n = jobs.len();
+    match store.get_many(jobs).await {
+        Ok(rows) if rows.len() == n => rows,
+        _ => vec![None; n],
     }
-    out
 }
 
 /// The token under which a part of a batch acted on `job`: a release's

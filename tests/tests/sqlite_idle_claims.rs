@@ -1,0 +1,108 @@
+//! An idle worker's poll never takes SQLite's write lock.
+//!
+//! Another connection (standing in for another process) holds the write
+//! lock. A claim, and a batch of claims, of a queue with no due job must
+//! answer empty at once from a read (`adapters/sqlite/src/claim_probe.rs`),
+//! as a read does. A claim of a queue with a due job still needs the lock:
+//! it waits for it, and answers the job once the lock comes back. Without
+//! the probe every poll queued on the lock for up to the busy timeout.
+
+use leasehold_core::{BatchRequest, ClaimRequest, Millis, NewJob, Policy, Store, WorkerId};
+use leasehold_sqlite::{Durability, SqliteStore};
+use std::time::{Duration, Instant};
+
+/// How long the other process holds the write lock.
+const HOLD: Duration = Duration::from_millis(1_000);
+/// An answer from a read, whoever holds the write lock: slack for a loaded
+/// machine, far below the hold.
+const READ_LIMIT: Duration = Duration::from_millis(250);
+
+fn claim(queue: &str) -> ClaimRequest {
+    ClaimRequest {
+        worker: WorkerId::new("w"),
+        queue: queue.into(),
+        lease: Millis(30_000),
+        max: 4,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("jobs.db");
+    let store = SqliteStore::builder(&path)
+        .policy(Policy::default())
+        .durability(Durability::Normal)
+        .open()
+        .await
+        .expect("open");
+    store.migrate().await.expect("migrate");
+    let store = std::sync::Arc::new(store);
+    let due = store
+        .enqueue(NewJob::new("busy", "due"))
+        .await
+        .expect("enqueue");
+    // A job not yet due leaves its queue idle.
+    let later = NewJob::new("idle", "later").delay(Millis(3_600_000));
+    store.enqueue(later).await.expect("enqueue later");
+    let other = SqliteStore::builder(&path)
+        .open()
+        .await
+        .expect("open other");
+
+    let holder = other
+        .pool()
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .expect("the other process takes the write lock");
+    let held_at = Instant::now();
+
+    let started = Instant::now();
+    let lone = store.claim(claim("idle")).await.expect("idle claim");
+    let lone_took = started.elapsed();
+    let started = Instant::now();
+    let batch = store
+        .batch(BatchRequest {
+            releases: Vec::new(),
+            claims: vec![claim("idle"), claim("empty")],
+        })
+        .await
+        .expect("idle batch");
+    let batch_took = started.elapsed();
+    assert!(lone.is_empty(), "nothing is due on `idle`: {lone:?}");
+    assert!(
+        batch
+            .claims
+            .iter()
+            .all(|c| matches!(c, Ok(l) if l.is_empty())),
+        "nothing is due on `idle` or `empty`: {:?}",
+        batch.claims
+    );
+    assert!(
+        lone_took < READ_LIMIT && batch_took < READ_LIMIT,
+        "idle polls waited for the write lock: claim {lone_took:?}, batch {batch_took:?}"
+    );
+
+    // A queue with a due job needs the lock: the claim waits for it.
+    let busy = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let got = store.claim(claim("busy")).await;
+            (got, Instant::now())
+        }
+    });
+    tokio::time::sleep(HOLD.saturating_sub(held_at.elapsed())).await;
+    let released_at = Instant::now();
+    holder.rollback().await.expect("release the lock");
+    let (got, answered_at) = busy.await.expect("claim task");
+    let got = got.expect("claim of the due job");
+    assert_eq!(
+        got.iter().map(|l| l.job).collect::<Vec<_>>(),
+        vec![due],
+        "the due job is granted once the lock is free"
+    );
+    assert!(
+        answered_at >= released_at,
+        "a claim that takes a job answered while another process held the write lock"
+    );
+}

@@ -228,10 +228,10 @@ pub trait Store: Send + Sync + 'static {
     ///
     /// The default calls [`Store::get`] once per id
     /// ([`get_one_by_one`]), so a store written before this method
-    /// existed still builds; the SQLite and PostgreSQL adapters read the
-    /// rows in one statement (SQLite up to a fixed number of ids each).
-    /// Each statement sees one snapshot; a long list split into several
-    /// may see writes committed between them.
+    /// existed still builds; the SQLite and PostgreSQL adapters read up to
+    /// 1,000 ids in one statement. Each statement sees one snapshot; a
+    /// longer list, split into several, may see writes committed between
+    /// them.
     fn get_many(
         &self,
         jobs: Vec<JobId>,

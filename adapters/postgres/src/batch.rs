@@ -12,6 +12,9 @@
 //! per batch. The answers are the same: no release changes which jobs the
 //! claims may take, and both use one store time read after the rows.
 //!
+//! A batch of claims alone that would take nothing writes nothing
+//! (`claim_probe.rs`).
+//!
 //! [`Store::batch`]: leasehold_core::Store::batch
 
 use crate::clock::{LIVE_CLOCK, STMT_CLOCK};
@@ -39,7 +42,12 @@ impl PgStore {
         req: BatchRequest,
     ) -> Result<BatchAnswer, StoreError> {
         let (mut claims, valid) = self.validate_claims(&req.claims);
-        if req.releases.is_empty() && valid.is_empty() {
+        if req.releases.is_empty()
+            && (valid.is_empty()
+                || self
+                    .nothing_to_claim(valid.iter().map(|&i| req.claims[i].queue.as_str()))
+                    .await)
+        {
             return Ok(BatchAnswer {
                 releases: Vec::new(),
                 claims,

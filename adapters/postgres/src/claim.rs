@@ -3,6 +3,7 @@
 //! counted under an advisory lock), handed out in request order, and one
 //! write.
 
+use crate::claim_probe::due_pending;
 use crate::clock::STMT_CLOCK;
 use crate::load::{fetch_scan, ScanGate};
 use crate::write_batch::Batch;
@@ -46,7 +47,11 @@ impl PgStore {
         reqs: &[ClaimRequest],
     ) -> Result<Vec<Result<Vec<Lease>, StoreError>>, StoreError> {
         let (mut answers, valid) = self.validate_claims(reqs);
-        if valid.is_empty() {
+        if valid.is_empty()
+            || self
+                .nothing_to_claim(valid.iter().map(|&i| reqs[i].queue.as_str()))
+                .await
+        {
             return Ok(answers);
         }
         let granted = in_tx!(self, |conn| self.claim_in(conn, reqs, &valid).await)?;
@@ -119,9 +124,9 @@ impl PgStore {
                 continue;
             }
             let sql = format!(
-                "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
-                 WHERE queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK} \
-                 ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED"
+                "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs WHERE {} \
+                 ORDER BY priority DESC, run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED",
+                due_pending()
             );
             let sql = race_variants::claim_scan(self.variant, sql);
             let q = sqlx::query(&sql)

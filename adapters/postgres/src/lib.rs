@@ -54,6 +54,9 @@
 //! merged into shared transactions (`leasehold_core::BatchMerger`, at most
 //! [`leasehold_core::DEFAULT_MERGE_FLUSHERS`] in flight, see
 //! [`PgStoreBuilder::batch_flushers`]); every request keeps its own answer.
+//! A claim that would take nothing (a lone claim, or claims without
+//! releases, whose queues have no due job) is answered from one read
+//! instead of a transaction (`claim_probe.rs`).
 //! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and
 //! [`PgStore::release_many`] apply many transitions in one transaction with
 //! one write statement each. [`Coalescing`] wraps a store so that the
@@ -80,7 +83,7 @@
 //!
 //! ## Files
 //! One file per operation family, its batched and single paths together
-//! (`enqueue.rs`, `claim.rs`, `release.rs`, `renew.rs`, `row_change.rs`
+//! (`enqueue.rs`, `claim.rs` with `claim_probe.rs`, `release.rs`, `renew.rs`, `row_change.rs`
 //! (cancel and retry), `sweep.rs`, `prune.rs`, `batch.rs`, `schedules.rs`,
 //! `read.rs`, `events.rs`), on
 //! `tx.rs` (the transaction and its retries), `clock.rs` (the store clock
@@ -102,6 +105,7 @@ mod tx;
 
 mod batch;
 mod claim;
+mod claim_probe;
 mod clock;
 mod coalesce;
 mod enqueue;
@@ -439,6 +443,9 @@ impl Store for PgStore {
 
     async fn claim(&self, req: ClaimRequest) -> Result<Vec<Lease>, StoreError> {
         transition::validate_claim(&req.queue, req.lease, req.max, &self.policy)?;
+        if self.nothing_to_claim([req.queue.as_str()]).await {
+            return Ok(Vec::new());
+        }
         let mut granted = in_tx!(self, |conn| self
             .claim_in(conn, std::slice::from_ref(&req), &[0])
             .await)?;

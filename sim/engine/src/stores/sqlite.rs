@@ -4,6 +4,13 @@
 //! Durability is `synchronous = NORMAL` (WAL): a commit survives a crash of
 //! the process, which is the crash the simulator injects (it does not cut
 //! the power), and the run does not wait for an `fsync` per operation.
+//!
+//! Each seed's file starts as a copy of one template the factory migrates
+//! at its first seed (checkpointed and closed, so the file alone holds the
+//! schema): opening a store, migrating it and closing it again per seed
+//! cost more than many a short seed's operations. The migrations are fixed
+//! SQL, the same for every policy, catalogue variant and pool size, so the
+//! copy is the database a migration per seed made, row for row.
 
 // The store traits return `impl Future + Send`; these bodies clone what they
 // need before the `async` block, so the futures own it and can run on the
@@ -16,7 +23,8 @@ use leasehold_core::{Event, StoreError};
 use leasehold_model::catalogue::Variant;
 use leasehold_sqlite::{Durability, SqliteStore};
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Pooled connections per seed: the store host runs one operation at a time.
 const POOL: u32 = 2;
@@ -28,13 +36,32 @@ const INTERLEAVED_POOL: u32 = super::interleave::MAX_GROUP as u32 + 1;
 #[derive(Clone, Debug, Default)]
 pub struct SqliteFactory {
     dir: Option<PathBuf>,
+    /// The migrated file each seed's database is a copy of, made at the
+    /// first seed (shared by the factory's clones).
+    template: Arc<tokio::sync::OnceCell<Template>>,
+}
+
+/// A migrated, checkpointed and closed database file, removed with the
+/// factory's last clone.
+#[derive(Debug)]
+struct Template {
+    dir: tempfile::TempDir,
+}
+
+impl Template {
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("leasehold.db")
+    }
 }
 
 impl SqliteFactory {
     /// Database files go into fresh directories under the system's
     /// temporary directory, or under `dir` when given.
     pub fn new(dir: Option<PathBuf>) -> Self {
-        SqliteFactory { dir }
+        SqliteFactory {
+            dir,
+            template: Arc::default(),
+        }
     }
 
     /// The directory given at construction, if any.
@@ -88,6 +115,33 @@ fn setup(what: &str, e: impl std::fmt::Display) -> SetupError {
 }
 
 impl SqliteFactory {
+    /// Migrates a fresh file in a directory of its own under `dir`, writes
+    /// its WAL into it, and closes it: the file alone is the database.
+    async fn make_template(dir: &Path, ctx: &SeedContext) -> Result<Template, SetupError> {
+        let tmp = tempfile::Builder::new()
+            .prefix("leasehold-sim-template-")
+            .tempdir_in(dir)
+            .map_err(|e| setup(&format!("cannot make a directory in {}", dir.display()), e))?;
+        let template = Template { dir: tmp };
+        let store = Self::open_at(template.path(), ctx, SimStoreClock::default()).await?;
+        let migrated = store.migrate().await;
+        let checkpointed = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(store.write_pool())
+            .await;
+        store.close().await;
+        migrated.map_err(|e| setup("migration", e))?;
+        checkpointed.map_err(|e| setup("checkpoint of the migrated template", e))?;
+        let wal = template.dir.path().join("leasehold.db-wal");
+        let left = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        if left > 0 {
+            return Err(setup(
+                "template",
+                format!("{} still holds {left} bytes after its checkpoint", wal.display()),
+            ));
+        }
+        Ok(template)
+    }
+
     async fn open_at(
         path: PathBuf,
         ctx: &SeedContext,
@@ -135,17 +189,22 @@ impl StoreFactory for SqliteFactory {
         ctx: &SeedContext,
     ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
         let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
-        let ctx = ctx.clone();
+        let (ctx, template) = (ctx.clone(), self.template.clone());
         async move {
+            let template = template
+                .get_or_try_init(|| Self::make_template(&dir, &ctx))
+                .await?;
             let tmp = tempfile::Builder::new()
                 .prefix("leasehold-sim-")
                 .tempdir_in(&dir)
                 .map_err(|e| setup(&format!("cannot make a directory in {}", dir.display()), e))?;
             let db = SqliteDatabase { dir: tmp };
-            let store = Self::open_at(db.path(), &ctx, SimStoreClock::default()).await?;
-            let migrated = store.migrate().await;
-            store.close().await;
-            migrated.map_err(|e| setup("migration", e))?;
+            std::fs::copy(template.path(), db.path()).map_err(|e| {
+                setup(
+                    &format!("cannot copy the template to {}", db.path().display()),
+                    e,
+                )
+            })?;
             Ok(db)
         }
     }

@@ -456,7 +456,10 @@ mod tests {
         }
         let over = vec![0u8; MAX_FRAME];
         let refused = codec().serialize(&over).expect_err("past the limit");
-        assert_eq!(encode(&over).expect_err("past the frame"), refused.to_string());
+        assert_eq!(
+            encode(&over).expect_err("past the frame"),
+            refused.to_string()
+        );
     }
 
     fn schedule() -> Schedule {

@@ -136,7 +136,10 @@ impl SqliteFactory {
         if left > 0 {
             return Err(setup(
                 "template",
-                format!("{} still holds {left} bytes after its checkpoint", wal.display()),
+                format!(
+                    "{} still holds {left} bytes after its checkpoint",
+                    wal.display()
+                ),
             ));
         }
         Ok(template)

@@ -2,7 +2,8 @@
 //!
 //! Another session holds `leasehold_jobs` in `EXCLUSIVE` mode, which lets
 //! plain reads through and blocks every row lock. A claim, a batch of
-//! claims and `claim_many` of queues with no due job must answer empty at
+//! claims and `claim_many` of queues with no due job (whose last claim
+//! took nothing) must answer empty at
 //! once from one read (`adapters/postgres/src/claim_probe.rs`). A claim of
 //! a queue with a due job still runs its `FOR UPDATE SKIP LOCKED` scan:
 //! it waits for the table, and answers the job once the lock is gone.
@@ -41,6 +42,12 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
     // A job not yet due leaves its queue idle.
     let later = NewJob::new("idle", "later").delay(Millis(3_600_000));
     store.enqueue(later).await.expect("enqueue later");
+
+    // A first poll of each queue takes the write path and finds nothing:
+    // from then on the store probes them (`leasehold_sql::idle_queues`).
+    for q in ["idle", "empty"] {
+        assert!(store.claim(claim(q)).await.expect("first poll").is_empty());
+    }
 
     let mut other = sqlx::PgConnection::connect(&url).await.expect("connect");
     sqlx::query("BEGIN")

@@ -1,9 +1,9 @@
 //! An idle worker's poll never takes SQLite's write lock.
 //!
 //! Another connection (standing in for another process) holds the write
-//! lock. A claim, and a batch of claims, of a queue with no due job must
-//! answer empty at once from a read (`adapters/sqlite/src/claim_probe.rs`),
-//! as a read does. A claim of a queue with a due job still needs the lock:
+//! lock. A claim, and a batch of claims, of a queue with no due job (whose
+//! last claim took nothing) must answer empty at once from a read
+//! (`adapters/sqlite/src/claim_probe.rs`), as a read does. A claim of a queue with a due job still needs the lock:
 //! it waits for it, and answers the job once the lock comes back. Without
 //! the probe every poll queued on the lock for up to the busy timeout.
 
@@ -49,6 +49,12 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
         .open()
         .await
         .expect("open other");
+
+    // A first poll of each queue takes the write path and finds nothing:
+    // from then on the store probes them (`leasehold_sql::idle_queues`).
+    for q in ["idle", "empty"] {
+        assert!(store.claim(claim(q)).await.expect("first poll").is_empty());
+    }
 
     let holder = other
         .pool()

@@ -140,11 +140,15 @@ impl PgStore {
             };
             let locked = fetch_scan(conn, q, gate).await?;
             let Some(now) = locked.now else {
+                // No row: the queue has nothing due.
+                self.idle.claimed(queue, false);
                 continue;
             };
             let slot_reqs: Vec<&ClaimRequest> = slots.iter().map(|&i| &reqs[valid[i]]).collect();
             batch.by_id |= race_variants::claim_writes_by_id(self.variant);
             let handed = self.hand_out(&locked.rows, &slot_reqs, now, batch)?;
+            self.idle
+                .claimed(queue, handed.iter().any(|leases| !leases.is_empty()));
             for (&slot, leases) in slots.iter().zip(handed) {
                 granted[slot] = leases;
             }

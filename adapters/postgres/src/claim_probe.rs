@@ -6,7 +6,10 @@
 //! else to write (a lone claim, claims gathered by `claim_many`, or a
 //! batch of claims without releases) first asks whether any of its queues
 //! has a due pending job, in one statement on a pooled connection, and
-//! answers every claim empty when none has.
+//! answers every claim empty when none has. It asks only when the last
+//! claim of each of those queues took nothing (`leasehold_sql::idle_queues`):
+//! under a backlog the probe would find a job every time, one round trip
+//! for nothing.
 //!
 //! Invariants:
 //! - the answer is the write path's: the probe's predicate is the claim
@@ -40,8 +43,9 @@ pub(crate) fn due_pending() -> String {
 
 impl PgStore {
     /// Whether the claims of `queues` certainly find nothing now: no queue
-    /// has a due pending job. `false` when the probe is off (see the
-    /// module docs) or fails.
+    /// has a due pending job. `false` when the probe is off, when one of
+    /// the queues' last claim took a job (see the module docs), or when it
+    /// fails.
     pub(crate) async fn nothing_to_claim<'q>(
         &self,
         queues: impl IntoIterator<Item = &'q str>,
@@ -50,7 +54,7 @@ impl PgStore {
             return false;
         }
         let queues: BTreeSet<&str> = queues.into_iter().collect();
-        if queues.is_empty() {
+        if !self.idle.all_idle(queues.iter().copied()) {
             return false;
         }
         self.rollbacks.settled().await;

@@ -140,6 +140,7 @@ use leasehold_core::{
     Policy, PruneRequest, Release, ReleaseRequest, RenewRequest, Renewal, Schedule, ScheduleRecord,
     Store, StoreClock, StoreError, StoreTime, SweepRequest, DEFAULT_MERGE_FLUSHERS,
 };
+use leasehold_sql::idle_queues::IdleQueues;
 use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
 use leasehold_sql::variant_hook::VariantHook;
@@ -285,6 +286,7 @@ impl PgStoreBuilder {
             vacuum,
             rollbacks: Arc::default(),
             tx_faults: TxFaults::default(),
+            idle: Arc::default(),
             merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
             pool,
@@ -326,6 +328,8 @@ pub struct PgStore {
     merger: BatchMerger,
     /// Faults the simulator arms at commit points (never in production).
     tx_faults: TxFaults,
+    /// The queues whose last claim took nothing (`claim_probe.rs`).
+    idle: Arc<IdleQueues>,
     /// The store's own vacuums, when asked for ([`PgStoreBuilder::vacuum_every`]).
     vacuum: Option<vacuum::Vacuum>,
     /// Rollbacks of transactions their callers dropped, still under way.

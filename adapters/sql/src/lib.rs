@@ -40,6 +40,7 @@ pub mod affected;
 pub mod column;
 pub mod conflict_retry;
 pub mod dialect;
+pub mod idle_queues;
 pub mod job_columns;
 pub mod job_sql;
 pub mod job_trail;

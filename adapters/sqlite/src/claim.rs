@@ -64,6 +64,8 @@ impl SqliteStore {
                     }
                 }
             }
+            let took_any = slots.iter().any(|&i| !granted[i].is_empty());
+            self.shared.idle.claimed(queue, took_any);
         }
         set.flush(conn, self.shared.audit).await?;
         Ok(granted)

@@ -6,7 +6,9 @@
 //! enqueuers of every process wait. So a claim with nothing else to write
 //! (a lone claim, or a batch of claims without releases) first asks a read
 //! connection whether any of its queues has a due pending job, and answers
-//! every claim empty when none has.
+//! every claim empty when none has. It asks only when the last claim of
+//! each of those queues took nothing (`leasehold_sql::idle_queues`): under
+//! a backlog the probe would find a job every time, one read for nothing.
 //!
 //! Invariants:
 //! - the answer is the write path's: the probe's predicate is the claim
@@ -31,7 +33,8 @@ use std::collections::BTreeSet;
 impl SqliteStore {
     /// Whether the claims of `queues` certainly find nothing at store time
     /// `now`: no queue has a due pending job. `false` when the probe is
-    /// off (see the module docs) or fails.
+    /// off, when one of the queues' last claim took a job (see the module
+    /// docs), or when it fails.
     pub(crate) async fn nothing_to_claim<'q>(
         &self,
         queues: impl IntoIterator<Item = &'q str>,
@@ -41,7 +44,7 @@ impl SqliteStore {
             return false;
         }
         let queues: BTreeSet<&str> = queues.into_iter().collect();
-        if queues.is_empty() {
+        if !self.shared.idle.all_idle(queues.iter().copied()) {
             return false;
         }
         let sql = format!("SELECT EXISTS (SELECT 1 FROM leasehold_jobs WHERE {DUE_PENDING})");

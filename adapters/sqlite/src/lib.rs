@@ -139,6 +139,7 @@ use leasehold_core::{
     StoreClock, StoreError, StoreTime, SweepRequest, SystemStoreClock, WorkSignal,
     DEFAULT_MERGE_FLUSHERS,
 };
+use leasehold_sql::idle_queues::IdleQueues;
 use leasehold_sql::job_sql::FindJob;
 use leasehold_sql::pool_close::close_pool;
 use leasehold_sql::variant_hook::VariantHook;
@@ -281,6 +282,7 @@ impl SqliteStoreBuilder {
                 wake: WorkSignal::new(),
                 merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
                 tx_faults: TxFaults::default(),
+                idle: IdleQueues::default(),
                 variant: self.variant,
             }),
         })
@@ -312,6 +314,8 @@ struct Shared {
     merger: BatchMerger,
     /// Faults the simulator arms at commit points (never in production).
     tx_faults: TxFaults,
+    /// The queues whose last claim took nothing (`claim_probe.rs`).
+    idle: IdleQueues,
     /// The catalogue variant in force (none outside the simulator's
     /// catalogue; see `leasehold_sql::variant_hook`).
     variant: VariantHook,

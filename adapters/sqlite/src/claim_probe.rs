@@ -12,8 +12,8 @@
 //!
 //! Invariants:
 //! - the answer is the write path's: the probe's predicate is the claim
-//!   scan's own ([`DUE_PENDING`]), read at the same store time; the write
-//!   path grants nothing exactly when no row matches it;
+//!   scan's own ([`DUE_PENDING`]), read at the same store time, and the
+//!   write path grants nothing when no row matches it;
 //! - one snapshot: the probe is one statement, so "nothing due" holds at
 //!   one instant within the call, where the empty claim takes effect;
 //! - a probe that fails, or finds a due job, changes nothing: the write

@@ -77,11 +77,37 @@ fn two_seeds_apart<F: StoreFactory>(factory: F) -> (Backend<F>, Backend<F>) {
 fn sqlite_seeds_get_databases_of_their_own_and_leave_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_seeds_apart(SqliteFactory::new(Some(dir.path().into())));
-    let entries = || std::fs::read_dir(dir.path()).unwrap().count();
-    assert_eq!(entries(), 2, "one database directory per live seed");
+    let names = || -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let live = names();
+    let templates = live
+        .iter()
+        .filter(|n| n.starts_with("leasehold-sim-template-"))
+        .count();
+    assert_eq!(
+        (live.len(), templates),
+        (3, 1),
+        "one database directory per live seed, and the factory's one template: {live:?}"
+    );
     a.destroy();
     b.destroy();
-    assert_eq!(entries(), 0, "destroy removes each seed's database");
+    assert_eq!(
+        names().len(),
+        1,
+        "destroy removes each seed's database; the template stays with its factory"
+    );
+    drop((a, b));
+    assert_eq!(
+        names(),
+        Vec::<String>::new(),
+        "the factory's end removes its template"
+    );
 }
 
 #[test]

@@ -443,9 +443,8 @@ mod tests {
         assert_eq!(format!("{:?}", read.expect("read")), want);
     }
 
-    /// `encode` writes the bytes bincode's limited `serialize` wrote (the
-    /// history hash covers them), and refuses a body past `MAX_FRAME` in
-    /// its words.
+    /// `encode` writes the bytes bincode's limited `serialize` wrote, and
+    /// refuses a body past `MAX_FRAME` in its words.
     #[test]
     fn encode_writes_the_limited_codecs_bytes_and_refuses_past_the_frame() {
         let values: Vec<Vec<u8>> = vec![Vec::new(), vec![7; 3], vec![1; 300], vec![9; 70_000]];

@@ -336,3 +336,14 @@ impl Harness for PgCoalescingHarness {
 pub async fn pg_coalescing_harness() -> Option<PgCoalescingHarness> {
     database_url().map(|url| PgCoalescingHarness { url })
 }
+
+/// A poll of `queue` by worker `w`: up to 4 jobs on a 30 s lease (the
+/// idle-claim tests of both SQL stores).
+pub fn poll(queue: &str) -> leasehold_core::ClaimRequest {
+    leasehold_core::ClaimRequest {
+        worker: leasehold_core::WorkerId::new("w"),
+        queue: queue.into(),
+        lease: leasehold_core::Millis(30_000),
+        max: 4,
+    }
+}

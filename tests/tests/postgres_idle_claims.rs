@@ -9,8 +9,8 @@
 //! it waits for the table, and answers the job once the lock is gone.
 //! Without the probe every poll waited behind the lock.
 
-use leasehold_core::{BatchRequest, ClaimRequest, Millis, NewJob, Policy, Store, WorkerId};
-use leasehold_tests::{database_url, pg_store};
+use leasehold_core::{BatchRequest, Millis, NewJob, Policy, Store};
+use leasehold_tests::{database_url, pg_store, poll};
 use sqlx::Connection;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,15 +20,6 @@ const HOLD: Duration = Duration::from_millis(1_000);
 /// An answer from a read, whoever holds the table: slack for a loaded
 /// machine, far below the hold.
 const READ_LIMIT: Duration = Duration::from_millis(250);
-
-fn claim(queue: &str) -> ClaimRequest {
-    ClaimRequest {
-        worker: WorkerId::new("w"),
-        queue: queue.into(),
-        lease: Millis(30_000),
-        max: 4,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
@@ -46,7 +37,7 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
     // A first poll of each queue takes the write path and finds nothing:
     // from then on the store probes them (`leasehold_sql::idle_queues`).
     for q in ["idle", "empty"] {
-        assert!(store.claim(claim(q)).await.expect("first poll").is_empty());
+        assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
     }
 
     let mut other = sqlx::PgConnection::connect(&url).await.expect("connect");
@@ -66,13 +57,13 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
     // and the test fails after the lock is let go, instead of hanging.
     let idle = async {
         let started = Instant::now();
-        let lone = store.claim(claim("idle")).await.expect("idle claim");
+        let lone = store.claim(poll("idle")).await.expect("idle claim");
         let lone_took = started.elapsed();
         let started = Instant::now();
         let batch = store
             .batch(BatchRequest {
                 releases: Vec::new(),
-                claims: vec![claim("idle"), claim("empty")],
+                claims: vec![poll("idle"), poll("empty")],
             })
             .await
             .expect("idle batch");
@@ -80,7 +71,7 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
         let started = Instant::now();
         let many = store
             .inner()
-            .claim_many(&[claim("idle"), claim("empty")])
+            .claim_many(&[poll("idle"), poll("empty")])
             .await
             .expect("idle claim_many");
         (lone, lone_took, batch, batch_took, many, started.elapsed())
@@ -111,7 +102,7 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
     let busy = tokio::spawn({
         let store = store.clone();
         async move {
-            let got = store.claim(claim("busy")).await;
+            let got = store.claim(poll("busy")).await;
             (got, Instant::now())
         }
     });

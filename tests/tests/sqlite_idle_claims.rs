@@ -7,8 +7,9 @@
 //! it waits for it, and answers the job once the lock comes back. Without
 //! the probe every poll queued on the lock for up to the busy timeout.
 
-use leasehold_core::{BatchRequest, ClaimRequest, Millis, NewJob, Policy, Store, WorkerId};
+use leasehold_core::{BatchRequest, Millis, NewJob, Policy, Store};
 use leasehold_sqlite::{Durability, SqliteStore};
+use leasehold_tests::poll;
 use std::time::{Duration, Instant};
 
 /// How long the other process holds the write lock.
@@ -16,15 +17,6 @@ const HOLD: Duration = Duration::from_millis(1_000);
 /// An answer from a read, whoever holds the write lock: slack for a loaded
 /// machine, far below the hold.
 const READ_LIMIT: Duration = Duration::from_millis(250);
-
-fn claim(queue: &str) -> ClaimRequest {
-    ClaimRequest {
-        worker: WorkerId::new("w"),
-        queue: queue.into(),
-        lease: Millis(30_000),
-        max: 4,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock() {
@@ -53,7 +45,7 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
     // A first poll of each queue takes the write path and finds nothing:
     // from then on the store probes them (`leasehold_sql::idle_queues`).
     for q in ["idle", "empty"] {
-        assert!(store.claim(claim(q)).await.expect("first poll").is_empty());
+        assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
     }
 
     let holder = other
@@ -64,13 +56,13 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
     let held_at = Instant::now();
 
     let started = Instant::now();
-    let lone = store.claim(claim("idle")).await.expect("idle claim");
+    let lone = store.claim(poll("idle")).await.expect("idle claim");
     let lone_took = started.elapsed();
     let started = Instant::now();
     let batch = store
         .batch(BatchRequest {
             releases: Vec::new(),
-            claims: vec![claim("idle"), claim("empty")],
+            claims: vec![poll("idle"), poll("empty")],
         })
         .await
         .expect("idle batch");
@@ -93,7 +85,7 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
     let busy = tokio::spawn({
         let store = store.clone();
         async move {
-            let got = store.claim(claim("busy")).await;
+            let got = store.claim(poll("busy")).await;
             (got, Instant::now())
         }
     });

@@ -22,6 +22,21 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     fn now(&self) -> Millis;
     /// Completes after `d` has passed on this host's monotonic clock.
     fn sleep(&self, d: Millis) -> BoxFuture<()>;
+    /// Completes once this host's monotonic clock reads `at` or more (at
+    /// once if it already does).
+    ///
+    /// The worker arms every deadline it owes (a renew, a retry) with
+    /// this, not with `sleep(at - now())`: [`Runtime::now`] reads whole
+    /// milliseconds, floored, so a wait counted from that reading starts
+    /// up to a millisecond after the reading it was counted from and ends
+    /// up to a millisecond past `at` (a madsim seed, whose clock moves
+    /// between a task's polls, sent a renew 1 ms past its due time that
+    /// way). The default does exactly that, which is right for a runtime
+    /// whose clock is not the timer's own (one that shifts or jumps its
+    /// readings); a runtime that can, arms the timer at `at` itself.
+    fn sleep_until(&self, at: Millis) -> BoxFuture<()> {
+        self.sleep(at.saturating_sub(self.now()))
+    }
     /// Runs `task` concurrently on this host.
     fn spawn(&self, task: BoxFuture<()>);
     /// This host's wall clock (it may jump). Never used to decide lease
@@ -58,6 +73,14 @@ impl Runtime for TokioRuntime {
     }
     fn sleep(&self, d: Millis) -> BoxFuture<()> {
         Box::pin(tokio::time::sleep(d.to_std()))
+    }
+    fn sleep_until(&self, at: Millis) -> BoxFuture<()> {
+        // The instant at which `now()` first reads `at`: exact, where a
+        // wait from a floored reading would end up to 1 ms late.
+        match self.origin.checked_add(at.to_std()) {
+            Some(deadline) => Box::pin(tokio::time::sleep_until(deadline)),
+            None => Box::pin(std::future::pending()),
+        }
     }
     fn spawn(&self, task: BoxFuture<()>) {
         tokio::spawn(task);
@@ -130,5 +153,28 @@ mod tests {
         let system = SystemStoreClock.now();
         assert!(wall.0 > 1_750_000_000_000, "{wall:?}");
         assert!(system.0.abs_diff(wall.0) < 60_000, "{wall:?} vs {system:?}");
+    }
+
+    /// A deadline fires while the clock reads it, even when the clock was
+    /// read most of a millisecond after a whole one. A wait counted from
+    /// that floored reading (`sleep(5 - now())`) fires while the clock
+    /// reads 6 here: tokio's paused clock jumps in whole ms from the
+    /// instant it stands at, as its timer wheel counts whole ms.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_deadline_fires_while_the_clock_reads_it() {
+        let start = tokio::time::Instant::now();
+        let rt = TokioRuntime::new();
+        tokio::time::advance(std::time::Duration::from_micros(900)).await;
+        assert_eq!(rt.now(), Millis(0));
+        rt.sleep_until(Millis(5)).await;
+        assert_eq!(rt.now(), Millis(5));
+        let took = start.elapsed();
+        assert!(
+            took < std::time::Duration::from_millis(6),
+            "fired {took:?} after the origin, past the clock's 5 ms"
+        );
+        // A deadline already read fires at once.
+        rt.sleep_until(Millis(2)).await;
+        assert_eq!(start.elapsed(), took);
     }
 }

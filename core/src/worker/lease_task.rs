@@ -134,7 +134,12 @@ pub(crate) async fn run_lease<S: Store, H: Handler, R: Runtime>(
         if step.send_renew {
             in_flight = Some(send_renew(&ctx, job, token));
         }
-        let nap = rt.sleep(step.wake.saturating_sub(now).clamp(Millis(1), MAX_NAP));
+        // A deadline on the clock, not a wait from `now`: see
+        // `Runtime::sleep_until` (a renew owed at `wake` is sent then).
+        let wake = step
+            .wake
+            .clamp(now.saturating_add(Millis(1)), now.saturating_add(MAX_NAP));
+        let nap = rt.sleep_until(wake);
         tokio::select! {
             biased;
             _ = nap => {}
@@ -279,7 +284,7 @@ async fn heartbeat_while_releasing<S: Store, H, R: Runtime>(
                 match m.heartbeat_poll(now) {
                     HeartbeatPoll::Stop => return,
                     HeartbeatPoll::SleepUntil(at) => {
-                        rt.sleep(at.saturating_sub(now).min(MAX_NAP)).await;
+                        rt.sleep_until(at.min(now.saturating_add(MAX_NAP))).await;
                         continue;
                     }
                     HeartbeatPoll::SendRenew => send_renew(ctx, job, token),

@@ -44,12 +44,21 @@ fn correct_core_holds_every_invariant_under_madsim_faults() {
 
 /// Seeds that once failed the correct core, kept so their cause stays
 /// fixed whatever seed range a run draws.
-const REGRESSION_SEEDS: [(u64, &str); 1] = [(
-    1795474917147257895,
-    "I5: a release sent after another of its batch whose request a one-way \
-     partition lost never left the worker, so its lease was reclaimed as a \
-     crash (the default `Store::batch` sent one request after another)",
-)];
+const REGRESSION_SEEDS: [(u64, &str); 2] = [
+    (
+        1795474917147257895,
+        "I5: a release sent after another of its batch whose request a one-way \
+         partition lost never left the worker, so its lease was reclaimed as a \
+         crash (the default `Store::batch` sent one request after another)",
+    ),
+    (
+        1796087576318868192,
+        "I5: a renew sent at 16383 ms was followed by the next at 17884 ms, 1 ms \
+         past its due time: the lease task slept `wake - now()` from a clock \
+         read floored to whole ms, so the wait ended up to 1 ms past `wake` \
+         (the lease task now arms `Runtime::sleep_until(wake)`)",
+    ),
+];
 
 #[test]
 fn seeds_that_once_failed_hold_every_invariant() {

@@ -182,6 +182,15 @@ impl Runtime for HostRuntime {
         Box::pin(sleep_until_true(target))
     }
 
+    fn sleep_until(&self, at: Millis) -> BoxFuture<()> {
+        // The first true ms at which this host's clock reads `at`, as
+        // `sleep(at - now())` gives here (true time stands still while a
+        // task runs): the trait's default, made explicit.
+        let local = self.0.clock.mono(true_now_ms());
+        let target = self.0.clock.true_at_mono(at.0.max(local));
+        Box::pin(sleep_until_true(target))
+    }
+
     fn spawn(&self, task: BoxFuture<()>) {
         let gated = self.gate(task);
         let idx = self.0.idx;

@@ -440,3 +440,57 @@ async fn close_leaves_no_backend_behind() {
     }
     admin.close().await;
 }
+
+/// The store keeps one read connection between reads, unpinged
+/// (`leasehold_sql::kept_conn`): a kept connection that died while idle
+/// may fail one read, and must not fail more. Every backend of the store
+/// is terminated between reads; each read then answers or is
+/// `Unavailable`, and reads answer again within one failure per
+/// connection the store had.
+#[tokio::test]
+async fn connections_killed_while_idle_fail_one_read_each_then_heal() {
+    let Some(url) = database_url() else { return };
+    let store = pg_store(&url, Policy::default(), None).await;
+    let app = store.inner().schema().expect("schema").to_string();
+    let id = store
+        .enqueue(NewJob::new("q", b"x".to_vec()))
+        .await
+        .expect("enqueue");
+    // Several connections into the pool, and one kept for reads.
+    for _ in 0..3 {
+        assert!(store.get(id).await.expect("read").is_some());
+    }
+    let had = store.inner().pool().size();
+    let mut killer = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE application_name = $1 AND pid <> pg_backend_pid()",
+    )
+    .bind(&app)
+    .fetch_one(&mut killer)
+    .await
+    .expect("terminate");
+    assert!(killed >= 1, "no backend of the store to terminate");
+    let mut failures = 0u32;
+    // Bounded: one more call than the connections that can fail.
+    for _ in 0..=had + 1 {
+        match store.get(id).await {
+            Ok(found) => {
+                assert!(found.is_some(), "the job is gone");
+                break;
+            }
+            Err(StoreError::Unavailable(_)) => failures += 1,
+            Err(e) => panic!("a dead connection answered {e:?}, not Unavailable"),
+        }
+        // sqlx closes a failed connection in the task that returns it.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        failures <= had,
+        "{failures} failed reads for {had} dead connections"
+    );
+    assert!(
+        store.get(id).await.expect("read after healing").is_some(),
+        "reads did not heal"
+    );
+}

@@ -62,17 +62,28 @@ impl PgStore {
             "SELECT EXISTS (SELECT 1 FROM leasehold_jobs WHERE {})",
             due_pending()
         );
+        let Ok(mut conn) = self.reader().await else {
+            return false;
+        };
         // Bounded by the claims of one call.
         for queue in queues {
             let due: Result<bool, _> = sqlx::query_scalar(&sql)
                 .bind(self.clock_param())
                 .bind(queue)
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *conn)
                 .await;
-            if !matches!(due, Ok(false)) {
-                return false;
+            match due {
+                Ok(false) => {}
+                // A due job: the write path claims it.
+                Ok(true) => {
+                    conn.done();
+                    return false;
+                }
+                // The write path answers the error, if it recurs.
+                Err(_) => return false,
             }
         }
+        conn.done();
         matches!(self.tx_faults.at_commit().await, AtCommit::Commit)
     }
 }

@@ -142,9 +142,10 @@ use leasehold_core::{
 };
 use leasehold_sql::idle_queues::IdleQueues;
 use leasehold_sql::job_sql::FindJob;
+use leasehold_sql::kept_conn::{KeptConn, Lent};
 use leasehold_sql::pool_close::close_pool;
 use leasehold_sql::variant_hook::VariantHook;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -287,6 +288,7 @@ impl PgStoreBuilder {
             rollbacks: Arc::default(),
             tx_faults: TxFaults::default(),
             idle: Arc::default(),
+            kept_reader: Arc::default(),
             merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
             pool,
@@ -330,6 +332,8 @@ pub struct PgStore {
     tx_faults: TxFaults,
     /// The queues whose last claim took nothing (`claim_probe.rs`).
     idle: Arc<IdleQueues>,
+    /// A read connection kept between reads (`leasehold_sql::kept_conn`).
+    kept_reader: Arc<KeptConn<Postgres>>,
     /// The store's own vacuums, when asked for ([`PgStoreBuilder::vacuum_every`]).
     vacuum: Option<vacuum::Vacuum>,
     /// Rollbacks of transactions their callers dropped, still under way.
@@ -424,7 +428,26 @@ impl PgStore {
         if let Some(v) = &self.vacuum {
             v.close().await;
         }
+        self.kept_reader.close();
         close_pool(&self.pool).await;
+    }
+
+    /// A read connection: the one kept since the last read, else one from
+    /// the pool. Hand it back with `finish` once the read has ended.
+    pub(crate) async fn reader(&self) -> Result<Lent<'_, Postgres>, StoreError> {
+        self.kept_reader
+            .acquire(&self.pool)
+            .await
+            .map_err(error::map)
+    }
+
+    /// The pool's connections, and how many of them are at rest (idle in
+    /// the pool, or kept between reads), counted when called: for the
+    /// simulator's check that cancelled calls leave no connection busy.
+    #[doc(hidden)]
+    pub fn connections_at_rest(&self) -> impl Fn() -> (u32, usize) + Send + Sync + 'static {
+        let (pool, kept) = (self.pool.clone(), Arc::clone(&self.kept_reader));
+        move || (pool.size(), pool.num_idle() + kept.held())
     }
 
     /// A listener for enqueue notifications on this store's channel.
@@ -503,14 +526,18 @@ impl Store for PgStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        read::JOBS.find(&self.pool, FindJob::Id(job)).await
+        let mut conn = self.reader().await?;
+        let found = read::JOBS.find(&mut *conn, FindJob::Id(job)).await;
+        conn.finish(found)
     }
 
     async fn get_many(&self, jobs: Vec<JobId>) -> Result<Vec<Option<JobRecord>>, StoreError> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        read::JOBS.many(&self.pool, &jobs).await
+        let mut conn = self.reader().await?;
+        let found = read::JOBS.many(&mut conn, &jobs).await;
+        conn.finish(found)
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {

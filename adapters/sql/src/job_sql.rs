@@ -105,11 +105,10 @@ where
 
     /// The jobs `ids` name, one entry per id in the order given (`None`
     /// for an unknown id, or one too large to be stored), in statements of
-    /// at most [`MAX_IDS_PER_READ`] ids: `Store::get_many`. Each
-    /// statement runs on whichever connection `pool` hands out.
+    /// at most [`MAX_IDS_PER_READ`] ids, on `conn`: `Store::get_many`.
     pub async fn many(
         &self,
-        pool: &sqlx::Pool<DB>,
+        conn: &mut DB::Connection,
         ids: &[JobId],
     ) -> Result<Vec<Option<JobRecord>>, StoreError>
     where
@@ -126,7 +125,7 @@ where
                 .map_err(|e| StoreError::Corrupt(format!("id list encoding: {e}")))?;
             let found = sqlx::query(&self.by_ids)
                 .bind(json)
-                .fetch_all(pool)
+                .fetch_all(&mut *conn)
                 .await
                 .map_err(self.map)?;
             for row in &found {

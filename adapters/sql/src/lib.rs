@@ -16,7 +16,9 @@
 //!   PostgreSQL's claim and sweep plant through it ([`race_variants`]):
 //!   compiled in only with the `buggy-variants` feature, which the
 //!   simulator's catalogue turns on;
-//! - closing a pool for good ([`pool_close`]);
+//! - closing a pool for good ([`pool_close`]), and lending one connection
+//!   from operation to operation without sqlx's ping on its return
+//!   ([`kept_conn`]);
 //! - the bounded retry of a transaction after a version conflict
 //!   ([`conflict_retry`]);
 //! - a release applied to a job's current row ([`release_row`]);
@@ -44,6 +46,7 @@ pub mod idle_queues;
 pub mod job_columns;
 pub mod job_sql;
 pub mod job_trail;
+pub mod kept_conn;
 pub mod pool_close;
 pub mod prune_sql;
 pub mod prune_variants;

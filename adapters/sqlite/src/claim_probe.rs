@@ -48,7 +48,7 @@ impl SqliteStore {
             return false;
         }
         let sql = format!("SELECT EXISTS (SELECT 1 FROM leasehold_jobs WHERE {DUE_PENDING})");
-        let Ok(mut conn) = self.shared.pool.acquire().await else {
+        let Ok(mut conn) = self.reader().await else {
             return false;
         };
         // Bounded by the claims of one batch.
@@ -58,11 +58,18 @@ impl SqliteStore {
                 .bind(now.0)
                 .fetch_one(&mut *conn)
                 .await;
-            if !matches!(due, Ok(false)) {
-                return false;
+            match due {
+                Ok(false) => {}
+                // A due job: the write path claims it.
+                Ok(true) => {
+                    conn.done();
+                    return false;
+                }
+                // The write path answers the error, if it recurs.
+                Err(_) => return false,
             }
         }
-        drop(conn);
+        conn.done();
         // SQLite raises no serialization failure: only an armed stall (the
         // caller dropped here) applies, as at the write path's commit.
         let _ = self.shared.tx_faults.at_commit().await;

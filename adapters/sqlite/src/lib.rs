@@ -141,11 +141,13 @@ use leasehold_core::{
 };
 use leasehold_sql::idle_queues::IdleQueues;
 use leasehold_sql::job_sql::FindJob;
+use leasehold_sql::kept_conn::{KeptConn, Lent};
 use leasehold_sql::pool_close::close_pool;
 use leasehold_sql::variant_hook::VariantHook;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::Sqlite;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -279,6 +281,8 @@ impl SqliteStoreBuilder {
                 policy: self.policy,
                 audit: self.audit,
                 write_lock: tokio::sync::Mutex::new(()),
+                kept_reader: KeptConn::default(),
+                kept_writer: KeptConn::default(),
                 wake: WorkSignal::new(),
                 merger: BatchMerger::new(DEFAULT_MERGE_FLUSHERS),
                 tx_faults: TxFaults::default(),
@@ -307,6 +311,10 @@ struct Shared {
     policy: Policy,
     audit: bool,
     write_lock: tokio::sync::Mutex<()>,
+    /// A read connection kept between reads (`leasehold_sql::kept_conn`).
+    kept_reader: KeptConn<Sqlite>,
+    /// The write connection kept between write transactions.
+    kept_writer: KeptConn<Sqlite>,
     /// Wakes this process's idle workers after a commit (`wake.rs`).
     wake: WorkSignal,
     /// Merges the concurrent `Store::batch` calls of this process's workers
@@ -370,6 +378,13 @@ impl SqliteStore {
             .map_err(|e| StoreError::Unavailable(format!("sqlite migration: {e}")))
     }
 
+    /// A read connection: the one kept since the last read, else one from
+    /// the read pool. Hand it back with `finish` once the read has ended.
+    pub(crate) async fn reader(&self) -> Result<Lent<'_, Sqlite>, StoreError> {
+        let s = &self.shared;
+        s.kept_reader.acquire(&s.pool).await.map_err(error::map)
+    }
+
     /// The policy this store applies.
     pub fn policy(&self) -> &Policy {
         &self.shared.policy
@@ -389,6 +404,25 @@ impl SqliteStore {
         &self.shared.writers
     }
 
+    /// Connections of both pools, and how many of them are at rest (idle
+    /// in their pool, or kept between operations), counted when called:
+    /// for the simulator's check that cancelled calls leave no connection
+    /// busy.
+    #[doc(hidden)]
+    pub fn connections_at_rest(&self) -> impl Fn() -> (u32, usize) + Send + Sync + 'static {
+        let shared = Arc::clone(&self.shared);
+        move || {
+            let s = &shared;
+            (
+                s.pool.size() + s.writers.size(),
+                s.pool.num_idle()
+                    + s.writers.num_idle()
+                    + s.kept_reader.held()
+                    + s.kept_writer.held(),
+            )
+        }
+    }
+
     /// The faults the simulator arms at this store's commit points.
     #[doc(hidden)]
     pub fn tx_faults(&self) -> &TxFaults {
@@ -398,6 +432,8 @@ impl SqliteStore {
     /// Closes both pools, waiting for connections to finish: when it
     /// returns, no connection holds the file (see `leasehold_sql::pool_close`).
     pub async fn close(&self) {
+        self.shared.kept_writer.close();
+        self.shared.kept_reader.close();
         close_pool(&self.shared.writers).await;
         close_pool(&self.shared.pool).await;
     }
@@ -487,14 +523,18 @@ impl Store for SqliteStore {
     }
 
     async fn get(&self, job: JobId) -> Result<Option<JobRecord>, StoreError> {
-        read::JOBS.find(&self.shared.pool, FindJob::Id(job)).await
+        let mut conn = self.reader().await?;
+        let found = read::JOBS.find(&mut *conn, FindJob::Id(job)).await;
+        conn.finish(found)
     }
 
     async fn get_many(&self, jobs: Vec<JobId>) -> Result<Vec<Option<JobRecord>>, StoreError> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        read::JOBS.many(&self.shared.pool, &jobs).await
+        let mut conn = self.reader().await?;
+        let found = read::JOBS.many(&mut conn, &jobs).await;
+        conn.finish(found)
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<JobRecord>, StoreError> {

@@ -50,6 +50,7 @@ macro_rules! in_write_tx {
         loop {
             let _writer = $crate::tx::write_lock(&$self.shared.write_lock).await;
             let mut tx = $crate::write_conn::WriteConn::begin(
+                &$self.shared.kept_writer,
                 &$self.shared.writers,
                 $self.shared.busy_timeout,
             )

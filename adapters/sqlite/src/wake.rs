@@ -78,10 +78,15 @@ impl SqliteStore {
     /// remains), so it is logged, not returned.
     async fn announce_job(&self, job: JobId, always: bool) {
         let Ok(id) = i64::try_from(job.0) else { return };
+        let Ok(mut conn) = self.reader().await else {
+            tracing::debug!(%job, "no wake-up: no read connection");
+            return;
+        };
         let row = sqlx::query("SELECT queue FROM leasehold_jobs WHERE id = ?")
             .bind(id)
-            .fetch_optional(&self.shared.pool)
+            .fetch_optional(&mut *conn)
             .await;
+        let row = conn.finish(row);
         match row {
             Ok(Some(r)) => {
                 let queue: String = r.try_get(0).unwrap_or_default();

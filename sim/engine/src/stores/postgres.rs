@@ -158,8 +158,9 @@ impl SimStore for PgStore {
     }
 
     fn settle(&self) -> impl Future<Output = Result<(), String>> + Send {
-        let pool = self.pool().clone();
-        async move { super::pool_settled(|| (pool.size(), pool.num_idle())).await }
+        // A connection the store keeps between reads is at rest.
+        let at_rest = self.connections_at_rest();
+        async move { super::pool_settled(at_rest).await }
     }
 
     fn raises_injected_failures(&self) -> bool {

@@ -96,17 +96,10 @@ impl SimStore for SqliteStore {
 
     fn settle(&self) -> impl Future<Output = Result<(), String>> + Send {
         // Writes have a pool of their own; a cancelled write leaves its
-        // connection busy there.
-        let (reads, writes) = (self.pool().clone(), self.write_pool().clone());
-        async move {
-            super::pool_settled(|| {
-                (
-                    reads.size() + writes.size(),
-                    reads.num_idle() + writes.num_idle(),
-                )
-            })
-            .await
-        }
+        // connection busy there. A connection the store keeps between
+        // operations is at rest.
+        let at_rest = self.connections_at_rest();
+        async move { super::pool_settled(at_rest).await }
     }
 }
 

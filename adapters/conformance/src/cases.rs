@@ -1002,6 +1002,11 @@ pub async fn get_many_answers_each_id_as_get_does_in_the_order_asked<H: Harness>
     // An id no store can hold is unknown, never an error.
     let huge = s.get_many(vec![JobId(u64::MAX)]).await.expect("get_many");
     assert_eq!(huge, vec![None], "{name}: an id past every store's range");
+    let one = s.get(JobId(u64::MAX)).await;
+    assert!(
+        matches!(one, Ok(None)),
+        "{name}: get of an id past every store's range answered {one:?}"
+    );
     let none = s.get_many(Vec::new()).await.expect("get_many of nothing");
     assert!(none.is_empty(), "{name}: no ids, no entries");
 }

@@ -93,10 +93,14 @@ where
     for<'q> &'q str: Encode<'q, DB> + Type<DB>,
     for<'q> <DB as Database>::Arguments<'q>: IntoArguments<'q, DB>,
 {
-    /// The job `by` names, if it exists.
+    /// The job `by` names, if it exists (an id too large to be stored
+    /// names none, as in [`JobSql::many`]).
     pub async fn find<'c>(&self, e: impl Exec<'c, DB>, by: FindJob<'_>) -> Found {
         let q = match by {
-            FindJob::Id(id) => sqlx::query(&self.by_id).bind(to_i64(id.0)?),
+            FindJob::Id(id) => match to_i64(id.0) {
+                Ok(id) => sqlx::query(&self.by_id).bind(id),
+                Err(_) => return Ok(None),
+            },
             FindJob::Key(key) => sqlx::query(&self.by_key).bind(key),
         };
         let row = q.fetch_optional(e).await.map_err(self.map)?;

@@ -56,7 +56,9 @@
 //! [`PgStoreBuilder::batch_flushers`]); every request keeps its own answer.
 //! A claim that would take nothing (a lone claim, or claims without
 //! releases, whose queues have no due job) is answered from one read
-//! instead of a transaction (`claim_probe.rs`).
+//! instead of a transaction (`claim_probe.rs`). Reads (that probe, `get`,
+//! `get_many`) take the one connection the store keeps between reads, so
+//! they skip the pool's pings (`leasehold_sql::kept_conn`).
 //! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and
 //! [`PgStore::release_many`] apply many transitions in one transaction with
 //! one write statement each. [`Coalescing`] wraps a store so that the

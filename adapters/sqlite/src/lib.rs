@@ -29,7 +29,8 @@
 //! - writes use a small pool of their own ([`WRITE_CONNECTIONS`]) and reads
 //!   another, so waiting writes never hold the connections reads need;
 //!   neither pool pings a connection before handing it out (`open` says
-//!   why);
+//!   why), and each keeps one connection between operations, unpinged on
+//!   its way back (`leasehold_sql::kept_conn`);
 //! - writes are cancellation-safe: a store future dropped mid-write (a
 //!   request timeout) closes its connection, which rolls the transaction
 //!   back and frees the lock, instead of pooling a connection that is still

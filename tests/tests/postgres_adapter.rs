@@ -20,6 +20,19 @@ const WORKERS: usize = 4;
 const KILL_FOR: Duration = Duration::from_secs(3);
 const DRAIN_DEADLINE: Duration = Duration::from_secs(60);
 
+/// Terminates every backend of the store whose application name is `app`
+/// (other than `c`'s own), and answers how many.
+async fn terminate_backends(c: &mut sqlx::PgConnection, app: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE application_name = $1 AND pid <> pg_backend_pid()",
+    )
+    .bind(app)
+    .fetch_one(c)
+    .await
+    .expect("terminate")
+}
+
 fn result_of(job: JobId) -> Vec<u8> {
     format!("done-{}", job.0).into_bytes()
 }
@@ -55,14 +68,7 @@ async fn connection_loss_mid_transaction_is_unavailable_and_never_silently_lost(
             let started = Instant::now();
             let mut i = 0u64;
             while started.elapsed() < KILL_FOR {
-                let n: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                     WHERE application_name = $1 AND pid <> pg_backend_pid()",
-                )
-                .bind(&app)
-                .fetch_one(&mut c)
-                .await
-                .expect("terminate");
+                let n = terminate_backends(&mut c, &app).await;
                 kills.fetch_add(n as u64, Ordering::Relaxed);
                 i += 1;
                 tokio::time::sleep(Duration::from_millis(3 + i % 7)).await;
@@ -462,14 +468,7 @@ async fn connections_killed_while_idle_fail_one_read_each_then_heal() {
     }
     let had = store.inner().pool().size();
     let mut killer = sqlx::PgConnection::connect(&url).await.expect("connect");
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity \
-         WHERE application_name = $1 AND pid <> pg_backend_pid()",
-    )
-    .bind(&app)
-    .fetch_one(&mut killer)
-    .await
-    .expect("terminate");
+    let killed = terminate_backends(&mut killer, &app).await;
     assert!(killed >= 1, "no backend of the store to terminate");
     let mut failures = 0u32;
     // Bounded: one more call than the connections that can fail.

@@ -52,24 +52,23 @@ impl SqliteStore {
             return false;
         };
         // Bounded by the claims of one batch.
+        let mut nothing_due = Ok(true);
         for queue in queues {
-            let due: Result<bool, _> = sqlx::query_scalar(&sql)
+            nothing_due = sqlx::query_scalar::<_, bool>(&sql)
                 .bind(queue)
                 .bind(now.0)
                 .fetch_one(&mut *conn)
-                .await;
-            match due {
-                Ok(false) => {}
-                // A due job: the write path claims it.
-                Ok(true) => {
-                    conn.done();
-                    return false;
-                }
-                // The write path answers the error, if it recurs.
-                Err(_) => return false,
+                .await
+                .map(|due| !due);
+            if !matches!(nothing_due, Ok(true)) {
+                break;
             }
         }
-        conn.done();
+        // A due job is claimed by the write path, which also answers an
+        // error if it recurs.
+        if !matches!(conn.finish(nothing_due), Ok(true)) {
+            return false;
+        }
         // SQLite raises no serialization failure: only an armed stall (the
         // caller dropped here) applies, as at the write path's commit.
         let _ = self.shared.tx_faults.at_commit().await;

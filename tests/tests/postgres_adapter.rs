@@ -493,3 +493,138 @@ async fn connections_killed_while_idle_fail_one_read_each_then_heal() {
         "reads did not heal"
     );
 }
+
+/// The store keeps one write connection between transactions, unpinged
+/// (`rollback::TxGuard`). One that died while idle must cost no write:
+/// its `BEGIN` fails, nothing of the transaction ran, and the write begins
+/// again on a connection from the pool. Every backend of the store is
+/// terminated between writes, several times; every write answers.
+#[tokio::test]
+async fn writes_never_fail_for_a_kept_connection_killed_while_idle() {
+    const ROUNDS: usize = 3;
+    let Some(url) = database_url() else { return };
+    let store = pg_store(&url, Policy::default(), None).await;
+    let app = store.inner().schema().expect("schema").to_string();
+    let mut killer = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let worker = WorkerId::new("w");
+    for round in 0..ROUNDS {
+        let id = store
+            .enqueue(NewJob::new("q", b"x".to_vec()))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: enqueue after the kill: {e:?}"));
+        assert!(
+            terminate_backends(&mut killer, &app).await >= 1,
+            "nothing killed"
+        );
+        let leases = store
+            .claim(ClaimRequest {
+                worker: worker.clone(),
+                queue: "q".into(),
+                lease: Millis(60_000),
+                max: 1,
+            })
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: claim after the kill: {e:?}"));
+        assert_eq!(leases.len(), 1, "round {round}");
+        assert_eq!(leases[0].job, id);
+        assert!(
+            terminate_backends(&mut killer, &app).await >= 1,
+            "nothing killed"
+        );
+        let answer = store
+            .release(ReleaseRequest {
+                job: id,
+                token: leases[0].token,
+                outcome: Outcome::Succeeded(result_of(id)),
+            })
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: release after the kill: {e:?}"));
+        assert_eq!(answer, Release::Committed, "round {round}");
+        assert!(
+            terminate_backends(&mut killer, &app).await >= 1,
+            "nothing killed"
+        );
+    }
+}
+
+/// A write dropped inside its transaction (its caller gave up while the
+/// statement waited for a lock) must leave no connection inside a
+/// transaction: the kept write connection is sqlx's plain connection, so
+/// one kept or pooled before its `ROLLBACK` was answered would carry the
+/// dropped write into the next transaction and commit it there. The next
+/// writes answer, the dropped enqueue never commits, and no backend of the
+/// store stays idle in a transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_dropped_inside_its_transaction_leaves_none_open() {
+    const WAIT: Duration = Duration::from_secs(10);
+    let Some(url) = database_url() else { return };
+    let store = pg_store(&url, Policy::default(), None).await;
+    let app = store.inner().schema().expect("schema").to_string();
+    store
+        .enqueue(NewJob::new("q", b"first".to_vec()))
+        .await
+        .expect("enqueue");
+    // Another session holds the jobs table: the next enqueue begins, then
+    // waits on its insert until its caller gives up.
+    let mut locker = sqlx::PgConnection::connect(&url).await.expect("connect");
+    sqlx::raw_sql(&format!(
+        "BEGIN; LOCK TABLE \"{app}\".leasehold_jobs IN ACCESS EXCLUSIVE MODE"
+    ))
+    .execute(&mut locker)
+    .await
+    .expect("lock");
+    let dropped = tokio::time::timeout(
+        Duration::from_millis(300),
+        store.enqueue(NewJob::new("q", b"dropped".to_vec())),
+    )
+    .await;
+    assert!(dropped.is_err(), "the enqueue did not wait for the lock");
+    sqlx::raw_sql("COMMIT")
+        .execute(&mut locker)
+        .await
+        .expect("unlock");
+    for i in 0..3 {
+        tokio::time::timeout(WAIT, store.enqueue(NewJob::new("q", b"later".to_vec())))
+            .await
+            .expect("a later enqueue stalled")
+            .unwrap_or_else(|e| panic!("later enqueue {i}: {e:?}"));
+    }
+    assert_eq!(jobs_with_payload(&mut locker, &app, b"later").await, 3);
+    assert_eq!(
+        jobs_with_payload(&mut locker, &app, b"dropped").await,
+        0,
+        "the dropped enqueue committed"
+    );
+    // Bounded: the rollback of the dropped transaction is answered within
+    // `WAIT`, or the store left a connection inside it.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let open: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity \
+             WHERE application_name = $1 AND state LIKE 'idle in transaction%'",
+        )
+        .bind(&app)
+        .fetch_one(&mut locker)
+        .await
+        .expect("activity");
+        if open == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{open} backends of the store idle in a transaction"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// How many jobs in the store of schema `app` carry `payload`.
+async fn jobs_with_payload(c: &mut sqlx::PgConnection, app: &str, payload: &[u8]) -> i64 {
+    sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM \"{app}\".leasehold_jobs WHERE payload = $1"
+    ))
+    .bind(payload)
+    .fetch_one(c)
+    .await
+    .expect("count")
+}

@@ -26,8 +26,10 @@ macro_rules! in_tx {
             // until its rollback is answered (`rollback.rs`).
             $self.rollbacks.settled().await;
             $crate::tx::gate("begin").await;
-            let tx = $self.pool.begin().await.map_err($crate::error::map)?;
-            let mut tx = $crate::rollback::TxGuard::new(tx, &$self.rollbacks);
+            let mut tx =
+                $crate::rollback::TxGuard::begin(&$self.kept_writer, &$self.pool, &$self.rollbacks)
+                    .await
+                    .map_err($crate::error::map)?;
             let result = match $crate::tx::attach_session(tx.conn()).await {
                 Err(e) => Err(e),
                 Ok(()) => {

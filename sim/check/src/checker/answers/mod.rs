@@ -83,6 +83,7 @@
 mod backoff;
 mod compare;
 mod model;
+mod note;
 mod prune;
 pub mod reference;
 mod rows;
@@ -396,7 +397,7 @@ impl Replay {
                     s.text(),
                     plan.note
                         .as_ref()
-                        .map_or(String::new(), |n| format!(" ({n})"))
+                        .map_or(String::new(), |n| format!(" ({})", n.text(s.op, pre)))
                 ));
                 if let Some(j) = job {
                     v = v.job(j);
@@ -415,7 +416,7 @@ impl Replay {
             return Verdict::Agrees;
         }
         let (jobs, tokens) = self.focus(s, plan);
-        let mut context: Vec<String> = plan.note.iter().cloned().collect();
+        let mut context: Vec<String> = plan.note.iter().map(|n| n.text(s.op, pre)).collect();
         // For multi-job answers, say where each differing job stood.
         if matches!(s.op, Op::Claim { .. } | Op::Sweep { .. }) {
             context.extend(jobs.iter().take(MAX_CONTEXT).map(|j| {

@@ -9,6 +9,7 @@
 //! settles it.
 
 use super::backoff::{later, Backoff};
+use super::note::{Note, Then};
 use super::rows::{Open, Rows};
 use super::schedule_book::{SchedChange, Schedules, FIRE_KEY_PREFIX};
 use leasehold_core::{
@@ -18,6 +19,7 @@ use leasehold_core::{
 };
 use leasehold_model::config::SimConfig;
 use leasehold_model::history::{Blob, LeaseRef, Op, ReadRow, Reply};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The store's rules in a scenario: limits, backoff, parallelism.
@@ -359,8 +361,9 @@ pub(crate) struct Plan {
     /// For an enqueue that makes a job: the row, under the id the store
     /// answers (`job` is a placeholder).
     pub new_row: Option<Row>,
-    /// Why the model expects this, when it is not obvious from the answer.
-    pub note: Option<String>,
+    /// Why the model expects this, when it is not obvious from the answer
+    /// (written out only for a message: `note.rs`).
+    pub note: Option<Note>,
     /// The change to the schedules, if the answer agrees.
     pub schedule: Option<SchedChange>,
 }
@@ -376,8 +379,14 @@ impl Plan {
         }
     }
 
-    pub(super) fn note(mut self, n: impl Into<String>) -> Plan {
-        self.note = Some(n.into());
+    pub(super) fn note(mut self, n: impl Into<Cow<'static, str>>) -> Plan {
+        self.note = Some(Note::Text(n.into()));
+        self
+    }
+
+    /// The note as facts, written out only if the answer differs.
+    pub(super) fn about(mut self, note: Note) -> Plan {
+        self.note = Some(note);
         self
     }
 }
@@ -654,13 +663,13 @@ impl Model {
             });
             changes.push(r);
         }
-        let mut note = format!("{} due in {queue}", due.len());
-        if let Some(l) = limit {
-            note.push_str(&format!(", {running} of {l} allowed running"));
-        }
+        let note = Note::Due {
+            due: due.len(),
+            running: limit.map(|l| (running, l)),
+        };
         Plan {
             changes,
-            ..Plan::want(Want::Exact(Reply::Leases(leases))).note(note)
+            ..Plan::want(Want::Exact(Reply::Leases(leases))).about(note)
         }
     }
 
@@ -671,15 +680,14 @@ impl Model {
         if !row.known {
             return Plan::want(Want::Unjudged);
         }
-        let ctx = row.describe();
         if !lease_ok(lease) {
             return Plan::want(Want::Rejected("Input")).note("the lease is invalid");
         }
         if token > row.token {
-            return Plan::want(Want::Rejected("UnknownToken")).note(ctx);
+            return Plan::want(Want::Rejected("UnknownToken")).about(Note::row(job));
         }
         if row.state != JobState::Running || row.token != token {
-            return Plan::want(Want::Exact(Reply::RenewLost)).note(ctx);
+            return Plan::want(Want::Exact(Reply::RenewLost)).about(Note::row(job));
         }
         // A renew after expiry but before a sweep is still the holder's.
         let mut r = row.bumped();
@@ -691,7 +699,7 @@ impl Model {
                 expires_at,
                 cancel_requested: row.cancel_requested,
             }))
-            .note(ctx)
+            .about(Note::row(job))
         }
     }
 
@@ -702,7 +710,6 @@ impl Model {
         if !row.known {
             return Plan::want(Want::Unjudged);
         }
-        let ctx = row.describe();
         if let Outcome::Succeeded(r) = outcome {
             if r.len() as u64 > self.rules.max_result {
                 // Truncating a result would lose data: it is rejected.
@@ -714,16 +721,18 @@ impl Model {
             }
         }
         if token == Token::NONE || token > row.token {
-            return Plan::want(Want::Rejected("UnknownToken")).note(ctx);
+            return Plan::want(Want::Rejected("UnknownToken")).about(Note::row(job));
         }
         let said = self.said_of(outcome);
         if let Some(m) = row.released.as_ref().filter(|m| m.token == token) {
             match &m.said {
                 Some(s) if *s == said => {
-                    return Plan::want(Want::Exact(Reply::Committed))
-                        .note(format!("{ctx}: a repeat of the committed release"));
+                    return Plan::want(Want::Exact(Reply::Committed)).about(Note::Row {
+                        job,
+                        then: Then::Repeat,
+                    });
                 }
-                None => return Plan::want(Want::CommittedOrLost).note(ctx),
+                None => return Plan::want(Want::CommittedOrLost).about(Note::row(job)),
                 Some(_) => {}
             }
         }
@@ -733,12 +742,13 @@ impl Model {
             // answers `Lost` once a later lease has released. Neither
             // answer changes the row, so both are accepted (see the report
             // of this finding in the module docs).
-            return Plan::want(Want::CommittedOrLost).note(format!(
-                "{ctx}; {token}'s release with this outcome committed before"
-            ));
+            return Plan::want(Want::CommittedOrLost).about(Note::Row {
+                job,
+                then: Then::CommittedBefore(token),
+            });
         }
         if row.state != JobState::Running || row.token != token {
-            return Plan::want(Want::Exact(Reply::ReleaseLost)).note(ctx);
+            return Plan::want(Want::Exact(Reply::ReleaseLost)).about(Note::row(job));
         }
         let mut r = row.bumped();
         r.holder = None;
@@ -792,7 +802,7 @@ impl Model {
         }
         Plan {
             changes: vec![r],
-            ..Plan::want(Want::Exact(Reply::Committed)).note(ctx)
+            ..Plan::want(Want::Exact(Reply::Committed)).about(Note::row(job))
         }
     }
 
@@ -839,8 +849,10 @@ impl Model {
         }
         Plan {
             changes,
-            ..Plan::want(Want::Exact(Reply::Swept(reports)))
-                .note(format!("{} leases expired at {now}", expired.len()))
+            ..Plan::want(Want::Exact(Reply::Swept(reports))).about(Note::Expired {
+                expired: expired.len(),
+                now,
+            })
         }
     }
 
@@ -851,7 +863,6 @@ impl Model {
         if !row.known {
             return Plan::want(Want::Unjudged);
         }
-        let ctx = row.describe();
         let (answer, change) = match row.state {
             JobState::Pending => {
                 let mut r = row.bumped();
@@ -870,7 +881,7 @@ impl Model {
         };
         Plan {
             changes: change.into_iter().collect(),
-            ..Plan::want(Want::Exact(Reply::Cancel(answer))).note(ctx)
+            ..Plan::want(Want::Exact(Reply::Cancel(answer))).about(Note::row(job))
         }
     }
 }

@@ -1,0 +1,102 @@
+//! Why the model expects an answer, kept as the facts it is made of and
+//! written out only when the answer differs from it.
+//!
+//! Every planned request carried its note as text, written whether or not
+//! it was read: a row described for every renew, release and cancel, a
+//! count formatted for every claim and sweep. Nearly every answer agrees
+//! with the model, so the text is now made only for a message.
+//!
+//! Invariant: [`Note::text`] writes exactly what the plan would have
+//! written when it was made. A row note names the request's own job, whose
+//! row before the request is in the `pre` copy the judge already holds
+//! (`Replay::touched_rows`), taken from the model the plan read, before any
+//! change; so the description is the same as at plan time.
+
+use super::model::Row;
+use leasehold_core::{JobId, StoreTime, Token};
+use leasehold_model::history::Op;
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// A plan's note (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Note {
+    /// Said as it is.
+    Text(Cow<'static, str>),
+    /// The row of the request's job as it stood before the request
+    /// ([`Row::describe`]), then `then`.
+    Row {
+        /// The request's job.
+        job: JobId,
+        /// What follows the description.
+        then: Then,
+    },
+    /// A claim's: how many jobs were due in its queue, and, for a limited
+    /// queue, how many ran of how many allowed.
+    Due {
+        /// Due jobs.
+        due: usize,
+        /// Running, and the queue's limit.
+        running: Option<(u32, u32)>,
+    },
+    /// A sweep's: how many leases had expired at `now`.
+    Expired {
+        /// Expired leases.
+        expired: usize,
+        /// The sweep's store time.
+        now: StoreTime,
+    },
+}
+
+/// What follows a row's description in a [`Note::Row`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// Nothing.
+    Nothing,
+    /// The request repeats the release the row last committed.
+    Repeat,
+    /// The token's release with this outcome committed before a later one.
+    CommittedBefore(Token),
+}
+
+impl Note {
+    /// The row of `job`, described (see [`Note::Row`]).
+    pub(crate) fn row(job: JobId) -> Note {
+        Note::Row {
+            job,
+            then: Then::Nothing,
+        }
+    }
+
+    /// The note as text, for the request `op`, whose touched rows stood as
+    /// `pre` before it.
+    pub(crate) fn text(&self, op: &Op, pre: &BTreeMap<JobId, Row>) -> String {
+        match self {
+            Note::Text(t) => t.to_string(),
+            Note::Row { job, then } => {
+                let ctx = pre
+                    .get(job)
+                    .map_or_else(|| format!("{job} is unknown to the model"), Row::describe);
+                match then {
+                    Then::Nothing => ctx,
+                    Then::Repeat => format!("{ctx}: a repeat of the committed release"),
+                    Then::CommittedBefore(token) => {
+                        format!("{ctx}; {token}'s release with this outcome committed before")
+                    }
+                }
+            }
+            Note::Due { due, running } => {
+                let queue = match op {
+                    Op::Claim { queue, .. } => queue.as_str(),
+                    _ => "?",
+                };
+                let mut note = format!("{due} due in {queue}");
+                if let Some((running, l)) = running {
+                    note.push_str(&format!(", {running} of {l} allowed running"));
+                }
+                note
+            }
+            Note::Expired { expired, now } => format!("{expired} leases expired at {now}"),
+        }
+    }
+}

@@ -140,7 +140,7 @@ impl TxGuard {
             pool: pool.clone(),
             rollbacks: rollbacks.clone(),
         };
-        sqlx::raw_sql("BEGIN").execute(tx.conn()).await?;
+        sqlx::query("BEGIN").execute(tx.conn()).await?;
         Ok(tx)
     }
 
@@ -188,7 +188,7 @@ async fn end(
     let Some(c) = conn.0.as_deref_mut() else {
         return Ok(());
     };
-    sqlx::raw_sql(statement).execute(c).await?;
+    sqlx::query(statement).execute(c).await?;
     if let Some(c) = conn.0.take() {
         kept.keep(c, pool);
     }

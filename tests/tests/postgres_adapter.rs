@@ -494,13 +494,16 @@ async fn connections_killed_while_idle_fail_one_read_each_then_heal() {
     );
 }
 
-/// The store keeps one write connection between transactions, unpinged
-/// (`rollback::TxGuard`). One that died while idle must cost no write:
-/// its `BEGIN` fails, nothing of the transaction ran, and the write begins
-/// again on a connection from the pool. Every backend of the store is
-/// terminated between writes, several times; every write answers.
+/// A write transaction takes a connection the pool pinged first, so a
+/// connection that died while idle (a restart, an idle timeout) costs no
+/// write, unlike a read on the connection kept between reads (above).
+/// Every backend of the store is terminated between writes, several times;
+/// every write answers. (A build that kept the write connection unpinged
+/// between transactions failed this without a second `BEGIN` on a pooled
+/// connection: `docs/PERFORMANCE.md`, "A write connection kept between
+/// transactions".)
 #[tokio::test]
-async fn writes_never_fail_for_a_kept_connection_killed_while_idle() {
+async fn writes_never_fail_for_connections_killed_while_idle() {
     const ROUNDS: usize = 3;
     let Some(url) = database_url() else { return };
     let store = pg_store(&url, Policy::default(), None).await;
@@ -549,11 +552,10 @@ async fn writes_never_fail_for_a_kept_connection_killed_while_idle() {
 
 /// A write dropped inside its transaction (its caller gave up while the
 /// statement waited for a lock) must leave no connection inside a
-/// transaction: the kept write connection is sqlx's plain connection, so
-/// one kept or pooled before its `ROLLBACK` was answered would carry the
-/// dropped write into the next transaction and commit it there. The next
-/// writes answer, the dropped enqueue never commits, and no backend of the
-/// store stays idle in a transaction.
+/// transaction: one pooled or reused before its `ROLLBACK` was answered
+/// would carry the dropped write into the next transaction and commit it
+/// there (`rollback.rs`). The next writes answer, the dropped enqueue never
+/// commits, and no backend of the store stays idle in a transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_dropped_inside_its_transaction_leaves_none_open() {
     const WAIT: Duration = Duration::from_secs(10);

@@ -57,9 +57,8 @@
 //! A claim that would take nothing (a lone claim, or claims without
 //! releases, whose queues have no due job) is answered from one read
 //! instead of a transaction (`claim_probe.rs`). Reads (that probe, `get`,
-//! `get_many`) take the one connection the store keeps between reads, and
-//! transactions the one it keeps between transactions, so both skip the
-//! pool's pings (`leasehold_sql::kept_conn`, `rollback.rs`).
+//! `get_many`) take the one connection the store keeps between reads, so
+//! they skip the pool's pings (`leasehold_sql::kept_conn`).
 //! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and
 //! [`PgStore::release_many`] apply many transitions in one transaction with
 //! one write statement each. [`Coalescing`] wraps a store so that the
@@ -292,7 +291,6 @@ impl PgStoreBuilder {
             tx_faults: TxFaults::default(),
             idle: Arc::default(),
             kept_reader: Arc::default(),
-            kept_writer: Arc::default(),
             merger: BatchMerger::new(self.batch_flushers),
             wake: listener::PgWake::new(&pool, &self.channel),
             pool,
@@ -338,8 +336,6 @@ pub struct PgStore {
     idle: Arc<IdleQueues>,
     /// A read connection kept between reads (`leasehold_sql::kept_conn`).
     kept_reader: Arc<KeptConn<Postgres>>,
-    /// A write connection kept between transactions (`rollback::TxGuard`).
-    kept_writer: Arc<KeptConn<Postgres>>,
     /// The store's own vacuums, when asked for ([`PgStoreBuilder::vacuum_every`]).
     vacuum: Option<vacuum::Vacuum>,
     /// Rollbacks of transactions their callers dropped, still under way.
@@ -435,7 +431,6 @@ impl PgStore {
             v.close().await;
         }
         self.kept_reader.close();
-        self.kept_writer.close();
         close_pool(&self.pool).await;
     }
 
@@ -449,18 +444,12 @@ impl PgStore {
     }
 
     /// The pool's connections, and how many of them are at rest (idle in
-    /// the pool, or kept between reads or transactions), counted when called: for the
+    /// the pool, or kept between reads), counted when called: for the
     /// simulator's check that cancelled calls leave no connection busy.
     #[doc(hidden)]
     pub fn connections_at_rest(&self) -> impl Fn() -> (u32, usize) + Send + Sync + 'static {
-        let pool = self.pool.clone();
-        let kept = [Arc::clone(&self.kept_reader), Arc::clone(&self.kept_writer)];
-        move || {
-            (
-                pool.size(),
-                pool.num_idle() + kept.iter().map(|k| k.held()).sum::<usize>(),
-            )
-        }
+        let (pool, kept) = (self.pool.clone(), Arc::clone(&self.kept_reader));
+        move || (pool.size(), pool.num_idle() + kept.held())
     }
 
     /// A listener for enqueue notifications on this store's channel.

@@ -10,32 +10,20 @@
 //! batch, retried at once, claimed nothing of the job the cancelled one had
 //! locked.
 //!
-//! What: [`TxGuard`] owns the open transaction and its connection. Dropped
-//! before its commit or rollback, it spawns a task that sends the
-//! `ROLLBACK` and waits for the answer, counted in [`Rollbacks`] until
-//! then; [`Rollbacks::settled`] lets the store's next transaction wait for
-//! them.
-//!
-//! The guard sends `BEGIN`, `COMMIT` and `ROLLBACK` itself, on the store's
-//! kept write connection (`leasehold_sql::kept_conn`), so a transaction
-//! after one that ended cleanly skips the pool's pings (one when a
-//! connection goes back, one when it is handed out). sqlx does not know
-//! such a connection is inside a transaction.
+//! What: [`TxGuard`] owns the open transaction. Dropped before its commit or
+//! rollback, it spawns a task that sends the `ROLLBACK` and waits for the
+//! answer, counted in [`Rollbacks`] until then; [`Rollbacks::settled`] lets
+//! the store's next transaction wait for them.
 //!
 //! Invariants:
-//! - a connection that may be inside a transaction never goes back to the
-//!   pool or the keeper: it goes back only once its `COMMIT` or `ROLLBACK`
-//!   was answered, and is closed (the server rolls back) when that failed,
-//!   was dropped before its answer, or no runtime is left to send it;
 //! - `pending` counts the spawned rollbacks not yet answered: each spawn
 //!   adds one before it starts, and the task takes it back when it ends,
 //!   finished or dropped;
 //! - a transaction waits for them at most [`ROLLBACK_WAIT`] (a server that
 //!   does not answer is the pool's to deal with, not a reason to stall).
 
-use leasehold_sql::kept_conn::KeptConn;
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgConnection, PgPool, Postgres};
+use sqlx::postgres::{PgConnection, Postgres};
+use sqlx::Transaction;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,129 +68,48 @@ impl Rollbacks {
     }
 }
 
-/// An open transaction on a connection of its own, rolled back, and
-/// counted until it is, if it is dropped before [`TxGuard::commit`] or
-/// [`TxGuard::rollback`].
-///
-/// It sends `BEGIN`, `COMMIT` and `ROLLBACK` itself on a plain pooled
-/// connection, taken from the store's kept writer
-/// (`leasehold_sql::kept_conn`) and kept there again after a transaction
-/// that ended cleanly, so the next transaction skips the pool's two pings.
-/// sqlx does not know that connection is in a transaction, so it must
-/// never go back to the pool open: it goes back only after its `COMMIT` or
-/// `ROLLBACK` was answered, and is closed when either failed (the outcome
-/// unknown) or no runtime is left to roll it back.
+/// An open transaction that is rolled back, and counted until it is, if
+/// it is dropped before [`TxGuard::commit`] or [`TxGuard::rollback`].
 pub(crate) struct TxGuard {
-    /// Holds the connection until the transaction ended.
-    conn: OpenConn,
-    kept: Arc<KeptConn<Postgres>>,
-    pool: PgPool,
+    tx: Option<Transaction<'static, Postgres>>,
     rollbacks: Arc<Rollbacks>,
 }
 
 impl TxGuard {
-    /// Takes the kept write connection, else one from `pool`, and begins
-    /// a transaction on it.
-    ///
-    /// A kept connection was not pinged, and its server may have dropped it
-    /// while it sat idle (a restart, an idle timeout): when `BEGIN` fails
-    /// on it, nothing of the transaction ran, so it is closed and the
-    /// transaction begins on one from the pool (pinged there) instead of
-    /// failing the write.
-    pub(crate) async fn begin(
-        kept: &Arc<KeptConn<Postgres>>,
-        pool: &PgPool,
-        rollbacks: &Arc<Rollbacks>,
-    ) -> Result<Self, sqlx::Error> {
-        if let Some(conn) = kept.take_kept() {
-            let begun = Self::begin_on(conn, kept, pool, rollbacks).await;
-            if begun.is_ok() {
-                return begun;
-            }
-            tracing::debug!("BEGIN failed on the kept write connection; taking one from the pool");
-        }
-        let conn = pool.acquire().await?;
-        Self::begin_on(conn, kept, pool, rollbacks).await
-    }
-
-    async fn begin_on(
-        conn: PoolConnection<Postgres>,
-        kept: &Arc<KeptConn<Postgres>>,
-        pool: &PgPool,
-        rollbacks: &Arc<Rollbacks>,
-    ) -> Result<Self, sqlx::Error> {
-        // Armed before `BEGIN` is sent: dropped from here on (a failed
-        // `BEGIN` included), the guard rolls back whatever the server made
-        // of it, and a broken connection is closed.
-        let mut tx = TxGuard {
-            conn: OpenConn(Some(conn)),
-            kept: kept.clone(),
-            pool: pool.clone(),
+    pub(crate) fn new(tx: Transaction<'static, Postgres>, rollbacks: &Arc<Rollbacks>) -> Self {
+        TxGuard {
+            tx: Some(tx),
             rollbacks: rollbacks.clone(),
-        };
-        sqlx::query("BEGIN").execute(tx.conn()).await?;
-        Ok(tx)
+        }
     }
 
     /// The transaction's connection (`None` only after commit or rollback,
     /// which consume the guard).
     pub(crate) fn conn(&mut self) -> &mut PgConnection {
-        match self.conn.0.as_deref_mut() {
+        match self.tx.as_deref_mut() {
             Some(conn) => conn,
             None => unreachable!("commit and rollback consume the guard"),
         }
     }
 
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
-        let conn = OpenConn(self.conn.0.take());
-        end(conn, "COMMIT", &self.kept, &self.pool).await
+        match self.tx.take() {
+            Some(tx) => tx.commit().await,
+            None => Ok(()),
+        }
     }
 
     pub(crate) async fn rollback(mut self) {
-        let conn = OpenConn(self.conn.0.take());
-        let _ = end(conn, "ROLLBACK", &self.kept, &self.pool).await;
-    }
-}
-
-/// A connection that may be inside a transaction: closed, never pooled,
-/// if it is dropped while it holds one (the server then rolls back).
-struct OpenConn(Option<PoolConnection<Postgres>>);
-
-impl Drop for OpenConn {
-    fn drop(&mut self) {
-        if let Some(conn) = self.0.as_mut() {
-            conn.close_on_drop();
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.rollback().await;
         }
     }
-}
-
-/// Ends the transaction on `conn` with `statement` (`COMMIT` or
-/// `ROLLBACK`). Answered, the connection is kept for the next transaction;
-/// failed, or dropped before the answer, it is closed.
-async fn end(
-    mut conn: OpenConn,
-    statement: &'static str,
-    kept: &KeptConn<Postgres>,
-    pool: &PgPool,
-) -> Result<(), sqlx::Error> {
-    let Some(c) = conn.0.as_deref_mut() else {
-        return Ok(());
-    };
-    sqlx::query(statement).execute(c).await?;
-    if let Some(c) = conn.0.take() {
-        kept.keep(c, pool);
-    }
-    Ok(())
 }
 
 impl Drop for TxGuard {
     fn drop(&mut self) {
-        if self.conn.0.is_none() {
-            return;
-        }
-        let conn = OpenConn(self.conn.0.take());
-        // Without a runtime nothing can send the rollback: the connection
-        // is closed, and the server rolls back.
+        let Some(tx) = self.tx.take() else { return };
+        // Outside a runtime sqlx's own drop queues the rollback.
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -210,12 +117,11 @@ impl Drop for TxGuard {
         // Taken back when the task ends, or is dropped unfinished (its
         // runtime shutting down): the count never stays up for good.
         let done = Done(self.rollbacks.clone());
-        let (kept, pool) = (self.kept.clone(), self.pool.clone());
         rt.spawn(async move {
             let _done = done;
             // A connection left mid-statement answers that statement first;
-            // a broken one fails here and is closed.
-            let _ = end(conn, "ROLLBACK", &kept, &pool).await;
+            // a broken one fails here and the server rolls back on its own.
+            let _ = tx.rollback().await;
         });
     }
 }

@@ -26,10 +26,8 @@ macro_rules! in_tx {
             // until its rollback is answered (`rollback.rs`).
             $self.rollbacks.settled().await;
             $crate::tx::gate("begin").await;
-            let mut tx =
-                $crate::rollback::TxGuard::begin(&$self.kept_writer, &$self.pool, &$self.rollbacks)
-                    .await
-                    .map_err($crate::error::map)?;
+            let tx = $self.pool.begin().await.map_err($crate::error::map)?;
+            let mut tx = $crate::rollback::TxGuard::new(tx, &$self.rollbacks);
             let result = match $crate::tx::attach_session(tx.conn()).await {
                 Err(e) => Err(e),
                 Ok(()) => {

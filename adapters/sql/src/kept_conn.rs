@@ -13,8 +13,7 @@
 //!
 //! Invariants:
 //! - only a connection whose operation ran to its end without an error is
-//!   kept ([`Lent::done`], [`Lent::finish`], or [`KeptConn::keep`] for
-//!   one [`KeptConn::take`]n); one dropped before that, or
+//!   kept ([`Lent::done`], [`Lent::finish`]); one dropped before that, or
 //!   after an error, goes back to the pool, which pings it and closes it if
 //!   broken (or closes it, when the caller asked, [`Lent::close_on_drop`]);
 //! - at most one connection is kept;
@@ -58,32 +57,17 @@ impl<DB: Database> KeptConn<DB> {
 
     /// The kept connection if there is one, else one from `pool`.
     pub async fn acquire<'a>(&'a self, pool: &'a Pool<DB>) -> Result<Lent<'a, DB>, sqlx::Error> {
+        let kept = self.slot().conn.take();
+        let conn = match kept {
+            Some(c) => c,
+            None => pool.acquire().await?,
+        };
         Ok(Lent {
-            conn: Some(self.take(pool).await?),
+            conn: Some(conn),
             home: self,
             pool,
             close: false,
         })
-    }
-
-    /// As [`KeptConn::acquire`], for an operation that must own its
-    /// connection (a transaction that a task of its own may have to roll
-    /// back): the caller hands it back with [`KeptConn::keep`] once the
-    /// operation ran to its end without an error, and drops it otherwise
-    /// (back to the pool), as [`Lent`] does.
-    pub async fn take(&self, pool: &Pool<DB>) -> Result<PoolConnection<DB>, sqlx::Error> {
-        match self.take_kept() {
-            Some(c) => Ok(c),
-            None => pool.acquire().await,
-        }
-    }
-
-    /// The kept connection, if there is one (owned as from
-    /// [`KeptConn::take`]). Unlike the pool's, it was not pinged: a caller
-    /// that cannot answer an error may try its first statement on it and,
-    /// when that fails, drop it and take one from the pool.
-    pub fn take_kept(&self) -> Option<PoolConnection<DB>> {
-        self.slot().conn.take()
     }
 
     /// Keeps nothing from now on, and gives the kept connection back to
@@ -103,10 +87,7 @@ impl<DB: Database> KeptConn<DB> {
         usize::from(self.slot().conn.is_some())
     }
 
-    /// Keeps `conn`, whose operation ran to its end without an error, for
-    /// the next operation; returns it to `pool` instead when one is kept
-    /// already, the pool could not do without it, or either is closed.
-    pub fn keep(&self, conn: PoolConnection<DB>, pool: &Pool<DB>) {
+    fn keep(&self, conn: PoolConnection<DB>, pool: &Pool<DB>) {
         let spare = pool.num_idle() > 0 || pool.size() < pool.options().get_max_connections();
         let back = {
             let mut slot = self.slot();

@@ -500,8 +500,8 @@ async fn connections_killed_while_idle_fail_one_read_each_then_heal() {
 /// Every backend of the store is terminated between writes, several times;
 /// every write answers. (A build that kept the write connection unpinged
 /// between transactions failed this without a second `BEGIN` on a pooled
-/// connection: `docs/PERFORMANCE.md`, "A write connection kept between
-/// transactions".)
+/// connection: `docs/PERFORMANCE.md`, "The checker's notes written only
+/// for a message; a write connection kept, tried".)
 #[tokio::test]
 async fn writes_never_fail_for_connections_killed_while_idle() {
     const ROUNDS: usize = 3;

@@ -100,3 +100,68 @@ impl Note {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::{Row, RunAt};
+    use super::{Note, Then};
+    use leasehold_core::{JobId, Millis, StoreTime, Token, WorkerId};
+    use leasehold_model::history::{Blob, Op};
+    use std::collections::BTreeMap;
+
+    /// A row note is the description of the row as it stood before the
+    /// request, then its suffix: the text the plan used to write.
+    #[test]
+    fn a_row_note_describes_the_row_before_the_request() {
+        let mut row = Row::made("q", Blob::of(b"p"), 0, RunAt::At(StoreTime(5)), 3, None);
+        row.job = JobId(1);
+        let said = row.describe();
+        assert!(said.starts_with("job-1 is pending"), "{said}");
+        let pre = BTreeMap::from([(JobId(1), row)]);
+        let op = Op::Cancel { job: JobId(1) };
+        let text = |then| {
+            Note::Row {
+                job: JobId(1),
+                then,
+            }
+            .text(&op, &pre)
+        };
+        assert_eq!(Note::row(JobId(1)).text(&op, &pre), said);
+        assert_eq!(
+            text(Then::Repeat),
+            format!("{said}: a repeat of the committed release")
+        );
+        assert_eq!(
+            text(Then::CommittedBefore(Token(2))),
+            format!("{said}; t2's release with this outcome committed before")
+        );
+        assert_eq!(
+            Note::row(JobId(9)).text(&op, &pre),
+            "job-9 is unknown to the model"
+        );
+    }
+
+    /// A claim's note names the claim's own queue, and its limit if any.
+    #[test]
+    fn a_claims_note_names_its_queue_and_limit() {
+        let op = Op::Claim {
+            worker: WorkerId::new("w"),
+            queue: "mail".into(),
+            lease: Millis(1_000),
+            max: 4,
+        };
+        let none = BTreeMap::new();
+        let due = |due, running| Note::Due { due, running }.text(&op, &none);
+        assert_eq!(due(0, None), "0 due in mail");
+        assert_eq!(
+            due(2, Some((1, 3))),
+            "2 due in mail, 1 of 3 allowed running"
+        );
+        let swept = Note::Expired {
+            expired: 2,
+            now: StoreTime(50),
+        };
+        assert_eq!(swept.text(&op, &none), "2 leases expired at @50ms");
+        assert_eq!(Note::Text("as said".into()).text(&op, &none), "as said");
+    }
+}

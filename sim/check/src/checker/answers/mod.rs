@@ -395,9 +395,10 @@ impl Replay {
                 let mut v = s.violation(format!(
                     "{}: the store pruned {why}{}",
                     s.text(),
-                    plan.note
-                        .as_ref()
-                        .map_or(String::new(), |n| format!(" ({})", n.text(s.op, pre)))
+                    plan.note.as_ref().map_or(String::new(), |n| format!(
+                        " ({})",
+                        n.text(s.op, described(pre))
+                    ))
                 ));
                 if let Some(j) = job {
                     v = v.job(j);
@@ -416,7 +417,11 @@ impl Replay {
             return Verdict::Agrees;
         }
         let (jobs, tokens) = self.focus(s, plan);
-        let mut context: Vec<String> = plan.note.iter().map(|n| n.text(s.op, pre)).collect();
+        let mut context: Vec<String> = plan
+            .note
+            .iter()
+            .map(|n| n.text(s.op, described(pre)))
+            .collect();
         // For multi-job answers, say where each differing job stood.
         if matches!(s.op, Op::Claim { .. } | Op::Sweep { .. }) {
             context.extend(jobs.iter().take(MAX_CONTEXT).map(|j| {
@@ -723,6 +728,11 @@ fn run_at(r: &RunAt) -> StoreTime {
         RunAt::At(t) => *t,
         RunAt::Between { lo, .. } => *lo,
     }
+}
+
+/// How the rows of `pre` stood, described for a note (`note.rs`).
+fn described(pre: &BTreeMap<JobId, Row>) -> impl Fn(JobId) -> Option<String> + '_ {
+    move |job| pre.get(&job).map(Row::describe)
 }
 
 #[cfg(test)]

@@ -7,24 +7,24 @@
 //! with the model, so the text is now made only for a message.
 //!
 //! Invariant: [`Note::text`] writes exactly what the plan would have
-//! written when it was made. A row note names the request's own job, whose
-//! row before the request is in the `pre` copy the judge already holds
+//! written when it was made. A row note names the request's own job; the
+//! judge describes its row from the `pre` copy it already holds
 //! (`Replay::touched_rows`), taken from the model the plan read, before any
-//! change; so the description is the same as at plan time.
+//! change, so the description is the same as at plan time. (The row type is
+//! the model's; this file takes its description as a function, so that the
+//! model, which makes notes, is not also imported here.)
 
-use super::model::Row;
 use leasehold_core::{JobId, StoreTime, Token};
 use leasehold_model::history::Op;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 /// A plan's note (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Note {
     /// Said as it is.
     Text(Cow<'static, str>),
-    /// The row of the request's job as it stood before the request
-    /// ([`Row::describe`]), then `then`.
+    /// The row of the request's job as it stood before the request (the
+    /// model's `Row::describe`), then `then`.
     Row {
         /// The request's job.
         job: JobId,
@@ -68,15 +68,14 @@ impl Note {
         }
     }
 
-    /// The note as text, for the request `op`, whose touched rows stood as
-    /// `pre` before it.
-    pub(crate) fn text(&self, op: &Op, pre: &BTreeMap<JobId, Row>) -> String {
+    /// The note as text, for the request `op`; `describe` says how a job's
+    /// row stood before it (`None`: not known to the model).
+    pub(crate) fn text(&self, op: &Op, describe: impl Fn(JobId) -> Option<String>) -> String {
         match self {
             Note::Text(t) => t.to_string(),
             Note::Row { job, then } => {
-                let ctx = pre
-                    .get(job)
-                    .map_or_else(|| format!("{job} is unknown to the model"), Row::describe);
+                let ctx =
+                    describe(*job).unwrap_or_else(|| format!("{job} is unknown to the model"));
                 match then {
                     Then::Nothing => ctx,
                     Then::Repeat => format!("{ctx}: a repeat of the committed release"),
@@ -103,30 +102,29 @@ impl Note {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{Row, RunAt};
     use super::{Note, Then};
     use leasehold_core::{JobId, Millis, StoreTime, Token, WorkerId};
-    use leasehold_model::history::{Blob, Op};
-    use std::collections::BTreeMap;
+    use leasehold_model::history::Op;
+
+    /// How the judge describes rows here: job 1 is known, no other.
+    fn pre(job: JobId) -> Option<String> {
+        (job == JobId(1)).then(|| "job-1 is pending (t0, attempt 0/3), due @5ms".to_string())
+    }
 
     /// A row note is the description of the row as it stood before the
     /// request, then its suffix: the text the plan used to write.
     #[test]
     fn a_row_note_describes_the_row_before_the_request() {
-        let mut row = Row::made("q", Blob::of(b"p"), 0, RunAt::At(StoreTime(5)), 3, None);
-        row.job = JobId(1);
-        let said = row.describe();
-        assert!(said.starts_with("job-1 is pending"), "{said}");
-        let pre = BTreeMap::from([(JobId(1), row)]);
+        let said = pre(JobId(1)).expect("known");
         let op = Op::Cancel { job: JobId(1) };
         let text = |then| {
             Note::Row {
                 job: JobId(1),
                 then,
             }
-            .text(&op, &pre)
+            .text(&op, pre)
         };
-        assert_eq!(Note::row(JobId(1)).text(&op, &pre), said);
+        assert_eq!(Note::row(JobId(1)).text(&op, pre), said);
         assert_eq!(
             text(Then::Repeat),
             format!("{said}: a repeat of the committed release")
@@ -136,7 +134,7 @@ mod tests {
             format!("{said}; t2's release with this outcome committed before")
         );
         assert_eq!(
-            Note::row(JobId(9)).text(&op, &pre),
+            Note::row(JobId(9)).text(&op, pre),
             "job-9 is unknown to the model"
         );
     }
@@ -150,8 +148,8 @@ mod tests {
             lease: Millis(1_000),
             max: 4,
         };
-        let none = BTreeMap::new();
-        let due = |due, running| Note::Due { due, running }.text(&op, &none);
+        let none = |_| None;
+        let due = |due, running| Note::Due { due, running }.text(&op, none);
         assert_eq!(due(0, None), "0 due in mail");
         assert_eq!(
             due(2, Some((1, 3))),
@@ -161,7 +159,7 @@ mod tests {
             expired: 2,
             now: StoreTime(50),
         };
-        assert_eq!(swept.text(&op, &none), "2 leases expired at @50ms");
-        assert_eq!(Note::Text("as said".into()).text(&op, &none), "as said");
+        assert_eq!(swept.text(&op, none), "2 leases expired at @50ms");
+        assert_eq!(Note::Text("as said".into()).text(&op, none), "as said");
     }
 }

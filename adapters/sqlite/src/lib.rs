@@ -38,7 +38,8 @@
 //! - a claim that would take nothing (a lone claim, or a batch of claims
 //!   without releases, whose queues have no due job) is answered from one
 //!   read instead of a write transaction: an idle worker's poll never
-//!   takes the write lock (`claim_probe.rs`);
+//!   takes the write lock (`claim_probe.rs`), and a sweep that would
+//!   reclaim nothing (no expired lease) likewise (`sweep_probe.rs`);
 //! - on a multi-thread runtime, a merged batch's transaction (the
 //!   `Worker`'s path) is polled on a thread of the runtime's blocking
 //!   pool, woken by its connection's thread directly instead of waiting
@@ -128,6 +129,7 @@ mod schedules;
 pub mod schema;
 mod set_sql;
 mod sweep;
+mod sweep_probe;
 mod wake;
 mod write_conn;
 
@@ -502,6 +504,9 @@ impl Store for SqliteStore {
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        if self.nothing_to_sweep(self.shared.clock.now()).await {
+            return Ok(Vec::new());
+        }
         let reports = in_write_tx!(self, |conn, now| self.sweep_in(conn, req.limit, now).await)?;
         self.announce_swept(&reports).await;
         Ok(reports)

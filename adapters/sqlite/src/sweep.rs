@@ -9,6 +9,11 @@ use leasehold_core::{CrashReport, StoreError, StoreTime};
 use leasehold_sql::job_columns::{decode_job, COLUMNS};
 use sqlx::SqliteConnection;
 
+/// The sweep scan's filter (parameter: the store time): a running job
+/// whose lease has expired. The sweep probe (`sweep_probe.rs`) asks the
+/// same question.
+pub(crate) const EXPIRED_RUNNING: &str = "state = 'running' AND expires_at <= ?";
+
 impl SqliteStore {
     pub(crate) async fn sweep_in(
         &self,
@@ -18,7 +23,7 @@ impl SqliteStore {
     ) -> Result<Vec<CrashReport>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM leasehold_jobs \
-             WHERE state = 'running' AND expires_at <= ? ORDER BY expires_at, id LIMIT ?"
+             WHERE {EXPIRED_RUNNING} ORDER BY expires_at, id LIMIT ?"
         );
         let rows = sqlx::query(&sql)
             .bind(now.0)

@@ -1,4 +1,5 @@
-//! An idle worker's poll never takes SQLite's write lock.
+//! An idle worker's poll never takes SQLite's write lock, and a poll
+//! with a due job among its queues always does.
 //!
 //! Another connection (standing in for another process) holds the write
 //! lock. A claim, and a batch of claims, of a queue with no due job (whose
@@ -102,5 +103,68 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
     assert!(
         answered_at >= released_at,
         "a claim that takes a job answered while another process held the write lock"
+    );
+}
+
+/// One probe answers for every queue of a batch: a due job in any of them
+/// sends the whole batch to the write path, which waits for the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_one_due_queue_among_idle_ones_waits_for_the_write_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("jobs.db");
+    let store = SqliteStore::builder(&path)
+        .policy(Policy::default())
+        .durability(Durability::Normal)
+        .open()
+        .await
+        .expect("open");
+    store.migrate().await.expect("migrate");
+    let store = std::sync::Arc::new(store);
+    let other = SqliteStore::builder(&path)
+        .open()
+        .await
+        .expect("open other");
+    for q in ["a-idle", "m-due", "z-idle"] {
+        assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
+    }
+    // Enqueued by the other process: this store's idle marks stay, so only
+    // the probe can see the job.
+    let due = other
+        .enqueue(NewJob::new("m-due", "due"))
+        .await
+        .expect("enqueue");
+
+    let holder = other
+        .pool()
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .expect("the other process takes the write lock");
+    let held_at = Instant::now();
+    let batch = tokio::spawn({
+        let store = store.clone();
+        async move {
+            let got = store
+                .batch(BatchRequest {
+                    releases: Vec::new(),
+                    claims: vec![poll("a-idle"), poll("m-due"), poll("z-idle")],
+                })
+                .await;
+            (got, Instant::now())
+        }
+    });
+    tokio::time::sleep(HOLD.saturating_sub(held_at.elapsed())).await;
+    let released_at = Instant::now();
+    holder.rollback().await.expect("release the lock");
+    let (got, answered_at) = batch.await.expect("batch task");
+    let got = got.expect("batch");
+    let granted: Vec<Vec<_>> = got
+        .claims
+        .iter()
+        .map(|c| c.as_ref().expect("claim").iter().map(|l| l.job).collect())
+        .collect();
+    assert_eq!(granted, vec![vec![], vec![due], vec![]]);
+    assert!(
+        answered_at >= released_at,
+        "a batch with a due queue was answered from the probe while another process held the write lock"
     );
 }

@@ -12,10 +12,25 @@ use leasehold_core::{ClaimRequest, JobRecord, Lease, StoreError, StoreTime};
 use sqlx::SqliteConnection;
 use std::collections::BTreeMap;
 
+/// Due and pending at a store time (parameter: the store time), written
+/// once for the two filters below.
+macro_rules! due_pending {
+    () => {
+        "state = 'pending' AND run_at <= ?"
+    };
+}
+
 /// The jobs a claim of a queue may take at a store time: due and pending
-/// (parameters: the queue, the store time). The claim scan's filter, and
-/// the claim probe's (`claim_probe.rs`).
-pub(crate) const DUE_PENDING: &str = "queue = ? AND state = 'pending' AND run_at <= ?";
+/// (parameters: the queue, the store time). The claim scan's filter.
+pub(crate) const DUE_PENDING: &str = concat!("queue = ? AND ", due_pending!());
+
+/// [`DUE_PENDING`] for any of several queues (parameters: the queues as a
+/// JSON array of strings, the store time): the claim probe's filter
+/// (`claim_probe.rs`), one statement for every queue of a batch.
+pub(crate) const DUE_PENDING_IN_ANY: &str = concat!(
+    "queue IN (SELECT value FROM json_each(?)) AND ",
+    due_pending!()
+);
 
 impl SqliteStore {
     /// Answers validated claims in request order and writes the claimed

@@ -12,10 +12,12 @@
 //!
 //! Invariants:
 //! - the answer is the write path's: the probe's predicate is the claim
-//!   scan's own ([`DUE_PENDING`]), read at the same store time, and the
-//!   write path grants nothing when no row matches it;
-//! - one snapshot: the probe is one statement, so "nothing due" holds at
-//!   one instant within the call, where the empty claim takes effect;
+//!   scan's own for any of the claims' queues ([`DUE_PENDING_IN_ANY`]),
+//!   read at the same store time, and the write path grants nothing when
+//!   no row matches it;
+//! - one snapshot: the probe is one statement whatever the number of
+//!   queues, so "nothing due" holds for all of them at one instant within
+//!   the call, where the empty claims take effect;
 //! - a probe that fails, or finds a due job, changes nothing: the write
 //!   path runs as before (and answers any error itself);
 //! - the simulator's commit-point faults apply where the answer is settled,
@@ -24,7 +26,7 @@
 //!   path runs instead: its gate orders transactions at their statements,
 //!   and a probe is not one.
 
-use crate::claim::DUE_PENDING;
+use crate::claim::DUE_PENDING_IN_ANY;
 use crate::SqliteStore;
 use leasehold_core::statement_gate;
 use leasehold_core::StoreTime;
@@ -47,23 +49,20 @@ impl SqliteStore {
         if !self.shared.idle.all_idle(queues.iter().copied()) {
             return false;
         }
-        let sql = format!("SELECT EXISTS (SELECT 1 FROM leasehold_jobs WHERE {DUE_PENDING})");
+        let Ok(queues) = serde_json::to_string(&queues) else {
+            return false;
+        };
+        let sql =
+            format!("SELECT EXISTS (SELECT 1 FROM leasehold_jobs WHERE {DUE_PENDING_IN_ANY})");
         let Ok(mut conn) = self.reader().await else {
             return false;
         };
-        // Bounded by the claims of one batch.
-        let mut nothing_due = Ok(true);
-        for queue in queues {
-            nothing_due = sqlx::query_scalar::<_, bool>(&sql)
-                .bind(queue)
-                .bind(now.0)
-                .fetch_one(&mut *conn)
-                .await
-                .map(|due| !due);
-            if !matches!(nothing_due, Ok(true)) {
-                break;
-            }
-        }
+        let nothing_due = sqlx::query_scalar::<_, bool>(&sql)
+            .bind(queues)
+            .bind(now.0)
+            .fetch_one(&mut *conn)
+            .await
+            .map(|due| !due);
         // A due job is claimed by the write path, which also answers an
         // error if it recurs.
         if !matches!(conn.finish(nothing_due), Ok(true)) {

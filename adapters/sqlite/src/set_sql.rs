@@ -12,7 +12,7 @@
 //! inputs are split into several statements of the same transaction.
 
 use crate::error;
-use crate::one_row::bind_lease_columns;
+use crate::one_row::{bind_lease_columns, JobQuery};
 use crate::row_set::{decode_rows, MAX_AGG_ROWS, ROW_JSON};
 use leasehold_core::{Event, JobId, JobRecord, StoreError};
 use leasehold_sql::job_columns::to_i64;
@@ -58,17 +58,39 @@ impl WriteSet {
     }
 
     /// Writes the rows (version-checked) and, when `audit`, the events;
-    /// leaves the set empty.
+    /// leaves the set empty. When the rows fit one update statement and the
+    /// events one insert, both go in one execution (one hand-off to the
+    /// connection's thread instead of two).
     pub(crate) async fn flush(
         &mut self,
         conn: &mut SqliteConnection,
         audit: bool,
     ) -> Result<(), StoreError> {
         let rows = std::mem::take(&mut self.rows);
-        let events = std::mem::take(&mut self.events);
-        update_rows(conn, &rows).await?;
-        if audit {
-            insert_events(conn, &events).await?;
+        let events = if audit {
+            std::mem::take(&mut self.events)
+        } else {
+            Vec::new()
+        };
+        self.events.clear();
+        let one_each = (1..=MAX_UPDATE_ROWS).contains(&rows.len())
+            && (1..=MAX_EVENT_ROWS).contains(&events.len());
+        if !one_each {
+            update_rows(conn, &rows).await?;
+            return insert_events(conn, &events).await;
+        }
+        let sql = format!(
+            "{}; {}",
+            update_sql(padded(rows.len())),
+            events_sql(padded(events.len()))
+        );
+        let q = bind_events(bind_rows(sqlx::query(&sql), &rows)?, &events)?;
+        let res = q.execute(&mut *conn).await.map_err(error::map)?;
+        // The changes of both statements: every event is inserted, so the
+        // sum falls short exactly when a row was not written.
+        if res.rows_affected() != (rows.len() + events.len()) as u64 {
+            // Which row lost is not known here; the retry re-reads them all.
+            return Err(StoreError::Conflict(rows[0].0.id));
         }
         Ok(())
     }
@@ -110,37 +132,11 @@ async fn update_rows(
     rows: &[(JobRecord, u64)],
 ) -> Result<(), StoreError> {
     for chunk in rows.chunks(MAX_UPDATE_ROWS) {
-        let size = padded(chunk.len());
-        let tuples = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; size].join(", ");
-        // `v.columnN` are the VALUES columns, in the order bound below.
-        let sql = format!(
-            "UPDATE leasehold_jobs SET run_at = v.column3, state = v.column4, \
-             attempt = v.column5, token = v.column6, holder = v.column7, \
-             expires_at = v.column8, cancel_requested = v.column9, result = v.column10, \
-             error = v.column11, released_token = v.column12, released_digest = v.column13, \
-             version = v.column14, updated_at = v.column15 \
-             FROM (VALUES {tuples}) AS v \
-             WHERE leasehold_jobs.id = v.column1 AND leasehold_jobs.version = v.column2"
-        );
-        let mut q = sqlx::query(&sql);
-        for (r, loaded) in chunk {
-            q = q
-                .bind(to_i64(r.id.0)?)
-                .bind(to_i64(*loaded)?)
-                .bind(r.run_at.0)
-                .bind(r.state.as_str())
-                .bind(i64::from(r.attempt));
-            q = bind_lease_columns(q, r)?
-                .bind(to_i64(r.version)?)
-                .bind(r.updated_at.0);
-        }
-        for _ in chunk.len()..size {
-            // `id = NULL` matches no row.
-            for _ in 0..15 {
-                q = q.bind(None::<i64>);
-            }
-        }
-        let res = q.execute(&mut *conn).await.map_err(error::map)?;
+        let sql = update_sql(padded(chunk.len()));
+        let res = bind_rows(sqlx::query(&sql), chunk)?
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
         if res.rows_affected() != chunk.len() as u64 {
             // Which row lost is not known here; the retry re-reads them all.
             return Err(StoreError::Conflict(chunk[0].0.id));
@@ -149,36 +145,90 @@ async fn update_rows(
     Ok(())
 }
 
+/// The update of `size` rows, each over the version it was loaded at:
+/// [`bind_rows`] binds it.
+fn update_sql(size: usize) -> String {
+    let tuples = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; size].join(", ");
+    // `v.columnN` are the VALUES columns, in the order bound below.
+    format!(
+        "UPDATE leasehold_jobs SET run_at = v.column3, state = v.column4, \
+         attempt = v.column5, token = v.column6, holder = v.column7, \
+         expires_at = v.column8, cancel_requested = v.column9, result = v.column10, \
+         error = v.column11, released_token = v.column12, released_digest = v.column13, \
+         version = v.column14, updated_at = v.column15 \
+         FROM (VALUES {tuples}) AS v \
+         WHERE leasehold_jobs.id = v.column1 AND leasehold_jobs.version = v.column2"
+    )
+}
+
+/// Binds `rows` into [`update_sql`]`(padded(rows.len()))`, then the
+/// padding tuples.
+fn bind_rows<'q>(
+    mut q: JobQuery<'q>,
+    rows: &'q [(JobRecord, u64)],
+) -> Result<JobQuery<'q>, StoreError> {
+    for (r, loaded) in rows {
+        q = q
+            .bind(to_i64(r.id.0)?)
+            .bind(to_i64(*loaded)?)
+            .bind(r.run_at.0)
+            .bind(r.state.as_str())
+            .bind(i64::from(r.attempt));
+        q = bind_lease_columns(q, r)?
+            .bind(to_i64(r.version)?)
+            .bind(r.updated_at.0);
+    }
+    for _ in rows.len()..padded(rows.len()) {
+        // `id = NULL` matches no row.
+        for _ in 0..15 {
+            q = q.bind(None::<i64>);
+        }
+    }
+    Ok(q)
+}
+
 /// Appends `events` to the audit log in order, in statements of at most
 /// [`MAX_EVENT_ROWS`].
 async fn insert_events(conn: &mut SqliteConnection, events: &[Event]) -> Result<(), StoreError> {
     for chunk in events.chunks(MAX_EVENT_ROWS) {
-        let size = padded(chunk.len());
-        let tuples = vec!["(?, ?, ?, ?, ?)"; size].join(", ");
-        // `column5` keeps the events in order (their `seq`); padding tuples
-        // have a NULL job and are skipped.
-        let sql = format!(
-            "INSERT INTO lease_events (job_id, version, at, event) \
-             SELECT column1, column2, column3, column4 FROM (VALUES {tuples}) \
-             WHERE column1 IS NOT NULL ORDER BY column5"
-        );
-        let mut q = sqlx::query(&sql);
-        for (i, e) in chunk.iter().enumerate() {
-            let json = serde_json::to_string(e)
-                .map_err(|err| StoreError::Corrupt(format!("event encoding: {err}")))?;
-            q = q
-                .bind(to_i64(e.job.0)?)
-                .bind(to_i64(e.version)?)
-                .bind(e.at.0)
-                .bind(json)
-                .bind(i as i64);
-        }
-        for _ in chunk.len()..size {
-            for _ in 0..5 {
-                q = q.bind(None::<i64>);
-            }
-        }
-        q.execute(&mut *conn).await.map_err(error::map)?;
+        let sql = events_sql(padded(chunk.len()));
+        bind_events(sqlx::query(&sql), chunk)?
+            .execute(&mut *conn)
+            .await
+            .map_err(error::map)?;
     }
     Ok(())
+}
+
+/// The insert of `size` audit events in order: [`bind_events`] binds it.
+fn events_sql(size: usize) -> String {
+    let tuples = vec!["(?, ?, ?, ?, ?)"; size].join(", ");
+    // `column5` keeps the events in order (their `seq`); padding tuples
+    // have a NULL job and are skipped.
+    format!(
+        "INSERT INTO lease_events (job_id, version, at, event) \
+         SELECT column1, column2, column3, column4 FROM (VALUES {tuples}) \
+         WHERE column1 IS NOT NULL ORDER BY column5"
+    )
+}
+
+/// Binds `events` into [`events_sql`]`(padded(events.len()))`, then the
+/// padding tuples.
+fn bind_events<'q>(mut q: JobQuery<'q>, events: &[Event]) -> Result<JobQuery<'q>, StoreError> {
+    for (i, e) in events.iter().enumerate() {
+        let json = serde_json::to_string(e)
+            .map_err(|err| StoreError::Corrupt(format!("event encoding: {err}")))?;
+        q = q
+            .bind(to_i64(e.job.0)?)
+            .bind(to_i64(e.version)?)
+            .bind(e.at.0)
+            .bind(json)
+            .bind(i as i64);
+    }
+    for _ in events.len()..padded(events.len()) {
+        for _ in 0..5 {
+            q = q.bind(None::<i64>);
+        }
+    }
+    Ok(q)
 }

@@ -12,7 +12,9 @@
 //!   in batches by [`Coalescing`] (manual clock).
 //!
 //! [`small_disk::SmallDisk`] is a `tmpfs` a test fills up and frees;
-//! [`requests`] holds requests several tests send alike.
+//! [`requests`] holds requests several tests send alike;
+//! [`write_lock`] two processes on one SQLite file, one holding the
+//! write lock.
 //!
 //! Postgres tests call [`database_url`]: without `DATABASE_URL` they print a
 //! loud SKIP and pass, unless `CI` is set, in which case they fail.
@@ -27,6 +29,7 @@ pub mod backends;
 mod guarded;
 pub mod requests;
 pub mod small_disk;
+pub mod write_lock;
 
 pub use guarded::Guarded;
 

@@ -4,33 +4,20 @@
 //! Another connection (standing in for another process) holds the write
 //! lock. A claim, and a batch of claims, of a queue with no due job (whose
 //! last claim took nothing) must answer empty at once from a read
-//! (`adapters/sqlite/src/claim_probe.rs`), as a read does. A claim of a queue with a due job still needs the lock:
-//! it waits for it, and answers the job once the lock comes back. Without
-//! the probe every poll queued on the lock for up to the busy timeout.
+//! (`adapters/sqlite/src/claim_probe.rs`), as a read does. A claim of a
+//! queue with a due job still needs the lock: it waits for it, and answers
+//! the job once the lock comes back. Without the probe every poll queued
+//! on the lock for up to the busy timeout.
 
-use leasehold_core::{BatchRequest, Millis, NewJob, Policy, Store};
-use leasehold_sqlite::{Durability, SqliteStore};
+use leasehold_core::{BatchRequest, Millis, NewJob, Store};
 use leasehold_tests::poll;
-use std::time::{Duration, Instant};
-
-/// How long the other process holds the write lock.
-const HOLD: Duration = Duration::from_millis(1_000);
-/// An answer from a read, whoever holds the write lock: slack for a loaded
-/// machine, far below the hold.
-const READ_LIMIT: Duration = Duration::from_millis(250);
+use leasehold_tests::write_lock::{hold_write_lock, two_processes, READ_LIMIT};
+use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("jobs.db");
-    let store = SqliteStore::builder(&path)
-        .policy(Policy::default())
-        .durability(Durability::Normal)
-        .open()
-        .await
-        .expect("open");
-    store.migrate().await.expect("migrate");
-    let store = std::sync::Arc::new(store);
+    let p = two_processes(None).await;
+    let store = p.store.clone();
     let due = store
         .enqueue(NewJob::new("busy", "due"))
         .await
@@ -38,10 +25,6 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
     // A job not yet due leaves its queue idle.
     let later = NewJob::new("idle", "later").delay(Millis(3_600_000));
     store.enqueue(later).await.expect("enqueue later");
-    let other = SqliteStore::builder(&path)
-        .open()
-        .await
-        .expect("open other");
 
     // A first poll of each queue takes the write path and finds nothing:
     // from then on the store probes them (`leasehold_sql::idle_queues`).
@@ -49,13 +32,7 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
         assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
     }
 
-    let holder = other
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("the other process takes the write lock");
-    let held_at = Instant::now();
-
+    let held = hold_write_lock(&p.other).await;
     let started = Instant::now();
     let lone = store.claim(poll("idle")).await.expect("idle claim");
     let lone_took = started.elapsed();
@@ -83,17 +60,9 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
     );
 
     // A queue with a due job needs the lock: the claim waits for it.
-    let busy = tokio::spawn({
-        let store = store.clone();
-        async move {
-            let got = store.claim(poll("busy")).await;
-            (got, Instant::now())
-        }
-    });
-    tokio::time::sleep(HOLD.saturating_sub(held_at.elapsed())).await;
-    let released_at = Instant::now();
-    holder.rollback().await.expect("release the lock");
-    let (got, answered_at) = busy.await.expect("claim task");
+    let (got, waited) = held
+        .release(async move { store.claim(poll("busy")).await })
+        .await;
     let got = got.expect("claim of the due job");
     assert_eq!(
         got.iter().map(|l| l.job).collect::<Vec<_>>(),
@@ -101,7 +70,7 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
         "the due job is granted once the lock is free"
     );
     assert!(
-        answered_at >= released_at,
+        waited,
         "a claim that takes a job answered while another process held the write lock"
     );
 }
@@ -110,52 +79,30 @@ async fn claims_of_idle_queues_answer_while_another_process_holds_the_write_lock
 /// sends the whole batch to the write path, which waits for the lock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_with_one_due_queue_among_idle_ones_waits_for_the_write_lock() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("jobs.db");
-    let store = SqliteStore::builder(&path)
-        .policy(Policy::default())
-        .durability(Durability::Normal)
-        .open()
-        .await
-        .expect("open");
-    store.migrate().await.expect("migrate");
-    let store = std::sync::Arc::new(store);
-    let other = SqliteStore::builder(&path)
-        .open()
-        .await
-        .expect("open other");
+    let p = two_processes(None).await;
+    let store = p.store.clone();
     for q in ["a-idle", "m-due", "z-idle"] {
         assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
     }
     // Enqueued by the other process: this store's idle marks stay, so only
     // the probe can see the job.
-    let due = other
+    let due = p
+        .other
         .enqueue(NewJob::new("m-due", "due"))
         .await
         .expect("enqueue");
 
-    let holder = other
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("the other process takes the write lock");
-    let held_at = Instant::now();
-    let batch = tokio::spawn({
-        let store = store.clone();
-        async move {
-            let got = store
+    let held = hold_write_lock(&p.other).await;
+    let (got, waited) = held
+        .release(async move {
+            store
                 .batch(BatchRequest {
                     releases: Vec::new(),
                     claims: vec![poll("a-idle"), poll("m-due"), poll("z-idle")],
                 })
-                .await;
-            (got, Instant::now())
-        }
-    });
-    tokio::time::sleep(HOLD.saturating_sub(held_at.elapsed())).await;
-    let released_at = Instant::now();
-    holder.rollback().await.expect("release the lock");
-    let (got, answered_at) = batch.await.expect("batch task");
+                .await
+        })
+        .await;
     let got = got.expect("batch");
     let granted: Vec<Vec<_>> = got
         .claims
@@ -164,7 +111,7 @@ async fn a_batch_with_one_due_queue_among_idle_ones_waits_for_the_write_lock() {
         .collect();
     assert_eq!(granted, vec![vec![], vec![due], vec![]]);
     assert!(
-        answered_at >= released_at,
+        waited,
         "a batch with a due queue was answered from the probe while another process held the write lock"
     );
 }

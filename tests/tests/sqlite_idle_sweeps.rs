@@ -7,31 +7,16 @@
 //! waits for it, and reclaims the lease once the lock comes back. Without
 //! the probe every sweep queued on the lock for up to the busy timeout.
 
-use leasehold_core::{ManualStoreClock, Millis, NewJob, Policy, Store, SweepRequest};
-use leasehold_sqlite::{Durability, SqliteStore};
+use leasehold_core::{ManualStoreClock, Millis, NewJob, Store, SweepRequest};
+use leasehold_tests::write_lock::{hold_write_lock, two_processes, READ_LIMIT};
 use leasehold_tests::{poll, MANUAL_EPOCH};
-use std::time::{Duration, Instant};
-
-/// How long the other process holds the write lock.
-const HOLD: Duration = Duration::from_millis(1_000);
-/// An answer from a read, whoever holds the write lock: slack for a loaded
-/// machine, far below the hold.
-const READ_LIMIT: Duration = Duration::from_millis(250);
+use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sweeps_without_expired_leases_answer_while_another_process_holds_the_write_lock() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("jobs.db");
     let clock = ManualStoreClock::new(MANUAL_EPOCH);
-    let store = SqliteStore::builder(&path)
-        .policy(Policy::default())
-        .clock(clock.clone())
-        .durability(Durability::Normal)
-        .open()
-        .await
-        .expect("open");
-    store.migrate().await.expect("migrate");
-    let store = std::sync::Arc::new(store);
+    let p = two_processes(Some(clock.clone())).await;
+    let store = p.store.clone();
     let job = store
         .enqueue(NewJob::new("q", "held"))
         .await
@@ -39,19 +24,8 @@ async fn sweeps_without_expired_leases_answer_while_another_process_holds_the_wr
     let lease = poll("q").lease;
     let granted = store.claim(poll("q")).await.expect("claim");
     assert_eq!(granted.iter().map(|l| l.job).collect::<Vec<_>>(), vec![job]);
-    let other = SqliteStore::builder(&path)
-        .clock(clock.clone())
-        .open()
-        .await
-        .expect("open other");
 
-    let holder = other
-        .pool()
-        .begin_with("BEGIN IMMEDIATE")
-        .await
-        .expect("the other process takes the write lock");
-    let held_at = Instant::now();
-
+    let held = hold_write_lock(&p.other).await;
     // The lease runs until `MANUAL_EPOCH + lease`: a millisecond before,
     // nothing has expired.
     clock.advance(Millis(lease.0 - 1));
@@ -69,17 +43,9 @@ async fn sweeps_without_expired_leases_answer_while_another_process_holds_the_wr
 
     // At its end the lease has expired: the sweep needs the lock.
     clock.advance(Millis(1));
-    let sweep = tokio::spawn({
-        let store = store.clone();
-        async move {
-            let got = store.sweep(SweepRequest { limit: 10 }).await;
-            (got, Instant::now())
-        }
-    });
-    tokio::time::sleep(HOLD.saturating_sub(held_at.elapsed())).await;
-    let released_at = Instant::now();
-    holder.rollback().await.expect("release the lock");
-    let (got, answered_at) = sweep.await.expect("sweep task");
+    let (got, waited) = held
+        .release(async move { store.sweep(SweepRequest { limit: 10 }).await })
+        .await;
     let got = got.expect("sweep after expiry");
     assert_eq!(
         got.iter().map(|r| r.job).collect::<Vec<_>>(),
@@ -87,7 +53,7 @@ async fn sweeps_without_expired_leases_answer_while_another_process_holds_the_wr
         "the expired lease is reclaimed once the lock is free"
     );
     assert!(
-        answered_at >= released_at,
+        waited,
         "a sweep that reclaims a lease answered while another process held the write lock"
     );
 }

@@ -14,7 +14,8 @@
 //! [`small_disk::SmallDisk`] is a `tmpfs` a test fills up and frees;
 //! [`requests`] holds requests several tests send alike;
 //! [`write_lock`] two processes on one SQLite file, one holding the
-//! write lock.
+//! write lock; [`table_lock`] another PostgreSQL session holding a
+//! store's job table.
 //!
 //! Postgres tests call [`database_url`]: without `DATABASE_URL` they print a
 //! loud SKIP and pass, unless `CI` is set, in which case they fail.
@@ -27,8 +28,10 @@
 
 pub mod backends;
 mod guarded;
+mod lock_hold;
 pub mod requests;
 pub mod small_disk;
+pub mod table_lock;
 pub mod write_lock;
 
 pub use guarded::Guarded;

@@ -6,6 +6,7 @@
 //! [`READ_LIMIT`] did not wait for it, and one that answers after
 //! [`HeldWriteLock::release`] returned did.
 
+use crate::lock_hold::answered_after_release;
 use leasehold_core::{ManualStoreClock, Policy};
 use leasehold_sqlite::{Durability, SqliteStore};
 use std::future::Future;
@@ -78,14 +79,8 @@ impl HeldWriteLock {
         self,
         call: impl Future<Output = T> + Send + 'static,
     ) -> (T, bool) {
-        let task = tokio::spawn(async move {
-            let got = call.await;
-            (got, Instant::now())
-        });
-        tokio::time::sleep(HOLD.saturating_sub(self.held_at.elapsed())).await;
-        let released_at = Instant::now();
-        self.tx.rollback().await.expect("release the lock");
-        let (got, answered_at) = task.await.expect("the call's task");
-        (got, answered_at >= released_at)
+        let tx = self.tx;
+        let let_go = async move { tx.rollback().await.expect("release the lock") };
+        answered_after_release(call, self.held_at, HOLD, let_go).await
     }
 }

@@ -10,16 +10,10 @@
 //! Without the probe every poll waited behind the lock.
 
 use leasehold_core::{BatchRequest, Millis, NewJob, Policy, Store};
+use leasehold_tests::table_lock::{lock_jobs_table, READ_LIMIT};
 use leasehold_tests::{database_url, pg_store, poll};
-use sqlx::Connection;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long the other session holds the table.
-const HOLD: Duration = Duration::from_millis(1_000);
-/// An answer from a read, whoever holds the table: slack for a loaded
-/// machine, far below the hold.
-const READ_LIMIT: Duration = Duration::from_millis(250);
+use std::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
@@ -40,19 +34,7 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
         assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
     }
 
-    let mut other = sqlx::PgConnection::connect(&url).await.expect("connect");
-    sqlx::query("BEGIN")
-        .execute(&mut other)
-        .await
-        .expect("begin");
-    sqlx::query(&format!(
-        "LOCK TABLE \"{schema}\".leasehold_jobs IN EXCLUSIVE MODE"
-    ))
-    .execute(&mut other)
-    .await
-    .expect("the other session locks the table");
-    let held_at = Instant::now();
-
+    let mut table = lock_jobs_table(&url, &schema).await;
     // Each idle poll is bounded: one that waits for the table is given up,
     // and the test fails after the lock is let go, instead of hanging.
     let idle = async {
@@ -76,15 +58,7 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
             .expect("idle claim_many");
         (lone, lone_took, batch, batch_took, many, started.elapsed())
     };
-    let Ok((lone, lone_took, batch, batch_took, many, many_took)) =
-        tokio::time::timeout(HOLD / 2, idle).await
-    else {
-        sqlx::query("ROLLBACK")
-            .execute(&mut other)
-            .await
-            .expect("unlock");
-        panic!("an idle poll waited for the table for {:?}", HOLD / 2);
-    };
+    let (lone, lone_took, batch, batch_took, many, many_took) = table.within_half_hold(idle).await;
     assert!(lone.is_empty(), "nothing is due on `idle`: {lone:?}");
     for answers in [&batch.claims, &many] {
         assert!(
@@ -99,20 +73,12 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
     );
 
     // A queue with a due job needs its row lock: the claim waits.
-    let busy = tokio::spawn({
-        let store = store.clone();
-        async move {
-            let got = store.claim(poll("busy")).await;
-            (got, Instant::now())
-        }
-    });
-    tokio::time::sleep(HOLD.saturating_sub(held_at.elapsed())).await;
-    let released_at = Instant::now();
-    sqlx::query("COMMIT")
-        .execute(&mut other)
-        .await
-        .expect("unlock");
-    let (got, answered_at) = busy.await.expect("claim task");
+    let (got, waited) = table
+        .release({
+            let store = store.clone();
+            async move { store.claim(poll("busy")).await }
+        })
+        .await;
     let got = got.expect("claim of the due job");
     assert_eq!(
         got.iter().map(|l| l.job).collect::<Vec<_>>(),
@@ -120,8 +86,57 @@ async fn claims_of_idle_queues_answer_while_another_session_locks_the_rows() {
         "the due job is granted once the table is free"
     );
     assert!(
-        answered_at >= released_at,
+        waited,
         "a claim that takes a job answered while another session locked the table"
     );
-    let _ = other.close().await;
+}
+
+/// One probe answers for every queue of a batch: a due job in any of them
+/// sends the whole batch to the write path, which waits for the table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_one_due_queue_among_idle_ones_waits_for_the_table() {
+    let Some(url) = database_url() else { return };
+    let store = Arc::new(pg_store(&url, Policy::default(), None).await);
+    let schema = store.inner().schema().expect("schema").to_string();
+    for q in ["a-idle", "m-due", "z-idle"] {
+        assert!(store.claim(poll(q)).await.expect("first poll").is_empty());
+    }
+    // Enqueued by another process on the same schema: this store's idle
+    // marks stay, so only the probe can see the job.
+    let other = leasehold_postgres::PgStore::builder(&url)
+        .schema(schema.clone())
+        .connect()
+        .await
+        .expect("connect other");
+    let due = other
+        .enqueue(NewJob::new("m-due", "due"))
+        .await
+        .expect("enqueue");
+    other.close().await;
+
+    let table = lock_jobs_table(&url, &schema).await;
+    let (got, waited) = table
+        .release({
+            let store = store.clone();
+            async move {
+                store
+                    .batch(BatchRequest {
+                        releases: Vec::new(),
+                        claims: vec![poll("a-idle"), poll("m-due"), poll("z-idle")],
+                    })
+                    .await
+            }
+        })
+        .await;
+    let got = got.expect("batch");
+    let granted: Vec<Vec<_>> = got
+        .claims
+        .iter()
+        .map(|c| c.as_ref().expect("claim").iter().map(|l| l.job).collect())
+        .collect();
+    assert_eq!(granted, vec![vec![], vec![due], vec![]]);
+    assert!(
+        waited,
+        "a batch with a due queue was answered from the probe while another session locked the table"
+    );
 }

@@ -13,11 +13,13 @@
 //!
 //! Invariants:
 //! - the answer is the write path's: the probe's predicate is the claim
-//!   scan's own ([`due_pending`]), on the same store clock; the scan skips
-//!   rows other transactions lock and the probe does not, so the probe
-//!   says "nothing" only where the scan would find nothing;
-//! - one snapshot: the probe is one statement, so "nothing due" holds at
-//!   one instant within the call, where the empty claim takes effect;
+//!   scan's own for any of the claims' queues ([`due_pending_in_any`]), on
+//!   the same store clock; the scan skips rows other transactions lock and
+//!   the probe does not, so the probe says "nothing" only where the scan
+//!   would find nothing;
+//! - one snapshot: the probe is one statement whatever the number of
+//!   queues, so "nothing due" holds for all of them at one instant within
+//!   the call, where the empty claims take effect;
 //! - a probe that fails, or finds a due job, changes nothing: the write
 //!   path runs as before (and answers any error itself);
 //! - it waits, as a transaction does, for the rollbacks of transactions
@@ -34,11 +36,21 @@ use crate::PgStore;
 use leasehold_core::statement_gate;
 use std::collections::BTreeSet;
 
-/// The jobs a claim of queue `$2` may take at the store time `$1` (or the
-/// statement's clock): due and pending. The claim scan's filter, and the
-/// probe's.
+/// Due and pending at the store time `$1` (or the statement's clock).
+fn due() -> String {
+    format!("state = 'pending' AND run_at <= {STMT_CLOCK}")
+}
+
+/// The jobs a claim of queue `$2` may take at the store time `$1`: due and
+/// pending. The claim scan's filter.
 pub(crate) fn due_pending() -> String {
-    format!("queue = $2 AND state = 'pending' AND run_at <= {STMT_CLOCK}")
+    format!("queue = $2 AND {}", due())
+}
+
+/// [`due_pending`] for any of the queues in the array `$2`: the probe's
+/// filter, one statement for every queue of a call.
+fn due_pending_in_any() -> String {
+    format!("queue = ANY($2) AND {}", due())
 }
 
 impl PgStore {
@@ -60,24 +72,17 @@ impl PgStore {
         self.rollbacks.settled().await;
         let sql = format!(
             "SELECT EXISTS (SELECT 1 FROM leasehold_jobs WHERE {})",
-            due_pending()
+            due_pending_in_any()
         );
         let Ok(mut conn) = self.reader().await else {
             return false;
         };
-        // Bounded by the claims of one call.
-        let mut nothing_due = Ok(true);
-        for queue in queues {
-            nothing_due = sqlx::query_scalar::<_, bool>(&sql)
-                .bind(self.clock_param())
-                .bind(queue)
-                .fetch_one(&mut *conn)
-                .await
-                .map(|due| !due);
-            if !matches!(nothing_due, Ok(true)) {
-                break;
-            }
-        }
+        let nothing_due = sqlx::query_scalar::<_, bool>(&sql)
+            .bind(self.clock_param())
+            .bind(queues.into_iter().collect::<Vec<&str>>())
+            .fetch_one(&mut *conn)
+            .await
+            .map(|due| !due);
         // A due job is claimed by the write path, which also answers an
         // error if it recurs.
         if !matches!(conn.finish(nothing_due), Ok(true)) {

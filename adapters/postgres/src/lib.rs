@@ -56,7 +56,9 @@
 //! [`PgStoreBuilder::batch_flushers`]); every request keeps its own answer.
 //! A claim that would take nothing (a lone claim, or claims without
 //! releases, whose queues have no due job) is answered from one read
-//! instead of a transaction (`claim_probe.rs`). Reads (that probe, `get`,
+//! instead of a transaction (`claim_probe.rs`), and a sweep that would
+//! reclaim nothing (no expired lease) likewise (`sweep_probe.rs`). Reads
+//! (those probes, `get`,
 //! `get_many`) take the one connection the store keeps between reads, so
 //! they skip the pool's pings (`leasehold_sql::kept_conn`).
 //! [`PgStore::enqueue_many`], [`PgStore::claim_many`] and
@@ -125,6 +127,7 @@ mod row_change;
 mod schedules;
 pub mod schema;
 mod sweep;
+mod sweep_probe;
 mod vacuum;
 mod write_batch;
 
@@ -512,6 +515,9 @@ impl Store for PgStore {
     }
 
     async fn sweep(&self, req: SweepRequest) -> Result<Vec<CrashReport>, StoreError> {
+        if self.nothing_to_sweep().await {
+            return Ok(Vec::new());
+        }
         in_tx!(self, |conn| self.sweep_in(conn, req.limit).await)
     }
 

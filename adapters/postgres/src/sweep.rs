@@ -3,6 +3,7 @@
 
 use crate::clock::STMT_CLOCK;
 use crate::load::{fetch_scan, ScanGate};
+use crate::sweep_probe::expired_running;
 use crate::write_batch::Batch;
 use crate::{listener, PgStore};
 use leasehold_core::transition;
@@ -19,8 +20,9 @@ impl PgStore {
     ) -> Result<Vec<CrashReport>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS}, {STMT_CLOCK} FROM leasehold_jobs \
-             WHERE state = 'running' AND expires_at <= {STMT_CLOCK} \
-             ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED"
+             WHERE {} \
+             ORDER BY expires_at, id LIMIT $2 FOR UPDATE SKIP LOCKED",
+            expired_running()
         );
         let sql = race_variants::sweep_scan(self.variant, sql);
         let q = sqlx::query(&sql)

@@ -6,6 +6,7 @@ use crate::stores::driver::{ready_now, Driver};
 use crate::stores::interleave::{Interleaver, Join};
 use crate::stores::{SeedContext, SetupError, SimStore, SimStoreClock, StoreFactory};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A seed's store, shared by the runner and the store host.
@@ -30,7 +31,12 @@ impl<F: StoreFactory> Backend<F> {
     /// Makes the seed's database (from outside the simulation).
     pub fn create(factory: Arc<F>, ctx: SeedContext) -> Result<Self, SetupError> {
         let driver = if factory.uses_driver() {
-            Some(Driver::new().map_err(|e| SetupError::new(e.to_string()))?)
+            let driver = if factory.driver_needs_io() {
+                Driver::new()
+            } else {
+                Driver::without_io()
+            };
+            Some(driver.map_err(|e| SetupError::new(e.to_string()))?)
         } else {
             None
         };
@@ -77,9 +83,21 @@ impl<F: StoreFactory> Backend<F> {
     /// (blocking the simulation until it is done) or in place. With
     /// interleaving, once the calls of earlier groups took their answers,
     /// so the history records them before this call (it runs after them).
-    pub async fn call<T: Send + 'static>(
+    ///
+    /// The call is boxed here, before anything else moves it: a SQL
+    /// store's operation is a large future, and on its way
+    /// to the driver (this call's state, the group's, the driver's timer,
+    /// `block_on`) each move was a copy of all of it.
+    pub fn call<T: Send + 'static>(
         &self,
         fut: impl Future<Output = T> + Send + 'static,
+    ) -> impl Future<Output = Result<T, SetupError>> + '_ {
+        self.call_boxed(Box::pin(fut))
+    }
+
+    async fn call_boxed<T: Send + 'static>(
+        &self,
+        fut: Pin<Box<impl Future<Output = T> + Send + 'static>>,
     ) -> Result<T, SetupError> {
         if let Some(il) = &self.interleaver {
             il.drained(None).await;
@@ -92,16 +110,26 @@ impl<F: StoreFactory> Backend<F> {
 
     /// Runs one store call of `store` (the open one) from inside the store
     /// host: in a group of calls of this instant, as `join` says, when the
-    /// seed interleaves them; else as [`Self::call`].
-    pub async fn call_grouped<T: Send + 'static>(
+    /// seed interleaves them; else as [`Self::call`] (boxed at once, as
+    /// there).
+    pub fn call_grouped<T: Send + 'static>(
         &self,
         store: Arc<F::Store>,
         join: Join,
         fut: impl Future<Output = T> + Send + 'static,
+    ) -> impl Future<Output = Result<T, SetupError>> + '_ {
+        self.call_grouped_boxed(store, join, Box::pin(fut))
+    }
+
+    async fn call_grouped_boxed<T: Send + 'static>(
+        &self,
+        store: Arc<F::Store>,
+        join: Join,
+        fut: Pin<Box<impl Future<Output = T> + Send + 'static>>,
     ) -> Result<T, SetupError> {
         match (&self.driver, &self.interleaver) {
             (Some(d), Some(il)) => il.call(d, store, join, fut).await,
-            _ => self.call(fut).await,
+            _ => self.call_boxed(fut).await,
         }
     }
 

@@ -28,8 +28,11 @@ pub const DRIVER_CALL_LIMIT: std::time::Duration = std::time::Duration::from_sec
 pub struct Driver {
     rt: Option<tokio::runtime::Runtime>,
     /// The thread's CPUs come back when the seed is done (after the
-    /// runtime is gone: declared last).
+    /// runtime is gone: declared after it).
     _pinned: super::pin::Pinned,
+    /// For a store whose connections are threads of this process: the
+    /// seed's threads run under the batch policy (`batch_policy.rs`).
+    _batched: Option<super::batch_policy::Batched>,
 }
 
 /// The driver's call did not finish (the database hung, or its task died).
@@ -41,14 +44,37 @@ impl Driver {
     /// A driver for the calling thread (the seed's simulation thread, which
     /// it keeps on one CPU with the threads the store starts from it).
     pub fn new() -> Result<Driver, DriverError> {
+        Self::build(true)
+    }
+
+    /// As [`Driver::new`], for a store that needs no sockets (its
+    /// connections are threads of its own, as SQLite's under sqlx): the
+    /// runtime has timers but no I/O reactor, so while a statement runs
+    /// the simulation thread waits on a futex, and each answer wakes it
+    /// directly, instead of through an `eventfd` write and `epoll_wait`.
+    /// A SQL seed makes thousands of such wake-ups. The seed's thread and
+    /// the connection threads it starts also run under the batch policy
+    /// (`batch_policy.rs`), so that an answer of many rows is one
+    /// switch, not two a row.
+    pub fn without_io() -> Result<Driver, DriverError> {
+        Self::build(false)
+    }
+
+    fn build(io: bool) -> Result<Driver, DriverError> {
         let pinned = super::pin::this_thread();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+        let mut builder = tokio::runtime::Builder::new_current_thread();
+        if io {
+            builder.enable_all();
+        } else {
+            builder.enable_time();
+        }
+        let rt = builder
             .build()
             .map_err(|e| DriverError(format!("cannot start the store driver: {e}")))?;
         Ok(Driver {
             rt: Some(rt),
             _pinned: pinned,
+            _batched: (!io).then(super::batch_policy::this_thread),
         })
     }
 
@@ -117,6 +143,20 @@ mod tests {
             .expect("answered");
         assert_eq!(here, there, "the driver runs on the simulation thread");
         assert_eq!(d.run(async { 7 }).expect("answered"), 7);
+    }
+
+    /// A driver without I/O still has timers: the call limit and a
+    /// store's own timeouts run on them.
+    #[test]
+    fn a_driver_without_io_runs_timers() {
+        let d = Driver::without_io().expect("a driver");
+        let slept = d
+            .run(async {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                7
+            })
+            .expect("answered");
+        assert_eq!(slept, 7);
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! lost with the host. A restart opens the same database again.
 
 mod backend;
+mod batch_policy;
 #[cfg(feature = "sql")]
 mod coalesced;
 pub mod driver;
@@ -48,6 +49,8 @@ mod pin;
 mod postgres;
 #[cfg(feature = "sql")]
 mod sqlite;
+#[cfg(feature = "sql")]
+mod sqlite_memstatus;
 
 pub use backend::Backend;
 pub use memory::{MemoryFactory, MemoryRows, OnMemoryRows};
@@ -267,6 +270,15 @@ pub trait StoreFactory: Send + Sync + 'static {
     /// Whether the store does real I/O on its own threads, so its calls
     /// must go through a [`Driver`](driver::Driver). Default: yes.
     fn uses_driver(&self) -> bool {
+        true
+    }
+
+    /// Whether the store's I/O needs the driver's reactor (sockets, as
+    /// PostgreSQL's connections do). Default: yes. A store whose
+    /// connections are threads of their own (SQLite's) answers `false`,
+    /// and its driver waits for each answer on a cheaper wake-up
+    /// ([`Driver::without_io`](driver::Driver::without_io)).
+    fn driver_needs_io(&self) -> bool {
         true
     }
 

@@ -171,6 +171,12 @@ impl StoreFactory for SqliteFactory {
         "sqlite".into()
     }
 
+    /// sqlx runs each SQLite connection on a thread of its own and
+    /// answers over channels: no socket, so no reactor.
+    fn driver_needs_io(&self) -> bool {
+        false
+    }
+
     fn carries_store_variant(&self, v: Variant) -> bool {
         #[cfg(feature = "catalogue")]
         {
@@ -186,6 +192,8 @@ impl StoreFactory for SqliteFactory {
     ) -> impl Future<Output = Result<Self::Database, SetupError>> + Send {
         let dir = self.dir.clone().unwrap_or_else(std::env::temp_dir);
         let (ctx, template) = (ctx.clone(), self.template.clone());
+        // Before the first database this process opens.
+        super::sqlite_memstatus::off();
         async move {
             let template = template
                 .get_or_try_init(|| Self::make_template(&dir, &ctx))

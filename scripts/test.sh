@@ -5,7 +5,7 @@
 #   - memory: every scenario with its full seed count (catalogue included);
 #   - SQLite: full seed counts, each seed also run on memory (--against):
 #     the two stores must give the same answer to every request;
-#   - PostgreSQL: LEASEHOLD_PG_SEEDS seeds per scenario (default 6, for CI
+#   - PostgreSQL: LEASEHOLD_PG_SEEDS seeds per scenario (default 8, for CI
 #     time; docs/CLI.md gives the full command), also against memory;
 #   - SQLite and PostgreSQL again with interleaving on (--interleave: the
 #     SQL transactions of one instant interleaved at their statements),
@@ -54,8 +54,8 @@ stage "scenario library on memory"
 $bin run scenarios/
 stage "scenario library on sqlite, against memory"
 $bin run scenarios/ --store sqlite --against memory
-stage "scenario library on postgres, against memory (${LEASEHOLD_PG_SEEDS:-6} seeds per scenario)"
-$bin run scenarios/ --store postgres --against memory --seeds "${LEASEHOLD_PG_SEEDS:-6}"
+stage "scenario library on postgres, against memory (${LEASEHOLD_PG_SEEDS:-8} seeds per scenario)"
+$bin run scenarios/ --store postgres --against memory --seeds "${LEASEHOLD_PG_SEEDS:-8}"
 stage "scenario library on sqlite, interleaved (${LEASEHOLD_INTERLEAVE_SEEDS:-1} seeds per scenario)"
 # The catalogue'"'"'s race bugs (30, 31, 32) need more seeds than this stage
 # runs; cli/tests/catalogue_bugs.rs runs them over their whole budget,
